@@ -1,0 +1,440 @@
+"""Broker and topic configuration: Kafka's key names and defaults, typed and validated once.
+
+``BrokerConfig`` holds every broker key mq understands; its fields are the keys with ``.`` turned into ``_``
+(``log.segment.bytes`` -> ``log_segment_bytes``). ``TopicConfig`` holds the per-topic settings (``segment.bytes`` ->
+``segment_bytes``); ``BrokerConfig.topic_defaults()`` derives the broker-wide defaults a topic override map is laid
+over. ``config/server.properties`` is ``render_properties()`` of the defaults: ``python -m mq.config`` prints it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mq.errors import ConfigError
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+CLEANUP_POLICIES = ("delete", "compact")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
+
+def _key(
+    name: str,
+    default: Any,
+    doc: str,
+    *,
+    kind: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    minimum: float | None = None,
+    shipped: str | None = None,
+) -> Any:
+    """A config field: its Kafka key, a one-line description, how to parse it and what the shipped file sets."""
+    meta = {"key": name, "doc": doc, "kind": kind, "choices": choices, "minimum": minimum, "shipped": shipped}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """Effective configuration of one topic: broker defaults overlaid with the topic's overrides."""
+
+    cleanup_policy: str = _key("cleanup.policy", "delete", "delete, compact, or compact,delete", kind="policy")
+    compression_type: str = _key(
+        "compression.type", "producer", "codec the broker stores batches in", choices=COMPRESSION_TYPES
+    )
+    delete_retention_ms: int = _key(
+        "delete.retention.ms", 86400000, "how long tombstones survive compaction", minimum=0
+    )
+    file_delete_delay_ms: int = _key(
+        "file.delete.delay.ms", 60000, "delay before a deleted segment is removed", minimum=0
+    )
+    flush_messages: int = _key("flush.messages", LONG_MAX, "fsync after this many appended messages", minimum=1)
+    flush_ms: int = _key("flush.ms", LONG_MAX, "fsync when the oldest unflushed append is this old", minimum=0)
+    follower_replication_throttled_replicas: str = _key(
+        "follower.replication.throttled.replicas", "", "partition:broker pairs throttled as followers, or *"
+    )
+    index_interval_bytes: int = _key("index.interval.bytes", 4096, "bytes between offset index entries", minimum=0)
+    leader_replication_throttled_replicas: str = _key(
+        "leader.replication.throttled.replicas", "", "partition:broker pairs throttled as leaders, or *"
+    )
+    max_compaction_lag_ms: int = _key(
+        "max.compaction.lag.ms", LONG_MAX, "longest a record stays uncompacted", minimum=1
+    )
+    max_message_bytes: int = _key("max.message.bytes", 1048588, "largest record batch accepted", minimum=0)
+    message_timestamp_difference_max_ms: int = _key(
+        "message.timestamp.difference.max.ms", LONG_MAX, "largest allowed |create time - broker time|", minimum=0
+    )
+    message_timestamp_type: str = _key(
+        "message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime", choices=TIMESTAMP_TYPES
+    )
+    min_cleanable_dirty_ratio: float = _key(
+        "min.cleanable.dirty.ratio", 0.5, "dirty share of a log before it is compacted", minimum=0
+    )
+    min_compaction_lag_ms: int = _key("min.compaction.lag.ms", 0, "shortest a record stays uncompacted", minimum=0)
+    min_insync_replicas: int = _key("min.insync.replicas", 1, "in-sync replicas an acks=all produce needs", minimum=1)
+    preallocate: bool = _key("preallocate", False, "preallocate segment files to segment.bytes")
+    retention_bytes: int = _key(
+        "retention.bytes", -1, "partition size kept before deleting old segments; -1 = no limit"
+    )
+    retention_ms: int = _key("retention.ms", 604800000, "age of a segment before deletion; -1 = no limit", minimum=-1)
+    segment_bytes: int = _key("segment.bytes", 1073741824, "size at which a segment is rolled", minimum=14)
+    segment_index_bytes: int = _key("segment.index.bytes", 10485760, "size of a segment's offset index", minimum=8)
+    segment_jitter_ms: int = _key("segment.jitter.ms", 0, "random jitter subtracted from segment.ms", minimum=0)
+    segment_ms: int = _key("segment.ms", 604800000, "age at which a segment is rolled", minimum=1)
+    unclean_leader_election_enable: bool = _key(
+        "unclean.leader.election.enable", False, "allow an out-of-sync replica to become leader"
+    )
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy.split(",")
+
+    def with_overrides(self, overrides: Mapping[str, str], source: str = "topic config") -> TopicConfig:
+        """A copy with ``overrides`` (Kafka topic key -> string value) applied; unknown keys raise ConfigError."""
+        return dataclasses.replace(self, **_parse_values(TopicConfig, overrides, source, "topic config"))
+
+    def to_properties(self) -> dict[str, str]:
+        """Every topic key with its value rendered as Kafka prints it."""
+        return {f.metadata["key"]: _render(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(f.metadata["key"] for f in dataclasses.fields(TopicConfig))
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Every broker key mq understands, with Kafka's names and defaults."""
+
+    broker_id: int = _key("broker.id", -1, "this broker's id; -1 = generate one", shipped="0")
+    listeners: str = _key(
+        "listeners", "PLAINTEXT://:9092", "NAME://host:port listeners to bind", shipped="PLAINTEXT://127.0.0.1:9092"
+    )
+    advertised_listeners: str | None = _key(
+        "advertised.listeners", None, "listeners given to clients; default: listeners"
+    )
+    log_dirs: str | None = _key("log.dirs", None, "comma-separated log directories", shipped="data/kafka-logs")
+    log_dir: str = _key("log.dir", "/tmp/kafka-logs", "log directory used when log.dirs is unset")
+    num_partitions: int = _key("num.partitions", 1, "partitions of an auto-created topic", minimum=1)
+    default_replication_factor: int = _key(
+        "default.replication.factor", 1, "replication factor of an auto-created topic", minimum=1
+    )
+    auto_create_topics_enable: bool = _key("auto.create.topics.enable", True, "create unknown topics on first use")
+    delete_topic_enable: bool = _key("delete.topic.enable", True, "allow topics to be deleted")
+    zookeeper_connect: str | None = _key(
+        "zookeeper.connect", None, "host:port[,host:port][/chroot]; unset = standalone broker"
+    )
+    zookeeper_session_timeout_ms: int = _key("zookeeper.session.timeout.ms", 18000, "ZooKeeper session timeout")
+    zookeeper_connection_timeout_ms: int | None = _key(
+        "zookeeper.connection.timeout.ms", None, "ZooKeeper connect timeout; default: the session timeout"
+    )
+    socket_request_max_bytes: int = _key(
+        "socket.request.max.bytes", 104857600, "largest request accepted; larger frames are refused", minimum=1
+    )
+    socket_send_buffer_bytes: int = _key("socket.send.buffer.bytes", 102400, "SO_SNDBUF; -1 = OS default")
+    socket_receive_buffer_bytes: int = _key("socket.receive.buffer.bytes", 102400, "SO_RCVBUF; -1 = OS default")
+    num_network_threads: int = _key(
+        "num.network.threads", 3, "accepted for compatibility; mq serves sockets from one event loop", minimum=1
+    )
+    num_io_threads: int = _key("num.io.threads", 8, "worker threads for blocking disk work", minimum=1)
+    num_recovery_threads_per_data_dir: int = _key(
+        "num.recovery.threads.per.data.dir", 1, "threads that recover logs at start-up", minimum=1
+    )
+    message_max_bytes: int = _key("message.max.bytes", 1048588, "largest record batch accepted", minimum=0)
+    compression_type: str = _key(
+        "compression.type", "producer", "codec the broker stores batches in", choices=COMPRESSION_TYPES
+    )
+    min_insync_replicas: int = _key("min.insync.replicas", 1, "in-sync replicas an acks=all produce needs", minimum=1)
+    unclean_leader_election_enable: bool = _key(
+        "unclean.leader.election.enable", False, "allow an out-of-sync replica to become leader"
+    )
+    log_segment_bytes: int = _key("log.segment.bytes", 1073741824, "size at which a segment is rolled", minimum=14)
+    log_roll_ms: int | None = _key("log.roll.ms", None, "age at which a segment is rolled; wins over log.roll.hours")
+    log_roll_hours: int = _key("log.roll.hours", 168, "age in hours at which a segment is rolled", minimum=1)
+    log_roll_jitter_ms: int | None = _key("log.roll.jitter.ms", None, "random roll jitter; wins over the hours key")
+    log_roll_jitter_hours: int = _key("log.roll.jitter.hours", 0, "random roll jitter in hours", minimum=0)
+    log_retention_ms: int | None = _key("log.retention.ms", None, "segment age before deletion; -1 = no limit")
+    log_retention_minutes: int | None = _key("log.retention.minutes", None, "the same in minutes")
+    log_retention_hours: int = _key("log.retention.hours", 168, "the same in hours")
+    log_retention_bytes: int = _key("log.retention.bytes", -1, "partition size kept; -1 = no limit")
+    log_retention_check_interval_ms: int = _key(
+        "log.retention.check.interval.ms", 300000, "how often retention runs", minimum=1
+    )
+    log_cleanup_policy: str = _key("log.cleanup.policy", "delete", "delete, compact, or compact,delete", kind="policy")
+    log_cleaner_enable: bool = _key("log.cleaner.enable", True, "run the log cleaner for compacted topics")
+    log_cleaner_threads: int = _key("log.cleaner.threads", 1, "log cleaner threads", minimum=0)
+    log_cleaner_dedupe_buffer_size: int = _key(
+        "log.cleaner.dedupe.buffer.size", 134217728, "memory for the cleaner's key map", minimum=0
+    )
+    log_cleaner_backoff_ms: int = _key("log.cleaner.backoff.ms", 15000, "cleaner sleep when idle", minimum=0)
+    log_cleaner_min_cleanable_ratio: float = _key(
+        "log.cleaner.min.cleanable.ratio", 0.5, "dirty share of a log before it is compacted", minimum=0
+    )
+    log_cleaner_delete_retention_ms: int = _key(
+        "log.cleaner.delete.retention.ms", 86400000, "how long tombstones survive compaction", minimum=0
+    )
+    log_cleaner_min_compaction_lag_ms: int = _key(
+        "log.cleaner.min.compaction.lag.ms", 0, "shortest a record stays uncompacted", minimum=0
+    )
+    log_cleaner_max_compaction_lag_ms: int = _key(
+        "log.cleaner.max.compaction.lag.ms", LONG_MAX, "longest a record stays uncompacted", minimum=1
+    )
+    log_index_size_max_bytes: int = _key(
+        "log.index.size.max.bytes", 10485760, "size of a segment's offset index", minimum=8
+    )
+    log_index_interval_bytes: int = _key(
+        "log.index.interval.bytes", 4096, "bytes between offset index entries", minimum=0
+    )
+    log_flush_interval_messages: int = _key(
+        "log.flush.interval.messages", LONG_MAX, "fsync after this many appended messages", minimum=1
+    )
+    log_flush_interval_ms: int | None = _key(
+        "log.flush.interval.ms", None, "fsync when the oldest unflushed append is this old"
+    )
+    log_flush_scheduler_interval_ms: int = _key(
+        "log.flush.scheduler.interval.ms", LONG_MAX, "how often the flusher checks the logs"
+    )
+    log_flush_offset_checkpoint_interval_ms: int = _key(
+        "log.flush.offset.checkpoint.interval.ms", 60000, "how often recovery points are checkpointed", minimum=0
+    )
+    log_flush_start_offset_checkpoint_interval_ms: int = _key(
+        "log.flush.start.offset.checkpoint.interval.ms", 60000, "how often log start offsets are checkpointed"
+    )
+    log_segment_delete_delay_ms: int = _key(
+        "log.segment.delete.delay.ms", 60000, "delay before a deleted segment is removed", minimum=0
+    )
+    log_preallocate: bool = _key("log.preallocate", False, "preallocate segment files to log.segment.bytes")
+    log_message_timestamp_type: str = _key(
+        "log.message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime", choices=TIMESTAMP_TYPES
+    )
+    log_message_timestamp_difference_max_ms: int = _key(
+        "log.message.timestamp.difference.max.ms", LONG_MAX, "largest allowed |create time - broker time|"
+    )
+    replica_lag_time_max_ms: int = _key(
+        "replica.lag.time.max.ms", 30000, "a follower this far behind leaves the ISR", minimum=1
+    )
+    replica_fetch_max_bytes: int = _key("replica.fetch.max.bytes", 1048576, "follower fetch size per partition")
+    replica_fetch_wait_max_ms: int = _key("replica.fetch.wait.max.ms", 500, "follower fetch long-poll time")
+    replica_fetch_min_bytes: int = _key("replica.fetch.min.bytes", 1, "follower fetch minimum bytes")
+    num_replica_fetchers: int = _key("num.replica.fetchers", 1, "fetchers per source broker", minimum=1)
+    replica_high_watermark_checkpoint_interval_ms: int = _key(
+        "replica.high.watermark.checkpoint.interval.ms", 5000, "how often high watermarks are checkpointed"
+    )
+    controlled_shutdown_enable: bool = _key("controlled.shutdown.enable", True, "move leadership away before stopping")
+    auto_leader_rebalance_enable: bool = _key(
+        "auto.leader.rebalance.enable", True, "elect preferred leaders when imbalanced"
+    )
+    leader_imbalance_per_broker_percentage: int = _key(
+        "leader.imbalance.per.broker.percentage", 10, "imbalance that triggers a rebalance"
+    )
+    leader_imbalance_check_interval_seconds: int = _key(
+        "leader.imbalance.check.interval.seconds", 300, "how often imbalance is checked"
+    )
+    offsets_topic_num_partitions: int = _key(
+        "offsets.topic.num.partitions", 50, "partitions of __consumer_offsets", minimum=1
+    )
+    offsets_topic_replication_factor: int = _key(
+        "offsets.topic.replication.factor", 3, "replication factor of __consumer_offsets", minimum=1, shipped="1"
+    )
+    offsets_topic_segment_bytes: int = _key(
+        "offsets.topic.segment.bytes", 104857600, "segment size of __consumer_offsets", minimum=1
+    )
+    offsets_retention_minutes: int = _key(
+        "offsets.retention.minutes", 10080, "how long committed offsets of empty groups are kept", minimum=1
+    )
+    offsets_retention_check_interval_ms: int = _key(
+        "offsets.retention.check.interval.ms", 600000, "how often stale offsets are removed", minimum=1
+    )
+    offsets_commit_timeout_ms: int = _key("offsets.commit.timeout.ms", 5000, "offset commit wait", minimum=1)
+    offset_metadata_max_bytes: int = _key("offset.metadata.max.bytes", 4096, "largest offset commit metadata")
+    group_min_session_timeout_ms: int = _key("group.min.session.timeout.ms", 6000, "smallest session timeout")
+    group_max_session_timeout_ms: int = _key("group.max.session.timeout.ms", 1800000, "largest session timeout")
+    group_initial_rebalance_delay_ms: int = _key(
+        "group.initial.rebalance.delay.ms",
+        3000,
+        "wait for more members before a new group's first rebalance",
+        shipped="0",
+    )
+    transaction_state_log_replication_factor: int = _key(
+        "transaction.state.log.replication.factor", 3, "replication factor of __transaction_state", shipped="1"
+    )
+    transaction_state_log_min_isr: int = _key(
+        "transaction.state.log.min.isr", 2, "min.insync.replicas of __transaction_state", shipped="1"
+    )
+    broker_rack: str | None = _key("broker.rack", None, "rack of this broker, for rack-aware assignment")
+
+    @property
+    def log_dir_paths(self) -> list[Path]:
+        dirs = self.log_dirs if self.log_dirs is not None else self.log_dir
+        return [Path(d.strip()) for d in dirs.split(",") if d.strip()]
+
+    @property
+    def standalone(self) -> bool:
+        return not self.zookeeper_connect
+
+    def effective_retention_ms(self) -> int:
+        """log.retention.ms, else minutes, else hours (Kafka's precedence); any negative value = no limit."""
+        if self.log_retention_ms is not None:
+            value = self.log_retention_ms
+        elif self.log_retention_minutes is not None:
+            value = self.log_retention_minutes * 60_000
+        else:
+            value = self.log_retention_hours * 3_600_000
+        return -1 if value < 0 else value
+
+    def topic_defaults(self) -> TopicConfig:
+        """The broker-wide defaults every topic's overrides are laid over."""
+        return TopicConfig(
+            cleanup_policy=self.log_cleanup_policy,
+            compression_type=self.compression_type,
+            delete_retention_ms=self.log_cleaner_delete_retention_ms,
+            file_delete_delay_ms=self.log_segment_delete_delay_ms,
+            flush_messages=self.log_flush_interval_messages,
+            flush_ms=(
+                self.log_flush_interval_ms
+                if self.log_flush_interval_ms is not None
+                else self.log_flush_scheduler_interval_ms
+            ),
+            index_interval_bytes=self.log_index_interval_bytes,
+            max_compaction_lag_ms=self.log_cleaner_max_compaction_lag_ms,
+            max_message_bytes=self.message_max_bytes,
+            message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
+            message_timestamp_type=self.log_message_timestamp_type,
+            min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
+            min_insync_replicas=self.min_insync_replicas,
+            preallocate=self.log_preallocate,
+            retention_bytes=self.log_retention_bytes,
+            retention_ms=self.effective_retention_ms(),
+            segment_bytes=self.log_segment_bytes,
+            segment_index_bytes=self.log_index_size_max_bytes,
+            segment_jitter_ms=(
+                self.log_roll_jitter_ms if self.log_roll_jitter_ms is not None else self.log_roll_jitter_hours * 3600000
+            ),
+            segment_ms=self.log_roll_ms if self.log_roll_ms is not None else self.log_roll_hours * 3600000,
+            unclean_leader_election_enable=self.unclean_leader_election_enable,
+        )
+
+    @classmethod
+    def load(cls, path: Path | str | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
+        """Defaults, then the properties file at ``path`` (if any), then ``key=value`` overrides, validated."""
+        values: dict[str, str] = {}
+        source = str(path) if path is not None else "defaults"
+        if path is not None:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+            values.update(parse_properties(text, source))
+        parsed = _parse_values(cls, values, source, "broker config")
+        extra: dict[str, str] = {}
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"invalid --override '{item}': expected key=value")
+            extra[key.strip()] = value.strip()
+        parsed.update(_parse_values(cls, extra, "--override", "broker config"))
+        return cls(**parsed)
+
+
+_LINE_CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
+
+
+def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
+    """Java ``.properties`` text to a dict: ``#``/``!`` comments, ``=``/``:``/space separators, ``\\`` continuations."""
+    result: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if _LINE_CONTINUATION.search(line):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"((?:\\.|[^=:\s\\])+)\s*[=:\s]?\s*(.*)$", logical)
+        if match is None:
+            raise ConfigError(f"malformed line in {source}: {logical!r}")
+        result[match.group(1).replace("\\", "")] = match.group(2)
+        logical = ""
+    return result
+
+
+def _parse_values(cls: type, values: Mapping[str, str], source: str, what: str) -> dict[str, Any]:
+    by_key = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
+    parsed: dict[str, Any] = {}
+    for key, text in values.items():
+        f = by_key.get(key)
+        if f is None:
+            raise ConfigError(f"unknown {what} key '{key}' in {source}")
+        parsed[f.name] = _parse_value(f, text.strip(), source)
+    return parsed
+
+
+def _parse_value(f: dataclasses.Field[Any], text: str, source: str) -> Any:
+    key, meta = f.metadata["key"], f.metadata
+    field_type = str(f.type)
+    optional = "None" in field_type
+    if optional and text == "":
+        return None
+    if "bool" in field_type:
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected true or false")
+        return text.lower() == "true"
+    if "int" in field_type or "float" in field_type:
+        number_type = float if "float" in field_type else int
+        try:
+            number: int | float = number_type(text)
+        except ValueError:
+            expected = "a number" if number_type is float else "an integer"
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected {expected}") from None
+        if meta["minimum"] is not None and number < meta["minimum"]:
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: must be at least {meta['minimum']}")
+        return number
+    if meta["choices"] is not None and text not in meta["choices"]:
+        raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected one of {', '.join(meta['choices'])}")
+    if meta["kind"] == "policy":
+        parts = [p.strip() for p in text.split(",")]
+        if not parts or any(p not in CLEANUP_POLICIES for p in parts):
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected delete, compact or both")
+        return ",".join(parts)
+    return text
+
+
+def _render(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render_properties() -> str:
+    """The shipped ``config/server.properties``: every broker key, one comment line each, shipped or default value.
+
+    Keys whose default is unset are written commented out, so the file parses to exactly the shipped values.
+    """
+    lines = [
+        "# mq broker configuration: Kafka's key names and defaults. Generated by `python -m mq.config`.",
+        "# Without zookeeper.connect the broker runs standalone on the listener below.",
+    ]
+    for f in dataclasses.fields(BrokerConfig):
+        meta = f.metadata
+        value = meta["shipped"] if meta["shipped"] is not None else _render(f.default)
+        lines.append("")
+        lines.append(f"# {meta['doc']}")
+        lines.append(f"{'#' if value == '' else ''}{meta['key']}={value}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render_properties(), end="")
