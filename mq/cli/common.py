@@ -1,0 +1,72 @@
+"""Conventions shared by every ``mq`` command: output format, one-line errors, exit codes.
+
+Exit codes: 0 success, 1 the operation failed, 2 bad usage (click's own usage errors also exit 2).
+A failure prints one line ``Error: <message>`` on stderr; ``-v`` / ``MQ_DEBUG=1`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from mq.errors import KafkaError
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolError(Exception):
+    """A failure a command reports in one line; ``exit_code`` is 1 (failed) or 2 (usage)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def default_format() -> str:
+    """``table`` on a terminal, ``text`` when piped."""
+    return "table" if sys.stdout.isatty() else "text"
+
+
+def format_option(choices: tuple[str, ...] = ("text", "table", "json")) -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(choices),
+        default=None,
+        help="Output: text (Kafka's line formats), table (rich), json. Default: table on a terminal, text when piped.",
+    )
+
+
+def verbose_option() -> Callable[[F], F]:
+    return click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
+
+
+def handle_errors(fn: F) -> F:
+    """Turn ToolError, KafkaError and OSError into one stderr line and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ToolError, KafkaError, OSError) as exc:
+            if kwargs.get("verbose") or os.environ.get("MQ_DEBUG"):
+                traceback.print_exc()
+            code = exc.exit_code if isinstance(exc, ToolError) else EXIT_FAILED
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def echo_json(document: Any) -> None:
+    click.echo(json.dumps(document, separators=(",", ":")))

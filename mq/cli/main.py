@@ -1,0 +1,55 @@
+"""The ``mq`` command: a click group whose subcommands load lazily from one module each."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+# name -> ("module:attribute", one-line help shown by `mq --help` without importing the module)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "dump-segments": (
+        "mq.cli.dump_segments:dump_segments",
+        "Parse log segment, index and time index files and print their contents.",
+    ),
+}
+
+
+def _version() -> str:
+    try:
+        return version("mq")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class LazyGroup(click.Group):
+    """Lists every command from COMMANDS and imports a command's module only when it runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, _, attribute = entry[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", prog_name="mq")
+def cli() -> None:
+    """mq: a Kafka-compatible message broker and the operator's toolkit around it."""
+
+
+def main() -> None:
+    """Console entry point: click's own usage errors exit 2, a failed operation exits 1."""
+    sys.exit(cli.main(standalone_mode=True))
