@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what the tests need into the current Python, checks lint, format and types, then runs the tests.
+# Extra arguments go to pytest (e.g. `scripts/test.sh tests/unit -x`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+python3 -m ruff check .
+python3 -m ruff format --check .
+python3 -m mypy
+python3 -m pytest "$@"

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mq.config import LONG_MAX, TOPIC_CONFIG_KEYS, BrokerConfig, TopicConfig, parse_properties, render_properties
+from mq.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "config" / "server.properties"
+
+
+def test_shipped_file_is_the_rendered_defaults() -> None:
+    assert SHIPPED.read_text(encoding="utf-8") == render_properties()
+
+
+def test_shipped_file_starts_a_standalone_broker_on_loopback() -> None:
+    config = BrokerConfig.load(SHIPPED)
+    assert config.listeners == "PLAINTEXT://127.0.0.1:9092"
+    assert config.standalone
+    assert config.log_dir_paths == [Path("data/kafka-logs")]
+    assert config.offsets_topic_replication_factor == 1
+    assert config.group_initial_rebalance_delay_ms == 0
+
+
+def test_every_key_has_one_comment_line() -> None:
+    lines = SHIPPED.read_text(encoding="utf-8").splitlines()
+    keys = [line.lstrip("#").split("=")[0] for line in lines if "=" in line and not line.startswith("# ")]
+    assert len(keys) == len(set(keys))
+    for index, line in enumerate(lines):
+        if "=" in line and not line.startswith("# "):
+            assert lines[index - 1].startswith("# "), line
+
+
+def test_code_defaults_match_kafka() -> None:
+    config = BrokerConfig()
+    assert config.log_segment_bytes == 1073741824
+    assert config.log_index_interval_bytes == 4096
+    assert config.log_index_size_max_bytes == 10485760
+    assert config.message_max_bytes == 1048588
+    assert config.log_flush_interval_messages == LONG_MAX
+    assert config.effective_retention_ms() == 168 * 3_600_000
+    assert config.socket_request_max_bytes == 104857600
+    assert config.offsets_topic_num_partitions == 50
+
+
+def test_overrides_win_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("log.segment.bytes=1000\nlog.retention.hours=2\n", encoding="utf-8")
+    config = BrokerConfig.load(path, ["log.segment.bytes=2000", "log.retention.ms=5"])
+    assert config.log_segment_bytes == 2000
+    assert config.effective_retention_ms() == 5
+
+
+def test_retention_precedence_ms_minutes_hours() -> None:
+    assert BrokerConfig(log_retention_hours=1).effective_retention_ms() == 3_600_000
+    assert BrokerConfig(log_retention_minutes=2, log_retention_hours=1).effective_retention_ms() == 120_000
+    assert BrokerConfig(log_retention_ms=7, log_retention_minutes=2).effective_retention_ms() == 7
+    assert BrokerConfig(log_retention_ms=-5).effective_retention_ms() == -1
+
+
+def test_topic_defaults_follow_broker_keys() -> None:
+    config = BrokerConfig(log_roll_hours=2, log_roll_jitter_ms=9, log_cleanup_policy="compact", message_max_bytes=77)
+    topic = config.topic_defaults()
+    assert topic.segment_ms == 7_200_000
+    assert topic.segment_jitter_ms == 9
+    assert topic.compact and not topic.delete
+    assert topic.max_message_bytes == 77
+    assert BrokerConfig(log_roll_ms=5).topic_defaults().segment_ms == 5
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("no.such.key=1", "unknown broker config key 'no.such.key' in --override"),
+        ("log.segment.bytes=big", "invalid value 'big' for log.segment.bytes in --override: expected an integer"),
+        ("log.preallocate=yes", "invalid value 'yes' for log.preallocate in --override: expected true or false"),
+        ("num.partitions=0", "invalid value '0' for num.partitions in --override: must be at least 1"),
+        ("log.cleanup.policy=tidy", "expected delete, compact or both"),
+        ("log.message.timestamp.type=Now", "expected one of CreateTime, LogAppendTime"),
+        ("novalue", "invalid --override 'novalue': expected key=value"),
+    ],
+)
+def test_bad_overrides_name_the_key(override: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(None, [override])
+    assert message in str(info.value)
+
+
+def test_bad_file_key_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broker.properties"
+    path.write_text("# comment\nlog.segmnt.bytes=5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"unknown broker config key 'log.segmnt.bytes' in {path}"):
+        BrokerConfig.load(path)
+
+
+def test_missing_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        BrokerConfig.load(tmp_path / "absent.properties")
+
+
+def test_properties_syntax() -> None:
+    text = "! bang comment\n  a.b = 1\nc:2\nd 3\ne=multi \\\n    line\nf=\n"
+    assert parse_properties(text) == {"a.b": "1", "c": "2", "d": "3", "e": "multi line", "f": ""}
+
+
+def test_optional_key_may_be_empty() -> None:
+    assert BrokerConfig.load(None, ["zookeeper.connect="]).zookeeper_connect is None
+    assert not BrokerConfig.load(None, ["zookeeper.connect=localhost:2181/mq"]).standalone
+
+
+def test_topic_overrides() -> None:
+    base = TopicConfig()
+    topic = base.with_overrides({"cleanup.policy": "compact,delete", "segment.bytes": "1024"})
+    assert topic.compact and topic.delete and topic.segment_bytes == 1024
+    assert base.segment_bytes == 1073741824
+    with pytest.raises(ConfigError, match="unknown topic config key 'segment.byte'"):
+        base.with_overrides({"segment.byte": "1"})
+    assert set(topic.to_properties()) == TOPIC_CONFIG_KEYS
+    assert topic.to_properties()["preallocate"] == "false"

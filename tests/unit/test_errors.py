@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import kafka.errors
+
+from mq.errors import CorruptRecordError, ErrorCode, MessageTooLargeError, error_code_of
+
+
+def test_codes_agree_with_an_independent_client() -> None:
+    theirs = {
+        cls.errno: cls
+        for cls in vars(kafka.errors).values()
+        if isinstance(cls, type) and issubclass(cls, kafka.errors.BrokerResponseError) and cls.errno is not None
+    }
+    assert {code.value for code in ErrorCode} == set(theirs)
+    assert ErrorCode.CORRUPT_MESSAGE == 2
+    assert ErrorCode.MESSAGE_TOO_LARGE == 10
+    assert ErrorCode.UNSUPPORTED_VERSION == 35
+    assert ErrorCode.NOT_LEADER_OR_FOLLOWER == 6
+
+
+def test_retriable_flags() -> None:
+    assert ErrorCode.NOT_LEADER_OR_FOLLOWER.retriable
+    assert ErrorCode.NOT_ENOUGH_REPLICAS.retriable
+    assert not ErrorCode.MESSAGE_TOO_LARGE.retriable
+    assert not ErrorCode.TOPIC_ALREADY_EXISTS.retriable
+
+
+def test_exception_to_code() -> None:
+    assert error_code_of(CorruptRecordError("bad crc")) == ErrorCode.CORRUPT_MESSAGE
+    assert error_code_of(MessageTooLargeError()) == ErrorCode.MESSAGE_TOO_LARGE
+    assert error_code_of(ValueError("boom")) == ErrorCode.UNKNOWN_SERVER_ERROR
