@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import itertools
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mq.protocol.framing import FrameDecoder, InvalidFrameError, frame
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bodies=st.lists(st.binary(max_size=300), max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+)
+def test_frames_survive_any_split(bodies: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(frame(body) for body in bodies)
+    points = sorted({min(cut, len(stream)) for cut in cuts} | {0, len(stream)})
+    decoder = FrameDecoder(max_frame_bytes=1000)
+    received: list[bytes] = []
+    for start, end in itertools.pairwise(points):
+        received.extend(decoder.feed(stream[start:end]))
+    assert received == bodies
+    assert decoder.buffered_bytes == 0
+
+
+def test_oversized_frame_is_refused_from_its_prefix_alone() -> None:
+    decoder = FrameDecoder(max_frame_bytes=100)
+    with pytest.raises(InvalidFrameError, match="frame of 101 bytes is larger than the maximum of 100 bytes"):
+        decoder.feed(struct.pack(">i", 101))
+
+
+def test_frame_of_exactly_the_limit_is_accepted() -> None:
+    decoder = FrameDecoder(max_frame_bytes=100)
+    assert decoder.feed(frame(b"x" * 100)) == [b"x" * 100]
+
+
+def test_negative_size_is_refused() -> None:
+    with pytest.raises(InvalidFrameError, match="invalid frame size -2"):
+        FrameDecoder(max_frame_bytes=100).feed(struct.pack(">i", -2))
+
+
+def test_partial_prefix_waits() -> None:
+    decoder = FrameDecoder(max_frame_bytes=100)
+    assert decoder.feed(b"\x00\x00") == []
+    assert decoder.feed(b"\x00\x03ab") == []
+    assert decoder.feed(b"c\x00") == [b"abc"]
+    assert decoder.buffered_bytes == 1
