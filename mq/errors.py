@@ -256,6 +256,34 @@ class CorruptCheckpointError(KafkaError):
     code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class TopicExistsError(KafkaError):
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidTopicError(KafkaError):
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class InvalidPartitionsError(KafkaError):
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(KafkaError):
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class TopicDeletionDisabledError(KafkaError):
+    code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
 class ConfigError(KafkaError):
     """A configuration key is unknown or its value is of the wrong type or range."""
 
