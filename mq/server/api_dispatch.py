@@ -1,0 +1,107 @@
+"""Routes a request frame to its handler and encodes the answer.
+
+The table of ``Api`` entries is the broker's truth about what it serves: ApiVersions advertises exactly these
+ranges. A handler returns a version-agnostic dict (shaped into the response schema of the request's version), a
+prebuilt network ``Response`` (the fetch path, with file regions), or None (no response: produce with acks=0).
+An exception escaping a handler answers that request with UNKNOWN_SERVER_ERROR through the API's error builder and
+is logged; only an undecodable frame closes the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mq.errors import ErrorCode, error_code_of
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import (
+    InvalidRequestError,
+    RequestHeader,
+    UnsupportedVersionError,
+    decode_request,
+    encode_response,
+    peek_api,
+    response_schema,
+)
+from mq.protocol.entities import build
+from mq.server.network import ClientAddress, Response
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    header: RequestHeader
+    client: ClientAddress
+    received_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+
+HandlerResult = dict[str, Any] | bytes | list[Any] | None
+Handler = Callable[[RequestContext, Any], Awaitable[HandlerResult]]
+ErrorBuilder = Callable[[RequestContext, Any, ErrorCode], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Api:
+    key: ApiKey
+    min_version: int
+    max_version: int
+    handle: Handler
+    error_response: ErrorBuilder
+    """The response that reports ``code`` for everything the request asked about."""
+
+
+class ApiDispatcher:
+    """Callable as the network layer's request handler."""
+
+    def __init__(self, apis: Iterable[Api] = ()) -> None:
+        self.apis: dict[int, Api] = {}
+        for api in apis:
+            self.add(api)
+
+    def add(self, api: Api) -> None:
+        self.apis[int(api.key)] = api
+
+    def advertised(self) -> list[dict[str, int]]:
+        """ApiVersions entries: every API this broker serves, with its version range."""
+        return [
+            {"api_key": int(a.key), "min_version": a.min_version, "max_version": a.max_version}
+            for a in sorted(self.apis.values(), key=lambda a: a.key)
+        ]
+
+    async def __call__(self, frame: bytes, client: ClientAddress) -> Response | None:
+        api_key, api_version, correlation_id = peek_api(frame)
+        api = self.apis.get(api_key)
+        if api is None:
+            raise InvalidRequestError(f"unknown api key {api_key}")
+        if not api.min_version <= api_version <= api.max_version:
+            if api.key == ApiKey.API_VERSIONS:
+                return self._api_versions_fallback(correlation_id)
+            raise UnsupportedVersionError(
+                f"{api.key.name} version {api_version} is not in the supported range "
+                f"{api.min_version}-{api.max_version}"
+            )
+        header, body = decode_request(frame)
+        context = RequestContext(header, client)
+        try:
+            result = await api.handle(context, body)
+        except Exception as exc:
+            code = error_code_of(exc)
+            if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+                log.exception("error handling %s v%d from %s", api.key.name, api_version, client.host)
+            result = api.error_response(context, body, code)
+        if result is None or isinstance(result, bytes | list):
+            return result
+        return encode_response(correlation_id, build(response_schema(api_key, api_version), result))
+
+    def _api_versions_fallback(self, correlation_id: int) -> bytes:
+        """A v0 ApiVersions response with UNSUPPORTED_VERSION and our ranges, as Kafka answers a newer client."""
+        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.advertised()}
+        return encode_response(correlation_id, build(response_schema(ApiKey.API_VERSIONS, 0), body))
