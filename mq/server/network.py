@@ -15,28 +15,15 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from mq.errors import KafkaError
+from mq.protocol.fetch_response import FileRegion
 from mq.protocol.framing import FrameDecoder
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 16
 """Reading from a socket pauses while this many of its requests wait to be handled."""
-
-
-class FileRegion(Protocol):
-    """A byte range of an open file: what a fetch returns for record data."""
-
-    @property
-    def fd(self) -> int: ...
-
-    @property
-    def position(self) -> int: ...
-
-    @property
-    def length(self) -> int: ...
 
 
 Response = bytes | list[bytes | FileRegion]

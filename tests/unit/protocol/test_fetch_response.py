@@ -1,0 +1,109 @@
+"""The piecewise Fetch response equals what kio and kafka-python decode, for every version, with file regions."""
+
+from __future__ import annotations
+
+import os
+import struct
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kafka.protocol.consumer import FetchResponse as ClientFetchResponse
+
+from mq.protocol.codec import decode_response, response_schema
+from mq.protocol.fetch_response import FetchPartition, FetchTopic, FileRegion, encode_fetch_response
+
+BATCH = bytes.fromhex(
+    "0000000000000000"
+    "0000003d"
+    "00000000"
+    "02"
+    "901ca2dd"
+    "0000"
+    "00000000"
+    "0000015d3ef79800"
+    "0000015d3ef79800"
+    "ffffffffffffffff"
+    "ffff"
+    "ffffffff"
+    "00000001"
+    "16000000010a68656c6c6f00"
+)
+
+
+@dataclass(frozen=True)
+class Region:
+    fd: int
+    position: int
+    length: int
+
+
+@pytest.fixture
+def region(tmp_path: Path) -> Iterator[Region]:
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"junk" + BATCH + BATCH + b"tail")
+    fd = os.open(path, os.O_RDONLY)
+    yield Region(fd, 4, 2 * len(BATCH))
+    os.close(fd)
+
+
+def materialise(pieces: list[bytes | FileRegion]) -> bytes:
+    return b"".join(p if isinstance(p, bytes) else os.pread(p.fd, p.length, p.position) for p in pieces)
+
+
+def topics(region: Region) -> list[FetchTopic]:
+    return [
+        FetchTopic(
+            "orders",
+            uuid.UUID(int=12345),
+            [
+                FetchPartition(0, 0, 2, 2, 0, None, -1, region),
+                FetchPartition(1, 1, 10, 9, 3, [(7, 4)], -1, None),
+                FetchPartition(2, 0, 1, 1, 0, [], -1, BATCH),
+            ],
+        ),
+        FetchTopic("empty", None, []),
+    ]
+
+
+@pytest.mark.parametrize("version", range(4, 17))
+def test_pieces_decode_with_kio(version: int, region: Region) -> None:
+    wire = materialise(encode_fetch_response(version, 42, topics(region), throttle_time_ms=5, session_id=0))
+    assert struct.unpack(">i", wire[:4])[0] == len(wire) - 4
+    correlation_id, body = decode_response(wire[4:], response_schema(1, version))
+    assert correlation_id == 42
+    first = body.responses[0]
+    if version >= 13:
+        assert first.topic_id == uuid.UUID(int=12345)
+    else:
+        assert first.topic == "orders"
+    p0, p1, p2 = first.partitions
+    assert bytes(p0.records) == BATCH + BATCH
+    assert (p0.high_watermark, p0.last_stable_offset) == (2, 2)
+    assert p1.records is None and int(p1.error_code) == 1
+    assert [(a.producer_id, a.first_offset) for a in p1.aborted_transactions] == [(7, 4)]
+    assert bytes(p2.records) == BATCH
+    if version >= 5:
+        assert p1.log_start_offset == 3
+    assert body.responses[1].partitions == ()
+
+
+@pytest.mark.parametrize("version", [4, 7, 11, 12])
+def test_pieces_decode_with_an_independent_client(version: int, region: Region) -> None:
+    wire = materialise(encode_fetch_response(version, 9, topics(region)))
+    response = ClientFetchResponse.decode(wire[4:], version=version, header=True)
+    partitions = response.responses[0].partitions
+    assert bytes(partitions[0].records) == BATCH + BATCH
+    assert partitions[1].error_code == 1
+
+
+def test_regions_stay_regions(region: Region) -> None:
+    pieces = encode_fetch_response(12, 1, topics(region))
+    assert [p for p in pieces if not isinstance(p, bytes)] == [region]
+
+
+def test_unsupported_version() -> None:
+    with pytest.raises(ValueError):
+        encode_fetch_response(3, 1, [])
