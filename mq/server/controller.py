@@ -1,0 +1,280 @@
+"""The controller: turns the metadata tree into leadership decisions and tells brokers about them.
+
+One broker at a time is the controller: it owns ``/controller`` (ephemeral) and bumps ``/controller_epoch``.
+Watches on the tree post events to one queue, processed in order on the broker's event loop:
+new topics and partitions get a state znode (leader = first live replica, ISR = live replicas, leader epoch 0)
+followed by LeaderAndIsr to their replicas and UpdateMetadata to every live broker; a deletion marker stops and
+deletes the replicas, then removes the topic's znodes. Brokers learn everything through ``ControllerChannel``:
+in standalone mode it calls into the same process, in cluster mode it sends Kafka's inter-broker requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mq.topic_partition import TopicPartition
+from mq.zk import paths
+from mq.zk.codecs import BrokerRegistration, ControllerInfo, PartitionState, TopicAssignment
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.store import NodeExistsError, NoNodeError
+
+log = logging.getLogger(__name__)
+
+LEADER_DURING_DELETE = -2
+"""The leader UpdateMetadata carries for a partition whose topic is being deleted (brokers drop it)."""
+
+
+@dataclass(frozen=True)
+class PartitionStateInfo:
+    """What LeaderAndIsr and UpdateMetadata carry for one partition."""
+
+    tp: TopicPartition
+    topic_id: str | None
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    zk_version: int
+    controller_epoch: int
+
+
+class ControllerChannel(Protocol):
+    def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None: ...
+
+    def update_metadata(
+        self,
+        broker_id: int,
+        partitions: list[PartitionStateInfo],
+        brokers: list[BrokerRegistration],
+        controller_id: int,
+    ) -> None: ...
+
+    def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None: ...
+
+
+@dataclass
+class ControllerContext:
+    epoch: int = 0
+    live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    assignments: dict[str, TopicAssignment] = field(default_factory=dict)
+    states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
+    deleting: set[str] = field(default_factory=set)
+
+    def info(self, tp: TopicPartition) -> PartitionStateInfo:
+        state, version = self.states[tp]
+        assignment = self.assignments[tp.topic]
+        return PartitionStateInfo(
+            tp,
+            assignment.topic_id,
+            state.leader,
+            state.leader_epoch,
+            tuple(state.isr),
+            tuple(assignment.partitions[tp.partition]),
+            version,
+            state.controller_epoch,
+        )
+
+
+class Controller:
+    """Runs on the event loop; ``post`` hands a callable to that loop (from any thread)."""
+
+    def __init__(
+        self, zk: KafkaZkClient, broker_id: int, channel: ControllerChannel, post: Callable[[Callable[[], None]], None]
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.channel = channel
+        self._post = post
+        self.context = ControllerContext()
+        self.active = False
+        self._events: deque[Callable[[], None]] = deque()
+        self._draining = False
+
+    # --- event queue -------------------------------------------------------------------------------------------
+
+    def _enqueue(self, event: Callable[[], None]) -> bool:
+        """Queue ``event`` on the loop; returns True so it can serve as a watch callback that stays registered."""
+        self._post(lambda: self._run(event))
+        return True
+
+    def _run(self, event: Callable[[], None]) -> None:
+        self._events.append(event)
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._events:
+                try:
+                    self._events.popleft()()
+                except Exception:
+                    log.exception("controller event failed")
+        finally:
+            self._draining = False
+
+    # --- election ----------------------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Watch ``/controller`` and take the role whenever it is free."""
+        self.zk.store.watch_data(paths.CONTROLLER, lambda data, stat: self._enqueue(self._elect))
+
+    def _elect(self) -> None:
+        if self.active:
+            return
+        try:
+            self.zk.store.create(
+                paths.CONTROLLER, ControllerInfo(self.broker_id, int(time.time() * 1000)).encode(), ephemeral=True
+            )
+        except NodeExistsError:
+            return
+        self.context.epoch = self._bump_epoch()
+        self.active = True
+        log.info("broker %d is the controller (epoch %d)", self.broker_id, self.context.epoch)
+        self._on_failover()
+
+    def _bump_epoch(self) -> int:
+        store = self.zk.store
+        try:
+            data, stat = store.get(paths.CONTROLLER_EPOCH)
+        except NoNodeError:
+            store.create(paths.CONTROLLER_EPOCH, b"1")
+            return 1
+        epoch = int(data.decode()) + 1
+        store.set(paths.CONTROLLER_EPOCH, str(epoch).encode(), stat.version)
+        return epoch
+
+    def _on_failover(self) -> None:
+        store = self.zk.store
+        self.context.live_brokers = self.zk.get_all_brokers()
+        for topic in self.zk.get_all_topics():
+            self._load_topic(topic)
+        store.watch_children(paths.BROKER_IDS, lambda _: self._enqueue(self._on_broker_change))
+        store.watch_children(paths.BROKER_TOPICS, lambda _: self._enqueue(self._on_topics_change))
+        store.watch_children(paths.DELETE_TOPICS, lambda _: self._enqueue(self._on_delete_markers))
+        self._start_new_partitions(self._partitions_without_state())
+        self._send_update_metadata(list(self.context.states), self.context.live_brokers)
+        self._announce_leadership(list(self.context.states))
+
+    # --- events ------------------------------------------------------------------------------------------------
+
+    def _load_topic(self, topic: str) -> None:
+        assignment = self.zk.get_topic_assignment(topic)
+        if assignment is None:
+            return
+        self.context.assignments[topic] = assignment
+        for partition in assignment.partitions:
+            found = self.zk.get_partition_state(topic, partition)
+            if found is not None:
+                self.context.states[TopicPartition(topic, partition)] = found
+
+    def _watch_topic(self, topic: str) -> None:
+        def on_change(data: bytes | None, stat: object) -> bool:
+            if data is None:
+                return False
+            return self._enqueue(lambda: self._on_assignment_change(topic))
+
+        self.zk.store.watch_data(paths.topic(topic), on_change)
+
+    def _on_topics_change(self) -> None:
+        current = set(self.zk.get_all_topics())
+        for topic in sorted(current - set(self.context.assignments)):
+            self._load_topic(topic)
+            self._watch_topic(topic)
+        for topic in set(self.context.assignments) - current:
+            self._forget_topic(topic)
+        self._start_new_partitions(self._partitions_without_state())
+
+    def _on_assignment_change(self, topic: str) -> None:
+        if topic in self.context.deleting:
+            return
+        assignment = self.zk.get_topic_assignment(topic)
+        if assignment is None:
+            return
+        self.context.assignments[topic] = assignment
+        self._start_new_partitions(self._partitions_without_state())
+
+    def _on_broker_change(self) -> None:
+        self.context.live_brokers = self.zk.get_all_brokers()
+        self._send_update_metadata(list(self.context.states), self.context.live_brokers)
+
+    def _on_delete_markers(self) -> None:
+        for topic in self.zk.get_topics_marked_for_deletion():
+            if topic in self.context.deleting:
+                continue
+            if topic not in self.context.assignments:
+                self.zk.delete_topic_nodes(topic)
+                continue
+            self.context.deleting.add(topic)
+            self._delete_topic(topic)
+
+    # --- actions -----------------------------------------------------------------------------------------------
+
+    def _partitions_without_state(self) -> list[TopicPartition]:
+        return [
+            TopicPartition(topic, p)
+            for topic, assignment in sorted(self.context.assignments.items())
+            for p in sorted(assignment.partitions)
+            if TopicPartition(topic, p) not in self.context.states and topic not in self.context.deleting
+        ]
+
+    def _start_new_partitions(self, partitions: list[TopicPartition]) -> None:
+        """NewPartition -> OnlinePartition: leader = first live replica, ISR = live replicas."""
+        started = []
+        for tp in partitions:
+            replicas = self.context.assignments[tp.topic].partitions[tp.partition]
+            live = [b for b in replicas if b in self.context.live_brokers]
+            state = PartitionState(live[0] if live else -1, 0, live, self.context.epoch)
+            try:
+                self.zk.create_partition_state(tp.topic, tp.partition, state)
+                self.context.states[tp] = (state, 0)
+            except NodeExistsError:
+                found = self.zk.get_partition_state(tp.topic, tp.partition)
+                if found is None:
+                    continue
+                self.context.states[tp] = found
+            started.append(tp)
+        if started:
+            self._announce_leadership(started)
+            self._send_update_metadata(started, self.context.live_brokers)
+
+    def _announce_leadership(self, partitions: list[TopicPartition]) -> None:
+        by_broker: dict[int, list[PartitionStateInfo]] = {}
+        for tp in partitions:
+            info = self.context.info(tp)
+            for broker_id in info.replicas:
+                if broker_id in self.context.live_brokers:
+                    by_broker.setdefault(broker_id, []).append(info)
+        for broker_id, infos in sorted(by_broker.items()):
+            self.channel.leader_and_isr(broker_id, infos)
+
+    def _send_update_metadata(self, partitions: list[TopicPartition], brokers: dict[int, BrokerRegistration]) -> None:
+        infos = [self.context.info(tp) for tp in partitions if tp in self.context.states]
+        for broker_id in sorted(brokers):
+            self.channel.update_metadata(broker_id, infos, list(brokers.values()), self.broker_id)
+
+    def _delete_topic(self, topic: str) -> None:
+        partitions = [tp for tp in self.context.states if tp.topic == topic]
+        by_broker: dict[int, list[TopicPartition]] = {}
+        for tp in partitions:
+            for broker_id in self.context.assignments[topic].partitions[tp.partition]:
+                by_broker.setdefault(broker_id, []).append(tp)
+        for broker_id, tps in sorted(by_broker.items()):
+            if broker_id in self.context.live_brokers:
+                self.channel.stop_replica(broker_id, tps, delete=True)
+        deleted = [
+            PartitionStateInfo(tp, None, LEADER_DURING_DELETE, -1, (), (), -1, self.context.epoch) for tp in partitions
+        ]
+        for broker_id in sorted(self.context.live_brokers):
+            self.channel.update_metadata(broker_id, deleted, list(self.context.live_brokers.values()), self.broker_id)
+        self.zk.delete_topic_nodes(topic)
+        self._forget_topic(topic)
+
+    def _forget_topic(self, topic: str) -> None:
+        self.context.assignments.pop(topic, None)
+        for tp in [tp for tp in self.context.states if tp.topic == topic]:
+            del self.context.states[tp]
+        self.context.deleting.discard(topic)

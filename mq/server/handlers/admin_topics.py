@@ -1,0 +1,155 @@
+"""CreateTopics, DeleteTopics and CreatePartitions: validated writes to the metadata tree, then a wait (up to the
+request's timeout) until the controller's decisions reach this broker's metadata cache, as Kafka's brokers wait.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mq.config import BrokerConfig
+from mq.errors import ErrorCode, KafkaError, TopicDeletionDisabledError, UnknownTopicOrPartitionError
+from mq.protocol.api_keys import ApiKey
+from mq.server.api_dispatch import Api, RequestContext
+from mq.server.handlers.configs import describe_topic_configs
+from mq.server.metadata_cache import MetadataCache
+from mq.zk.admin_zk_client import AdminZkClient
+
+
+def _seconds(timeout: Any) -> float:
+    return max(0.0, float(timeout.total_seconds()))
+
+
+def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message}
+
+
+def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerConfig) -> list[Api]:
+    def has_leaders(topic: str, partitions: int) -> bool:
+        info = cache.topics.get(topic)
+        return (
+            info is not None
+            and len(info.partitions) >= partitions
+            and all(p.leader >= 0 for p in info.partitions.values())
+        )
+
+    async def create_topics(context: RequestContext, request: Any) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        waiting: dict[str, int] = {}
+        names = [t.name for t in request.topics]
+        validate_only = bool(getattr(request, "validate_only", False))
+        for topic in request.topics:
+            result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
+            results.append(result)
+            manual = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+            try:
+                if names.count(topic.name) > 1:
+                    raise KafkaError("Duplicate topic name.", ErrorCode.INVALID_REQUEST)
+                if manual and (topic.num_partitions != -1 or topic.replication_factor != -1):
+                    raise KafkaError(
+                        "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                        "Both cannot be used at the same time.",
+                        ErrorCode.INVALID_REQUEST,
+                    )
+                partitions = topic.num_partitions if topic.num_partitions != -1 else broker.num_partitions
+                factor = (
+                    topic.replication_factor if topic.replication_factor != -1 else broker.default_replication_factor
+                )
+                configs = {c.name: c.value for c in topic.configs if c.value is not None}
+                assignment = admin.create_topic(
+                    topic.name, partitions, factor, configs, manual or None, validate_only=validate_only
+                )
+            except KafkaError as exc:
+                result.update(_error(exc.code, str(exc)))
+                continue
+            result["num_partitions"] = len(assignment)
+            result["replication_factor"] = len(assignment[min(assignment)])
+            result["configs"] = [
+                {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
+                for e in describe_topic_configs(broker, configs)
+            ]
+            if not validate_only:
+                waiting[topic.name] = len(assignment)
+        timeout = _seconds(request.timeout)
+        if waiting and timeout > 0:
+            await cache.wait_until(lambda: all(has_leaders(t, n) for t, n in waiting.items()), timeout)
+            for result in results:
+                name = result["name"]
+                if name in waiting and not has_leaders(name, waiting[name]):
+                    result.update(_error(ErrorCode.REQUEST_TIMED_OUT, "Timed out waiting for the topic's leaders."))
+        for result in results:
+            info = cache.topics.get(result["name"])
+            result["topic_id"] = info.topic_uuid if info is not None and result["error_code"] == 0 else None
+        return {"throttle_time": 0, "topics": results}
+
+    def create_topics_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "topics": [{"name": t.name, **_error(code, None)} for t in request.topics]}
+
+    def requested_deletions(request: Any) -> list[tuple[str | None, Any]]:
+        if hasattr(request, "topic_names"):
+            return [(name, None) for name in request.topic_names]
+        found = []
+        for t in request.topics:
+            name = t.name
+            if name is None:
+                name = next((i.name for i in cache.topics.values() if i.topic_uuid == t.topic_id), None)
+            found.append((name, t.topic_id))
+        return found
+
+    async def delete_topics(context: RequestContext, request: Any) -> dict[str, Any]:
+        responses: list[dict[str, Any]] = []
+        pending: list[str] = []
+        for name, topic_id in requested_deletions(request):
+            response: dict[str, Any] = {"name": name, "topic_id": topic_id, **_error(ErrorCode.NONE, None)}
+            responses.append(response)
+            try:
+                if name is None:
+                    raise KafkaError("Topic id does not exist.", ErrorCode.UNKNOWN_TOPIC_ID)
+                if not broker.delete_topic_enable:
+                    raise TopicDeletionDisabledError("Topic deletion is disabled.")
+                admin.delete_topic(name)
+                pending.append(name)
+            except KafkaError as exc:
+                code = exc.code
+                if isinstance(exc, UnknownTopicOrPartitionError):
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                response.update(_error(code, str(exc)))
+        timeout = _seconds(request.timeout)
+        if pending and timeout > 0:
+            gone = await cache.wait_until(lambda: not any(cache.contains(t) for t in pending), timeout)
+            if not gone:
+                for response in responses:
+                    if response["name"] in pending and cache.contains(response["name"]):
+                        response.update(_error(ErrorCode.REQUEST_TIMED_OUT, "Timed out waiting for topic deletion."))
+        return {"throttle_time": 0, "responses": responses}
+
+    def delete_topics_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        responses = [{"name": n, "topic_id": i, **_error(code, None)} for n, i in requested_deletions(request)]
+        return {"throttle_time": 0, "responses": responses}
+
+    async def create_partitions(context: RequestContext, request: Any) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        waiting: dict[str, int] = {}
+        for topic in request.topics:
+            result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
+            results.append(result)
+            assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
+            try:
+                admin.add_partitions(topic.name, topic.count, assignments, validate_only=bool(request.validate_only))
+            except KafkaError as exc:
+                result.update(_error(exc.code, str(exc)))
+                continue
+            if not request.validate_only:
+                waiting[topic.name] = topic.count
+        timeout = _seconds(request.timeout)
+        if waiting and timeout > 0:
+            await cache.wait_until(lambda: all(has_leaders(t, n) for t, n in waiting.items()), timeout)
+        return {"throttle_time": 0, "results": results}
+
+    def create_partitions_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "results": [{"name": t.name, **_error(code, None)} for t in request.topics]}
+
+    return [
+        Api(ApiKey.CREATE_TOPICS, 2, 7, create_topics, create_topics_error),
+        Api(ApiKey.DELETE_TOPICS, 1, 6, delete_topics, delete_topics_error),
+        Api(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions, create_partitions_error),
+    ]

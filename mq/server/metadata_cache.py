@@ -1,0 +1,99 @@
+"""The broker's view of the cluster: live brokers and every partition's leader, epoch, replicas and ISR.
+
+It is fed the way Kafka's ZK-era brokers were fed: by UpdateMetadata from the controller (in standalone mode the
+controller runs in the same process and calls ``update`` directly). Handlers answer Metadata from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from mq.topic_partition import TopicPartition
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: str | None
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+
+    @property
+    def topic_uuid(self) -> uuid.UUID | None:
+        """The topic id as a UUID (the wire form); ids are stored as unpadded URL-safe base64."""
+        if self.topic_id is None:
+            return None
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(self.topic_id + "=="))
+
+
+class MetadataCache:
+    def __init__(self, broker_id: int, cluster_id: str) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.controller_id = -1
+        self.brokers: dict[int, BrokerEndpoint] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self._changed: asyncio.Event | None = None
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds after some update, at most ``timeout_s``; returns whether it holds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not predicate():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+        return True
+
+    def update_brokers(self, brokers: Iterable[BrokerEndpoint], controller_id: int) -> None:
+        self.brokers = {b.broker_id: b for b in brokers}
+        self.controller_id = controller_id
+        self._notify()
+
+    def update_partition(self, topic: str, topic_id: str | None, partition: int, info: PartitionInfo) -> None:
+        entry = self.topics.get(topic)
+        if entry is None:
+            entry = self.topics[topic] = TopicInfo(topic, topic_id)
+        entry.partitions[partition] = info
+        self._notify()
+
+    def remove_topic(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+        self._notify()
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        topic = self.topics.get(tp.topic)
+        return None if topic is None else topic.partitions.get(tp.partition)
+
+    def contains(self, topic: str) -> bool:
+        return topic in self.topics
