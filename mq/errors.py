@@ -284,6 +284,18 @@ class TopicDeletionDisabledError(KafkaError):
     code = ErrorCode.TOPIC_DELETION_DISABLED
 
 
+class NotLeaderOrFollowerError(KafkaError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class NotEnoughReplicasError(KafkaError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
+
+
+class InvalidRequiredAcksError(KafkaError):
+    code = ErrorCode.INVALID_REQUIRED_ACKS
+
+
 class ConfigError(KafkaError):
     """A configuration key is unknown or its value is of the wrong type or range."""
 

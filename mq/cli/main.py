@@ -10,6 +10,7 @@ import click
 
 # name -> ("module:attribute", one-line help shown by `mq --help` without importing the module)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "server": ("mq.cli.server:server", "Start or stop an mq broker."),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",

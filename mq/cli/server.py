@@ -1,0 +1,120 @@
+"""``mq server start`` / ``mq server stop``: run a broker in the foreground or as a daemon, stop it by signal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from mq.cli.common import ToolError, handle_errors
+from mq.config import BrokerConfig
+
+DEFAULT_CONFIG = "config/server.properties"
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+
+
+def _load(config_file: str | None, overrides: tuple[str, ...]) -> BrokerConfig:
+    path = config_file if config_file is not None else (DEFAULT_CONFIG if Path(DEFAULT_CONFIG).exists() else None)
+    return BrokerConfig.load(path, overrides)
+
+
+def _configure_logging(log_file: str | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, handlers=handlers, force=True)
+
+
+@click.group("server")
+def server() -> None:
+    """Run an mq broker."""
+
+
+@server.command("start")
+@click.argument("config_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a broker key (repeatable).")
+@click.option("--daemon", is_flag=True, help="Detach and run in the background.")
+@click.option("--log-file", type=click.Path(dir_okay=False), help="Also log to this file (daemon default: server.log).")
+@click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
+@handle_errors
+def start(
+    config_file: str | None, overrides: tuple[str, ...], daemon: bool, log_file: str | None, verbose: bool
+) -> None:
+    """Start a broker with CONFIG_FILE (default: config/server.properties, else built-in defaults).
+
+    Runs in the foreground until SIGTERM or SIGINT, then shuts down cleanly. Exit codes: 0 after a clean
+    shutdown, 1 if the broker could not start, 2 for bad usage.
+    """
+    config = _load(config_file, overrides)
+    if daemon:
+        _start_daemon(config_file, overrides, log_file or str(config.log_dir_paths[0].parent / "server.log"), config)
+        return
+    from mq.server.broker import run
+
+    _configure_logging(log_file)
+    asyncio.run(run(config))
+
+
+def _start_daemon(config_file: str | None, overrides: tuple[str, ...], log_file: str, config: BrokerConfig) -> None:
+    from mq.server.broker import pid_file
+
+    command = [sys.executable, "-m", "mq", "server", "start", "--log-file", log_file]
+    command += [config_file] if config_file else []
+    for item in overrides:
+        command += ["--override", item]
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    marker = pid_file(config)
+    with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as out:
+        process = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ToolError(f"the broker exited with code {process.returncode} during start-up; see {log_file}")
+        if marker.exists() and marker.read_text().strip() == str(process.pid):
+            click.echo(f"mq broker started in the background (pid {process.pid}, log {log_file})")
+            return
+        time.sleep(0.1)
+    raise ToolError(f"the broker did not finish starting within 60 s; see {log_file}")
+
+
+@server.command("stop")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="The broker's config file.")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="As given to start.")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait for a clean shutdown.")
+@click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
+@handle_errors
+def stop(config_file: str | None, overrides: tuple[str, ...], timeout: float, verbose: bool) -> None:
+    """Send SIGTERM to the broker of this config and wait for its clean shutdown.
+
+    Exit codes: 0 once it has stopped, 1 if no broker runs for this config or it did not stop in time.
+    """
+    from mq.server.broker import pid_file
+
+    config = _load(config_file, overrides)
+    marker = pid_file(config)
+    try:
+        pid = int(marker.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        raise ToolError("No mq server to stop") from None
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        marker.unlink(missing_ok=True)
+        raise ToolError("No mq server to stop") from None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            click.echo(f"mq broker stopped (pid {pid})")
+            return
+        time.sleep(0.1)
+    raise ToolError(f"the broker (pid {pid}) did not stop within {timeout:g} s")

@@ -1,0 +1,282 @@
+"""The broker process: wires storage, the metadata tree, the controller, the replica manager and the network.
+
+Start-up: load every log under ``log.dirs`` (recovering after an unclean shutdown), open the metadata tree (the
+local store in standalone mode), bind the listener, register ``/brokers/ids/<id>``, start the controller. Shutdown
+(SIGTERM/SIGINT): stop accepting, answer the requests already received, checkpoint high watermarks, flush and close
+every log, write the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mq.config import BrokerConfig, TopicConfig
+from mq.errors import ConfigError, ErrorCode, KafkaError
+from mq.server.api_dispatch import ApiDispatcher
+from mq.server.controller import Controller
+from mq.server.handlers.admin_topics import admin_topic_apis
+from mq.server.handlers.api_versions import api_versions_api
+from mq.server.handlers.cluster import cluster_apis
+from mq.server.handlers.configs import configs_apis
+from mq.server.handlers.fetch import fetch_api
+from mq.server.handlers.metadata import metadata_api
+from mq.server.handlers.offsets import offsets_apis
+from mq.server.handlers.produce import produce_api
+from mq.server.local_channel import LocalChannel
+from mq.server.metadata_cache import MetadataCache
+from mq.server.network import SocketServer
+from mq.server.producer_id_manager import ProducerIdManager
+from mq.server.replica_manager import ReplicaManager
+from mq.storage.checkpoints import OffsetCheckpointFile
+from mq.storage.log_manager import LogManager
+from mq.topic_partition import TopicPartition
+from mq.zk import paths
+from mq.zk.admin_zk_client import AdminZkClient
+from mq.zk.codecs import BrokerRegistration, decode_config_change
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.local_store import LocalStore
+from mq.zk.store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+METADATA_FILE = "metadata-tree.json"
+PID_FILE = "mq-server.pid"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listener(text: str) -> Listener:
+    """The first ``NAME://host:port`` of a listeners value (an empty host binds every interface)."""
+    first = text.split(",")[0].strip()
+    name, sep, address = first.partition("://")
+    host, _, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"invalid listener '{first}': expected NAME://host:port")
+    return Listener(name, host.strip("[]"), int(port))
+
+
+def pid_file(config: BrokerConfig) -> Path:
+    return config.log_dir_paths[0] / PID_FILE
+
+
+class KafkaServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        if not config.standalone:
+            raise ConfigError("zookeeper.connect is set: cluster mode is not available in this version of mq")
+        self.config = config
+        self.broker_id = config.broker_id if config.broker_id >= 0 else 0
+        self.bound: Listener | None = None
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._topic_configs: dict[str, TopicConfig] = {}
+        self._last_change = -1
+        self.store: MetadataStore | None = None
+        self.zk: KafkaZkClient | None = None
+        self.admin: AdminZkClient | None = None
+        self.server: SocketServer | None = None
+        self.log_manager: Any = None
+        self.replica_manager: ReplicaManager | None = None
+
+    # --- configuration of topics -------------------------------------------------------------------------------
+
+    def topic_config(self, topic: str) -> TopicConfig:
+        config = self._topic_configs.get(topic)
+        if config is None:
+            assert self.zk is not None
+            overrides = self.zk.get_entity_config("topics", topic)
+            config = self._topic_configs[topic] = self.config.topic_defaults().with_overrides(overrides)
+        return config
+
+    def _on_config_changes(self, children: list[str]) -> None:
+        assert self.zk is not None and self.replica_manager is not None
+        for child in sorted(children):
+            sequence = int(child.rsplit("_", 1)[1])
+            if sequence <= self._last_change:
+                continue
+            self._last_change = sequence
+            data = self.zk.store.get_or_none(f"{paths.CONFIG_CHANGES}/{child}")
+            if data is None:
+                continue
+            entity_type, _, name = decode_config_change(data).partition("/")
+            if entity_type == "topics":
+                self._topic_configs.pop(name, None)
+                self.replica_manager.update_topic_config(name)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+
+    async def startup(self) -> Listener:
+        loop = asyncio.get_running_loop()
+        config = self.config
+        log_dirs = [d.resolve() for d in config.log_dir_paths]
+        for directory in log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.store = LocalStore(log_dirs[0] / METADATA_FILE)
+        self.zk = KafkaZkClient(self.store)
+        self.zk.create_top_level_paths()
+        cluster_id = self.zk.get_or_create_cluster_id()
+        self.log_manager = LogManager(log_dirs, config.topic_defaults(), self.topic_config, broker_id=self.broker_id)
+        await loop.run_in_executor(None, self.log_manager.startup)
+        high_watermarks: dict[TopicPartition, int] = {}
+        for directory in log_dirs:
+            high_watermarks.update(OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).read())
+        self.cache = MetadataCache(self.broker_id, cluster_id)
+        self.replica_manager = ReplicaManager(config, self.log_manager, self.topic_config, high_watermarks)
+        admin = self.admin = AdminZkClient(self.zk)
+        dispatcher = ApiDispatcher()
+        for api in [
+            produce_api(self.replica_manager),
+            fetch_api(self.replica_manager),
+            *offsets_apis(self.replica_manager),
+            metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
+            *admin_topic_apis(admin, self.cache, config),
+            *configs_apis(admin, config),
+            *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
+        ]:
+            dispatcher.add(api)
+        dispatcher.add(api_versions_api(dispatcher))
+        listener = parse_listener(config.listeners)
+        self.server = SocketServer(
+            listener.host,
+            listener.port,
+            dispatcher,
+            max_request_bytes=config.socket_request_max_bytes,
+            send_buffer_bytes=config.socket_send_buffer_bytes,
+            receive_buffer_bytes=config.socket_receive_buffer_bytes,
+        )
+        _, port = await self.server.start()
+        advertised = parse_listener(config.advertised_listeners or config.listeners)
+        host = advertised.host or socket.gethostname()
+        self.bound = Listener(listener.name, host, port if advertised.port in (0, listener.port) else advertised.port)
+        self.zk.register_broker(
+            BrokerRegistration(
+                self.broker_id,
+                [f"{self.bound.name}://{self.bound.host}:{self.bound.port}"],
+                config.broker_rack,
+                int(time.time() * 1000),
+            )
+        )
+
+        def post(fn: Callable[[], None]) -> None:
+            loop.call_soon_threadsafe(fn)
+
+        self.controller = Controller(
+            self.zk, self.broker_id, LocalChannel(self.broker_id, self.replica_manager, self.cache), post
+        )
+        self.controller.startup()
+
+        def on_config_changes(children: list[str]) -> bool:
+            post(lambda: self._on_config_changes(children))
+            return True
+
+        self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
+        self._start_background_tasks()
+        pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, self.bound.host, port, cluster_id)
+        return self.bound
+
+    def _auto_create(self, topic: str) -> ErrorCode:
+        try:
+            assert self.admin is not None
+            self.admin.create_topic(topic, self.config.num_partitions, self.config.default_replication_factor)
+        except KafkaError as exc:
+            return ErrorCode.LEADER_NOT_AVAILABLE if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS else exc.code
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    def _start_background_tasks(self) -> None:
+        config = self.config
+
+        def every(interval_ms: int, action: Callable[[], None], name: str) -> None:
+            async def loop() -> None:
+                while True:
+                    await asyncio.sleep(interval_ms / 1000)
+                    try:
+                        action()
+                    except Exception:
+                        log.exception("%s failed", name)
+
+            if interval_ms < 2**31:
+                self._tasks.append(asyncio.get_running_loop().create_task(loop()))
+
+        every(config.log_retention_check_interval_ms, self.log_manager.cleanup_logs, "retention")
+        every(config.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs, "flush")
+        every(
+            config.log_flush_offset_checkpoint_interval_ms,
+            self.log_manager.checkpoint_recovery_points,
+            "recovery checkpoint",
+        )
+        every(
+            config.log_flush_start_offset_checkpoint_interval_ms,
+            self.log_manager.checkpoint_log_start_offsets,
+            "log start offset checkpoint",
+        )
+        every(
+            config.replica_high_watermark_checkpoint_interval_ms,
+            self.checkpoint_high_watermarks,
+            "high watermark checkpoint",
+        )
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` in every log dir for the partitions it holds."""
+        if self.replica_manager is None:
+            return
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d.resolve(): {} for d in self.config.log_dir_paths}
+        for tp, partition in self.replica_manager.partitions.items():
+            directory = Path(partition.log.dir).resolve().parent
+            by_dir.setdefault(directory, {})[tp] = partition.high_watermark
+        for directory, offsets in by_dir.items():
+            OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).write(offsets)
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def wait_for_stop(self) -> None:
+        await self._stopping.wait()
+
+    async def shutdown(self) -> None:
+        log.info("mq broker %d shutting down", self.broker_id)
+        if self.server is not None:
+            await self.server.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.checkpoint_high_watermarks()
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        if self.store is not None:
+            self.store.close()
+        with contextlib.suppress(FileNotFoundError):
+            pid_file(self.config).unlink()
+        log.info("mq broker %d stopped", self.broker_id)
+
+
+async def run(config: BrokerConfig, ready: Callable[[Listener], None] | None = None) -> None:
+    """Start a broker, serve until SIGTERM or SIGINT, shut down cleanly."""
+    server = KafkaServer(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.request_stop)
+    try:
+        bound = await server.startup()
+        if ready is not None:
+            ready(bound)
+        await server.wait_for_stop()
+    finally:
+        await server.shutdown()

@@ -1,0 +1,83 @@
+"""InitProducerId (idempotent producers), DescribeCluster and ElectLeaders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
+from mq.server.api_dispatch import Api, RequestContext
+from mq.server.metadata_cache import MetadataCache
+from mq.server.producer_id_manager import ProducerIdManager
+
+MAX_PRODUCER_EPOCH = 32767
+PREFERRED_ELECTION = 0
+NO_AUTHORIZED_OPERATIONS = -2147483648
+
+
+def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[Api]:
+    async def init_producer_id(context: RequestContext, request: Any) -> dict[str, Any]:
+        if request.transactional_id is not None:
+            return init_error(context, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        producer_id = int(getattr(request, "producer_id", -1))
+        epoch = int(getattr(request, "producer_epoch", -1))
+        if producer_id >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
+            return {"throttle_time": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": epoch + 1}
+        return {"throttle_time": 0, "error_code": 0, "producer_id": producer_ids.next_id(), "producer_epoch": 0}
+
+    def init_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+    async def describe_cluster(context: RequestContext, request: Any) -> dict[str, Any]:
+        return {
+            "throttle_time": 0,
+            "error_code": 0,
+            "cluster_id": cache.cluster_id,
+            "controller_id": cache.controller_id,
+            "brokers": [
+                {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+            ],
+            "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        }
+
+    def describe_cluster_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {
+            "throttle_time": 0,
+            "error_code": code,
+            "cluster_id": cache.cluster_id,
+            "controller_id": -1,
+            "brokers": [],
+        }
+
+    async def elect_leaders(context: RequestContext, request: Any) -> dict[str, Any]:
+        """Preferred election is a no-op where the preferred replica already leads (always, on one broker)."""
+        requested = request.topic_partitions
+        if requested is None:
+            pairs = [(t, p) for t, info in sorted(cache.topics.items()) for p in sorted(info.partitions)]
+        else:
+            pairs = [(t.topic, int(p)) for t in requested for p in t.partitions]
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for topic, partition in pairs:
+            info = cache.topics.get(topic)
+            state = None if info is None else info.partitions.get(partition)
+            if state is None:
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+            elif state.replicas and state.leader == state.replicas[0]:
+                code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+            else:
+                code, message = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "Failed to elect leader for partition."
+            by_topic.setdefault(topic, []).append(
+                {"partition_id": partition, "error_code": code, "error_message": message}
+            )
+        results = [{"topic": t, "partition_result": r} for t, r in by_topic.items()]
+        return {"throttle_time": 0, "error_code": 0, "replica_election_results": results}
+
+    def elect_leaders_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "replica_election_results": []}
+
+    return [
+        Api(ApiKey.INIT_PRODUCER_ID, 0, 4, init_producer_id, init_error),
+        Api(ApiKey.DESCRIBE_CLUSTER, 0, 1, describe_cluster, describe_cluster_error),
+        Api(ApiKey.ELECT_LEADERS, 0, 2, elect_leaders, elect_leaders_error),
+    ]

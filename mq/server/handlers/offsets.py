@@ -1,0 +1,101 @@
+"""ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.protocol.api_keys import ApiKey
+from mq.server.api_dispatch import Api, RequestContext
+from mq.server.replica_manager import ReplicaManager
+from mq.topic_partition import TopicPartition
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+HIGH_WATERMARK_OFFSET = -1
+
+
+def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
+    def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
+        answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
+        try:
+            partition = replica_manager.leader_partition(tp)
+            limit = partition.high_watermark if consumer else partition.log_end_offset
+            answer["leader_epoch"] = partition.leader_epoch
+            if timestamp == LATEST:
+                answer["offset"] = limit
+            elif timestamp == EARLIEST:
+                answer["offset"] = partition.log_start_offset
+            else:
+                found = partition.log.fetch_offset_by_timestamp(timestamp)
+                if found is not None and found[0] < limit:
+                    answer["offset"], answer["timestamp"] = found
+        except KafkaError as exc:
+            answer["error_code"] = exc.code
+        return answer
+
+    async def list_offsets(context: RequestContext, request: Any) -> dict[str, Any]:
+        consumer = int(request.replica_id) < 0
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer) for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+        return {"throttle_time": 0, "topics": topics}
+
+    def list_offsets_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions],
+            }
+            for t in request.topics
+        ]
+        return {"throttle_time": 0, "topics": topics}
+
+    def delete_one(tp: TopicPartition, offset: int) -> dict[str, Any]:
+        try:
+            partition = replica_manager.leader_partition(tp)
+            target = partition.high_watermark if offset == HIGH_WATERMARK_OFFSET else offset
+            if target < 0 or target > partition.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {target} of partition {tp} since it is larger than "
+                    f"the high watermark {partition.high_watermark}"
+                )
+            partition.log.maybe_increment_log_start_offset(target)
+            return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
+        except KafkaError as exc:
+            return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
+
+    async def delete_records(context: RequestContext, request: Any) -> dict[str, Any]:
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [delete_one(TopicPartition(t.name, p.partition_index), p.offset) for p in t.partitions],
+            }
+            for t in request.topics
+        ]
+        return {"throttle_time": 0, "topics": topics}
+
+    def delete_records_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "low_watermark": -1, "error_code": code}
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+        return {"throttle_time": 0, "topics": topics}
+
+    return [
+        Api(ApiKey.LIST_OFFSETS, 1, 7, list_offsets, list_offsets_error),
+        Api(ApiKey.DELETE_RECORDS, 0, 2, delete_records, delete_records_error),
+    ]

@@ -1,0 +1,155 @@
+"""One partition replica on this broker: leader or follower state, ISR, high watermark, leader epoch.
+
+Invariants: ``log_start_offset <= high_watermark <= log_end_offset``; the high watermark only moves forward while
+this replica leads and equals the smallest log end offset among the in-sync replicas; followers' positions are
+known from their fetches. With no transactions the last stable offset equals the high watermark.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mq.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+)
+from mq.records.batch_header import parse_header
+from mq.server.controller import PartitionStateInfo
+from mq.server.producer_state import BatchMetadata, ProducerStateManager
+from mq.topic_partition import TopicPartition
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+
+
+@dataclass
+class ReplicaState:
+    """What the leader knows of a follower: its log end offset and when it last caught up."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+
+
+@dataclass
+class Partition:
+    tp: TopicPartition
+    log: Any
+    """The partition's ``mq.storage.partition_log.Log``."""
+    local_broker_id: int
+    time_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    leader_id: int = -1
+    leader_epoch: int = -1
+    replicas: tuple[int, ...] = ()
+    isr: frozenset[int] = frozenset()
+    zk_version: int = 0
+    high_watermark: int = 0
+    remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
+    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def log_end_offset(self) -> int:
+        return int(self.log.log_end_offset)
+
+    @property
+    def log_start_offset(self) -> int:
+        return int(self.log.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    def apply_state(self, info: PartitionStateInfo) -> bool:
+        """Take the controller's decision if its leader epoch is newer; returns whether it was applied."""
+        if info.leader_epoch < self.leader_epoch:
+            return False
+        self.leader_id = info.leader
+        self.leader_epoch = info.leader_epoch
+        self.replicas = info.replicas
+        self.isr = frozenset(info.isr)
+        self.zk_version = info.zk_version
+        now = self.time_ms()
+        self.remote_replicas = {
+            r: self.remote_replicas.get(r, ReplicaState(last_caught_up_ms=now))
+            for r in info.replicas
+            if r != self.local_broker_id
+        }
+        self.high_watermark = min(max(self.high_watermark, self.log_start_offset), self.log_end_offset)
+        if self.is_leader:
+            self.maybe_increment_high_watermark()
+        return True
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """HW = min log end offset over the ISR; returns True when it moved."""
+        offsets = [self.log_end_offset]
+        offsets += [s.log_end_offset for r, s in self.remote_replicas.items() if r in self.isr]
+        candidate = min(offsets)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return True
+        return False
+
+    def append_records_to_leader(self, records: bytes, required_acks: int, min_insync_replicas: int) -> AppendResult:
+        """Validate idempotence, append, advance the HW. Exactly one batch per request for magic 2 producers."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the min.isr requirement "
+                f"of {min_insync_replicas} for partition {self.tp}"
+            )
+        header = parse_header(records, 0)
+        if header is None:
+            raise CorruptRecordError(f"Record set of {len(records)} bytes holds no complete batch")
+        if header.magic >= 2 and header.size != len(records):
+            raise InvalidRecordError("Produce requests with version 3 and above must contain exactly one record batch")
+        idempotent = header.magic >= 2 and header.producer_id >= 0 and header.base_sequence >= 0
+        if idempotent:
+            duplicate = self.producers.check(
+                header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence
+            )
+            if duplicate is not None:
+                return AppendResult(duplicate.first_offset, -1, self.log_start_offset)
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        if idempotent:
+            batch = BatchMetadata(
+                header.base_sequence, header.last_sequence, info.first_offset, info.last_offset, header.max_timestamp
+            )
+            self.producers.update(header.producer_id, header.producer_epoch, batch)
+        self.maybe_increment_high_watermark()
+        return AppendResult(int(info.first_offset), int(info.log_append_time_ms), self.log_start_offset)
+
+    def read(self, fetch_offset: int, max_bytes: int, *, from_follower: bool, min_one_message: bool) -> Any:
+        """A fetch data info for ``fetch_offset``; consumers read only below the high watermark."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self.tp}, but we only have log segments "
+                f"in the range {self.log_start_offset} to {self.log_end_offset}."
+            )
+        max_offset = None if from_follower else self.high_watermark
+        return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+        """A follower fetched from ``fetch_offset``: record its position, maybe advance the HW."""
+        state = self.remote_replicas.get(replica_id)
+        if state is None:
+            return False
+        state.log_end_offset = fetch_offset
+        if fetch_offset >= self.log_end_offset:
+            state.last_caught_up_ms = self.time_ms()
+        return self.maybe_increment_high_watermark()

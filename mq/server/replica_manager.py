@@ -1,0 +1,206 @@
+"""Partitions hosted by this broker, and the produce and fetch paths through them.
+
+Produce appends to each leader partition (errors stay per partition); acks=-1 waits until the high watermark
+passes the appended offsets or the timeout. Fetch reads file slices from each partition, and when fewer than
+``min_bytes`` are available waits for an append (or the timeout) before answering, so clients long-poll instead of
+spinning. The controller's LeaderAndIsr and StopReplica decisions arrive here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from mq.config import BrokerConfig, TopicConfig
+from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, error_code_of
+from mq.server.controller import PartitionStateInfo
+from mq.server.partition import AppendResult, Partition
+from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class FetchRequestPartition:
+    tp: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    error: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: Any = None
+    """A file slice (fd, position, length) or None."""
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        log_manager: Any,
+        topic_config: Callable[[str], TopicConfig],
+        checkpointed_high_watermarks: dict[TopicPartition, int] | None = None,
+    ) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.log_manager = log_manager
+        self.topic_config = topic_config
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._checkpointed = dict(checkpointed_high_watermarks or {})
+        self._appended = asyncio.Event()
+
+    # --- controller decisions ----------------------------------------------------------------------------------
+
+    def become_leader_or_follower(self, infos: Iterable[PartitionStateInfo]) -> None:
+        for info in infos:
+            if self.broker_id not in info.replicas:
+                continue
+            partition = self.partitions.get(info.tp)
+            if partition is None:
+                log_ = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
+                partition = Partition(info.tp, log_, self.broker_id)
+                partition.high_watermark = self._checkpointed.pop(info.tp, 0)
+                self.partitions[info.tp] = partition
+            partition.apply_state(info)
+
+    def stop_replicas(self, tps: Iterable[TopicPartition], delete: bool) -> None:
+        for tp in tps:
+            self.partitions.pop(tp, None)
+            if delete:
+                self.log_manager.delete_log(tp)
+
+    def update_topic_config(self, topic: str) -> None:
+        config = self.topic_config(topic)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic:
+                partition.log.update_config(config)
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: p.high_watermark for tp, p in self.partitions.items()}
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
+        return partition
+
+    # --- produce -----------------------------------------------------------------------------------------------
+
+    def _wake_fetchers(self) -> None:
+        self._appended.set()
+        self._appended = asyncio.Event()
+
+    async def append_records(
+        self, entries: dict[TopicPartition, bytes], required_acks: int, timeout_ms: int
+    ) -> dict[TopicPartition, ProduceResult]:
+        results: dict[TopicPartition, ProduceResult] = {}
+        appended: dict[TopicPartition, AppendResult] = {}
+        for tp, records in entries.items():
+            try:
+                partition = self.leader_partition(tp)
+                min_isr = self.topic_config(tp.topic).min_insync_replicas
+                appended[tp] = partition.append_records_to_leader(records, required_acks, min_isr)
+            except KafkaError as exc:
+                results[tp] = ProduceResult(exc.code, message=str(exc))
+            except Exception as exc:
+                log.exception("append to %s failed", tp)
+                results[tp] = ProduceResult(error_code_of(exc), message=str(exc))
+        if appended:
+            self._wake_fetchers()
+        if required_acks == -1 and appended:
+            await self._await_replication(appended, timeout_ms)
+        for tp, result in appended.items():
+            hosted = self.partitions.get(tp)
+            replicated = required_acks != -1 or (hosted is not None and hosted.high_watermark > result.base_offset)
+            error = ErrorCode.NONE if replicated else ErrorCode.REQUEST_TIMED_OUT
+            results[tp] = ProduceResult(error, result.base_offset, result.log_append_time_ms, result.log_start_offset)
+        return results
+
+    async def _await_replication(self, appended: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
+        def done() -> bool:
+            for tp, result in appended.items():
+                partition = self.partitions.get(tp)
+                if partition is not None and partition.high_watermark <= result.base_offset:
+                    return False
+            return True
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while not done() and loop.time() < deadline:
+            event = self._appended
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), deadline - loop.time())
+
+    # --- fetch -------------------------------------------------------------------------------------------------
+
+    def _read(
+        self, requests: list[FetchRequestPartition], replica_id: int, max_bytes: int
+    ) -> dict[TopicPartition, FetchResult]:
+        results: dict[TopicPartition, FetchResult] = {}
+        remaining = max_bytes
+        for request in requests:
+            try:
+                partition = self.leader_partition(request.tp)
+                if replica_id >= 0:
+                    partition.update_follower_fetch(replica_id, request.fetch_offset)
+                limit = min(request.max_bytes, max(remaining, 0))
+                info = partition.read(
+                    request.fetch_offset,
+                    limit,
+                    from_follower=replica_id >= 0,
+                    min_one_message=remaining == max_bytes,
+                )
+                records = info.records
+                remaining -= records.length if records is not None else 0
+                results[request.tp] = FetchResult(
+                    ErrorCode.NONE,
+                    partition.high_watermark,
+                    partition.last_stable_offset,
+                    partition.log_start_offset,
+                    records,
+                )
+            except KafkaError as exc:
+                results[request.tp] = FetchResult(exc.code)
+        return results
+
+    async def fetch(
+        self,
+        requests: list[FetchRequestPartition],
+        *,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+    ) -> dict[TopicPartition, FetchResult]:
+        """Read now; if fewer than ``min_bytes`` are ready and nothing failed, wait for appends up to ``max_wait_ms``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            event = self._appended
+            results = self._read(requests, replica_id, max_bytes)
+            available = sum(r.records.length for r in results.values() if r.records is not None)
+            failed = any(r.error != ErrorCode.NONE for r in results.values())
+            remaining = deadline - loop.time()
+            if available >= min_bytes or failed or remaining <= 0:
+                return results
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
