@@ -6,6 +6,14 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
+# Debian packages the integration tests drive: kcat (a librdkafka client).
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy

@@ -1,0 +1,56 @@
+"""One record as read by deep iteration, and the control records that mark transaction ends.
+
+A control record's key is ``int16 version (0), int16 type`` (0 ABORT, 1 COMMIT); an end-transaction marker's value
+is ``int16 version (0), int32 coordinator epoch``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from mq.errors import CorruptRecordError
+
+ABORT = 0
+COMMIT = 1
+_KEY = struct.Struct(">hh")
+_MARKER = struct.Struct(">hi")
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    """Effective timestamp: for LogAppendTime entries, the batch's (or wrapper's) timestamp."""
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    sequence: int = -1
+    """v2: baseSequence + offsetDelta (wrapping at 2**31 - 1) when the batch has a sequence; else -1."""
+    crc: int | None = None
+    """v0/v1: the message's stored CRC; None for v2 records (the batch CRC covers them)."""
+    is_valid: bool = True
+    """v0/v1: the stored CRC matches the message."""
+    attributes: int = 0
+
+
+def control_key(kind: int) -> bytes:
+    return _KEY.pack(0, kind)
+
+
+def end_txn_marker(coordinator_epoch: int) -> bytes:
+    return _MARKER.pack(0, coordinator_epoch)
+
+
+def parse_control_key(key: bytes | None) -> int:
+    """The control type of a control record's key."""
+    if key is None or len(key) < _KEY.size:
+        raise CorruptRecordError("control record key is shorter than 4 bytes")
+    return int(_KEY.unpack_from(key)[1])
+
+
+def parse_end_txn_marker(value: bytes | None) -> int:
+    """The coordinator epoch of an end-transaction marker's value."""
+    if value is None or len(value) < _MARKER.size:
+        raise CorruptRecordError("end transaction marker is shorter than 6 bytes")
+    return int(_MARKER.unpack_from(value)[1])
