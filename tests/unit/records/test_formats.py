@@ -46,7 +46,7 @@ def sample_records(
     records = []
     for i in range(n):
         key = None if i % 4 == 0 else f"key-{i}".encode()
-        value = None if i % 7 == 3 else (b"" if i % 5 == 1 else ("välue-%d-" % i).encode() * (200 if big else 1))
+        value = None if i % 7 == 3 else (b"" if i % 5 == 1 else f"välue-{i}-".encode() * (200 if big else 1))
         headers = [] if i % 3 else [("h1", f"{i}".encode()), ("ключ", None)]
         records.append((TS + i * 13, key, value, headers))
     if big:
