@@ -44,7 +44,7 @@ def fetch_api(replica_manager: ReplicaManager) -> Api:
                         r.log_start_offset,
                         [] if int(getattr(request, "isolation_level", 0)) == 1 else None,
                         -1,
-                        r.records if r.records is not None and r.records.length else None,
+                        r.records if r.records is not None and r.records.length else b"",
                     )
                 )
             topics.append(FetchTopic(t.topic, None, partitions))
@@ -59,7 +59,7 @@ def fetch_api(replica_manager: ReplicaManager) -> Api:
                 {
                     "topic": t.topic,
                     "partitions": [
-                        {"partition_index": p.partition, "error_code": code, "high_watermark": -1, "records": None}
+                        {"partition_index": p.partition, "error_code": code, "high_watermark": -1, "records": b""}
                         for p in t.partitions
                     ],
                 }
