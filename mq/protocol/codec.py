@@ -142,7 +142,8 @@ def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, Any]:
     """Header and body entity of a request frame.
 
     Raises UnsupportedVersionError when no schema exists for its (api_key, api_version), and InvalidRequestError
-    when the bytes do not decode as that schema or leave bytes over.
+    when the bytes do not decode as that schema. Bytes after the body are ignored, as Kafka's brokers ignore them
+    (librdkafka sends some after its flexible Metadata requests).
     """
     if not isinstance(frame, bytes):
         frame = bytes(frame)  # kio reads only immutable buffers
@@ -152,12 +153,9 @@ def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, Any]:
         raise UnsupportedVersionError(f"unsupported api key {api_key} version {api_version}")
     header = parse_request_header(frame, bool(schema.__flexible__))
     try:
-        body, consumed = _reader(schema)(frame, header.size)
+        body, _ = _reader(schema)(frame, header.size)
     except Exception as exc:  # kio raises several types for malformed input; all mean the same here
         raise InvalidRequestError(f"malformed {schema.__name__} v{api_version}: {exc}") from None
-    if header.size + consumed != len(frame):
-        trailing = len(frame) - header.size - consumed
-        raise InvalidRequestError(f"{schema.__name__} v{api_version} has {trailing} trailing bytes")
     return header, body
 
 

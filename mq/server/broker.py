@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mq.config import BrokerConfig, TopicConfig
+from mq.config import BrokerConfig, TopicConfig, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.controller import Controller
@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 METADATA_FILE = "metadata-tree.json"
 PID_FILE = "mq-server.pid"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+RESERVED_BROKER_MAX_ID = 1000
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,23 @@ def parse_listener(text: str) -> Listener:
     return Listener(name, host.strip("[]"), int(port))
 
 
+def stored_broker_id(log_dirs: list[Path]) -> int | None:
+    """The ``broker.id`` an earlier start recorded in a log dir's ``meta.properties``."""
+    for directory in log_dirs:
+        meta = directory / "meta.properties"
+        if meta.exists():
+            value = parse_properties(meta.read_text(encoding="utf-8")).get("broker.id")
+            if value is not None and value.lstrip("-").isdigit() and int(value) >= 0:
+                return int(value)
+    return None
+
+
+def generate_broker_id(store: MetadataStore) -> int:
+    """Kafka's generated ids: the new version of ``/brokers/seqid`` plus ``reserved.broker.max.id`` (1000)."""
+    store.ensure_path(paths.BROKER_SEQID)
+    return store.set(paths.BROKER_SEQID, b"").version + RESERVED_BROKER_MAX_ID
+
+
 def pid_file(config: BrokerConfig) -> Path:
     return config.log_dir_paths[0] / PID_FILE
 
@@ -80,7 +98,7 @@ class KafkaServer:
         if not config.standalone:
             raise ConfigError("zookeeper.connect is set: cluster mode is not available in this version of mq")
         self.config = config
-        self.broker_id = config.broker_id if config.broker_id >= 0 else 0
+        self.broker_id = config.broker_id
         self.bound: Listener | None = None
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -130,13 +148,18 @@ class KafkaServer:
         self.zk = KafkaZkClient(self.store)
         self.zk.create_top_level_paths()
         cluster_id = self.zk.get_or_create_cluster_id()
+        if self.broker_id < 0:
+            stored = stored_broker_id(log_dirs)
+            self.broker_id = stored if stored is not None else generate_broker_id(self.store)
         self.log_manager = LogManager(log_dirs, config.topic_defaults(), self.topic_config, broker_id=self.broker_id)
         await loop.run_in_executor(None, self.log_manager.startup)
         high_watermarks: dict[TopicPartition, int] = {}
         for directory in log_dirs:
             high_watermarks.update(OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).read())
         self.cache = MetadataCache(self.broker_id, cluster_id)
-        self.replica_manager = ReplicaManager(config, self.log_manager, self.topic_config, high_watermarks)
+        self.replica_manager = ReplicaManager(
+            config, self.broker_id, self.log_manager, self.topic_config, high_watermarks
+        )
         admin = self.admin = AdminZkClient(self.zk)
         dispatcher = ApiDispatcher()
         for api in [

@@ -54,12 +54,13 @@ class ReplicaManager:
     def __init__(
         self,
         config: BrokerConfig,
+        broker_id: int,
         log_manager: Any,
         topic_config: Callable[[str], TopicConfig],
         checkpointed_high_watermarks: dict[TopicPartition, int] | None = None,
     ) -> None:
         self.config = config
-        self.broker_id = config.broker_id
+        self.broker_id = broker_id
         self.log_manager = log_manager
         self.topic_config = topic_config
         self.partitions: dict[TopicPartition, Partition] = {}
