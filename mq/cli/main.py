@@ -52,5 +52,16 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console entry point: click's own usage errors exit 2, a failed operation exits 1."""
-    sys.exit(cli.main(standalone_mode=True))
+    """Console entry point: a usage error prints one line and exits 2; a failed operation exits 1."""
+    try:
+        result = cli.main(standalone_mode=False)
+    except click.UsageError as exc:
+        click.echo(f"Error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(result if isinstance(result, int) else 0)

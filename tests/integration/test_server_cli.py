@@ -1,0 +1,62 @@
+"""``mq server start`` / ``stop`` as an operator runs them."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_daemon_start_and_stop(mq_command: list[str], tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "server.properties"
+    config.write_text(f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'logs'}\n", encoding="utf-8")
+    started = subprocess.run(
+        [*mq_command, "server", "start", str(config), "--daemon"], capture_output=True, text=True, timeout=90
+    )
+    assert started.returncode == 0, started.stderr
+    assert "started in the background" in started.stdout
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    stopped = subprocess.run(
+        [*mq_command, "server", "stop", "--config", str(config)], capture_output=True, text=True, timeout=90
+    )
+    assert stopped.returncode == 0, stopped.stderr
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1)
+    assert (tmp_path / "logs" / ".kafka_cleanshutdown").exists()
+    again = subprocess.run(
+        [*mq_command, "server", "stop", "--config", str(config)], capture_output=True, text=True, timeout=30
+    )
+    assert again.returncode == 1 and again.stderr.strip() == "Error: No mq server to stop"
+
+
+def test_sigterm_shuts_down_cleanly(broker) -> None:
+    assert broker.stop() == 0
+    assert (broker.log_dir / ".kafka_cleanshutdown").exists()
+    assert "stopped" in broker.stderr()
+
+
+def test_bad_config_is_one_clear_line(mq_command: list[str], tmp_path: Path) -> None:
+    config = tmp_path / "bad.properties"
+    config.write_text("log.segmnt.bytes=10\n", encoding="utf-8")
+    result = subprocess.run([*mq_command, "server", "start", str(config)], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"Error: unknown broker config key 'log.segmnt.bytes' in {config}"
+
+
+def test_wrong_flag_is_a_usage_error(mq_command: list[str]) -> None:
+    result = subprocess.run(
+        [*mq_command, "server", "start", "--no-such-flag"], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "Error: No such option '--no-such-flag'."
