@@ -144,8 +144,12 @@ def peek_size(buf: Buffer, position: int = 0) -> int | None:
     return int(_INT32.unpack_from(buf, position + 8)[0]) + LOG_OVERHEAD
 
 
-def parse_header(buf: Buffer, position: int = 0, max_size: int | None = None) -> BatchHeader | None:
+def parse_header(
+    buf: Buffer, position: int = 0, max_size: int | None = None, *, complete: bool = True
+) -> BatchHeader | None:
     """The header of the entry at ``position``; None if the buffer ends before the whole entry does.
+
+    With ``complete=False`` only the header's own bytes need to be present (61 for v2, 26 for v1, 18 for v0).
 
     Raises CorruptRecordError for an unknown magic or a size field below the format's minimum or above ``max_size``.
     The CRC is not checked here: see ``validate``.
@@ -165,7 +169,7 @@ def parse_header(buf: Buffer, position: int = 0, max_size: int | None = None) ->
     size = size_field + LOG_OVERHEAD
     if max_size is not None and size > max_size:
         raise CorruptRecordError(f"record size {size} at position {position} exceeds the largest allowable {max_size}")
-    if available < size:
+    if available < (size if complete else min(size, V2_HEADER_SIZE if magic >= 2 else 26)):
         return None
     if magic >= 2:
         (_, _, leader_epoch, _, crc, attrs, delta, first_ts, max_ts, pid, epoch, seq, count) = _V2.unpack_from(

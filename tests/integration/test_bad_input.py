@@ -61,8 +61,8 @@ def batch(values: list[bytes]) -> bytes:
         base_sequence=-1,
         batch_size=1 << 24,
     )
-    for v in values:
-        builder.append(0, timestamp=1_700_000_000_000, key=None, value=v, headers=[])
+    for i, v in enumerate(values):
+        builder.append(i, timestamp=1_700_000_000_000, key=None, value=v, headers=[])
     return bytes(builder.build())
 
 

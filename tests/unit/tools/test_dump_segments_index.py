@@ -142,9 +142,19 @@ def test_time_index_reports(segment: tuple[Path, list[int]], with_offset_index: 
 def test_time_index_sanity_check(segment: tuple[Path, list[int]]) -> None:
     directory, _ = segment
     timeindex = time_index_path(directory)
-    timeindex.write_bytes(time_index(0, [(TS + 1, 1), (TS + 4, 4)], zero_slots=1))
+    timeindex.write_bytes(time_index(0, [(TS + 1, 1), (TS + 4, 4)]))
     result = dump("--index-sanity-check", files=[timeindex])
     assert result.out == [f"Dumping {timeindex}", f"{timeindex} passed sanity check."]
+
+
+def test_untrimmed_time_index_fails_the_sanity_check_as_in_kafka(segment: tuple[Path, list[int]]) -> None:
+    """A zero slot counts as the last entry (timestamp 0 < the first one), as when Kafka opens such a file."""
+    directory, _ = segment
+    timeindex = time_index_path(directory)
+    timeindex.write_bytes(time_index(0, [(TS + 1, 1), (TS + 4, 4)], zero_slots=1))
+    result = dump("--index-sanity-check", files=[timeindex])
+    assert result.exit_code == 1
+    assert result.err[0].startswith(f"{timeindex} failed sanity check: Corrupt time index found")
 
 
 def test_index_without_its_log_fails(tmp_path: Path) -> None:

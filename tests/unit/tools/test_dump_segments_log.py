@@ -252,7 +252,7 @@ def test_corrupt_legacy_message_is_reported(tmp_path: Path) -> None:
     assert result.out[4].endswith(" magic: 1 compresscodec: NONE crc: 3390604020 isvalid: false")
     assert result.out[5].endswith(" position: 31 crc: 3390604020 isvalid: false")
     computed = crc_of(legacy_entry(1, [(TS, None, b"hellX")]))
-    assert result.err[1] == f"  position: 31 offset: 0 stored crc: 3390604020 computed crc: {computed}"
+    assert f"  position: 31 offset: 0 stored crc: 3390604020 computed crc: {computed}" in result.err
 
 
 def test_unreadable_magic_with_a_sane_size_is_skipped(tmp_path: Path) -> None:

@@ -1,0 +1,220 @@
+"""Every partition log under ``log.dirs``: loading and recovery at start, creation, deletion, checkpoints.
+
+Per log dir: ``.lock`` is held (fcntl) while the broker runs; ``meta.properties`` records the broker id;
+``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` are Kafka's checkpoint files; the
+``.kafka_cleanshutdown`` marker, written last at a clean shutdown and removed at start, lets the next start skip
+recovery. Plain files other components keep in a log dir are left alone; only ``<topic>-<partition>`` directories
+are logs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from mq.config import TopicConfig, parse_properties
+from mq.errors import KafkaStorageError
+from mq.storage.checkpoints import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_FILE,
+    RECOVERY_POINT_FILE,
+    OffsetCheckpointFile,
+    write_atomically,
+)
+from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, delete_dir_name, parse_partition_dir
+from mq.storage.partition_log import Log
+from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+META_FILE = "meta.properties"
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        default_config: TopicConfig,
+        topic_config: Callable[[str], TopicConfig] | None = None,
+        broker_id: int = -1,
+        *,
+        recovery_threads: int = 1,
+        time_ms: Callable[[], int] = _wall_ms,
+    ) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self.topic_config = topic_config or (lambda _topic: default_config)
+        self.broker_id = broker_id
+        self.recovery_threads = max(recovery_threads, 1)
+        self.time_ms = time_ms
+        self.logs: dict[TopicPartition, Log] = {}
+        self._locks: list[int] = []
+        self._mutex = threading.Lock()
+
+    # --- start-up ----------------------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        jobs: list[tuple[TopicPartition, Path, int, int, bool]] = []
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._lock(directory)
+            self._check_meta(directory)
+            marker = directory / CLEAN_SHUTDOWN_FILE
+            clean = marker.exists()
+            recovery_points = OffsetCheckpointFile(directory / RECOVERY_POINT_FILE).read()
+            start_offsets = OffsetCheckpointFile(directory / LOG_START_OFFSET_FILE).read()
+            for leftover in directory.glob("*.tmp"):
+                leftover.unlink()
+            for child in sorted(directory.iterdir()):
+                if not child.is_dir():
+                    continue
+                if child.name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(child, ignore_errors=True)
+                    continue
+                if child.name.endswith(FUTURE_DIR_SUFFIX):
+                    continue
+                tp = parse_partition_dir(child.name)
+                jobs.append((tp, child, recovery_points.get(tp, 0), start_offsets.get(tp, 0), clean))
+            if clean:
+                marker.unlink()
+        with ThreadPoolExecutor(self.recovery_threads) as pool:
+            loaded = pool.map(lambda job: (job[0], self._open(*job)), jobs)
+            for tp, partition_log in loaded:
+                if tp in self.logs:
+                    raise KafkaStorageError(
+                        f"Duplicate log directories for {tp}: {self.logs[tp].dir} and {partition_log.dir}"
+                    )
+                self.logs[tp] = partition_log
+        log.info("loaded %d logs from %s", len(self.logs), ", ".join(map(str, self.log_dirs)))
+
+    def _open(self, tp: TopicPartition, directory: Path, recovery_point: int, log_start: int, clean: bool) -> Log:
+        return Log(
+            directory,
+            self.topic_config(tp.topic),
+            recovery_point,
+            log_start,
+            clean_shutdown=clean,
+            time_ms=self.time_ms,
+        )
+
+    def _lock(self, directory: Path) -> None:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise KafkaStorageError(
+                f"Failed to acquire lock on file .lock in {directory}. A Kafka instance in another process or thread "
+                "is using this directory."
+            ) from None
+        self._locks.append(fd)
+
+    def _check_meta(self, directory: Path) -> None:
+        meta = directory / META_FILE
+        if meta.exists():
+            stored = parse_properties(meta.read_text(encoding="utf-8")).get("broker.id")
+            if stored is not None and self.broker_id >= 0 and int(stored) != self.broker_id:
+                raise KafkaStorageError(
+                    f"Configured broker.id {self.broker_id} doesn't match stored broker.id {stored} in "
+                    f"meta.properties of {directory}."
+                )
+            return
+        if self.broker_id >= 0:
+            stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+            write_atomically(meta, f"#\n#{stamp}\nversion=0\nbroker.id={self.broker_id}\n")
+
+    # --- logs --------------------------------------------------------------------------------------------------
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self.logs.get(tp)
+
+    def all_logs(self) -> list[Log]:
+        return list(self.logs.values())
+
+    def get_or_create_log(self, tp: TopicPartition, config: TopicConfig) -> Log:
+        with self._mutex:
+            existing = self.logs.get(tp)
+            if existing is not None:
+                existing.update_config(config)
+                return existing
+            counts = {d: 0 for d in self.log_dirs}
+            for partition_log in self.logs.values():
+                parent = partition_log.dir.parent
+                counts[parent] = counts.get(parent, 0) + 1
+            directory = min(self.log_dirs, key=lambda d: counts.get(d, 0)) / str(tp)
+            created = Log(directory, config, time_ms=self.time_ms)
+            self.logs[tp] = created
+            return created
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        """Close the log, rename its directory ``...-delete`` and remove it in the background."""
+        with self._mutex:
+            partition_log = self.logs.pop(tp, None)
+        if partition_log is None:
+            return
+        partition_log.close()
+        target = partition_log.dir.with_name(delete_dir_name(tp))
+        os.rename(partition_log.dir, target)
+        threading.Thread(target=shutil.rmtree, args=(target, True), daemon=True).start()
+
+    # --- periodic work -----------------------------------------------------------------------------------------
+
+    def cleanup_logs(self) -> int:
+        """Retention for every log with the delete policy; returns the number of segments deleted."""
+        deleted = 0
+        for partition_log in self.all_logs():
+            if partition_log.config.delete:
+                deleted += partition_log.delete_old_segments()
+            partition_log.remove_expired_files()
+        return deleted
+
+    def flush_dirty_logs(self) -> None:
+        for partition_log in self.all_logs():
+            partition_log.maybe_flush()
+
+    def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
+        grouped: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+        for tp, partition_log in self.logs.items():
+            grouped.setdefault(partition_log.dir.parent, {})[tp] = partition_log
+        return grouped
+
+    def checkpoint_recovery_points(self) -> None:
+        for directory, logs in self._by_dir().items():
+            points = {tp: partition_log.recovery_point for tp, partition_log in logs.items()}
+            OffsetCheckpointFile(directory / RECOVERY_POINT_FILE).write(points)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Only logs whose start offset moved past their first segment's base offset are listed, as in Kafka."""
+        for directory, logs in self._by_dir().items():
+            starts = {
+                tp: partition_log.log_start_offset
+                for tp, partition_log in logs.items()
+                if partition_log.log_start_offset > partition_log.segments[0].base_offset
+            }
+            OffsetCheckpointFile(directory / LOG_START_OFFSET_FILE).write(starts)
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write the checkpoints and, last, the clean-shutdown markers."""
+        for partition_log in self.all_logs():
+            partition_log.flush()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        for partition_log in self.all_logs():
+            partition_log.close()
+        for directory in self.log_dirs:
+            write_atomically(directory / CLEAN_SHUTDOWN_FILE, "")
+        for fd in self._locks:
+            os.close(fd)
+        self._locks = []
