@@ -91,7 +91,10 @@ class LogSegment:
     def header_at(self, position: int) -> BatchHeader | None:
         """The header of the entry at ``position`` (positions in the returned header are file positions)."""
         data = os.pread(self.fd, HEADER_READ, position)
-        header = parse_header(data, 0, complete=False)
+        try:
+            header = parse_header(data, 0, complete=False)
+        except CorruptRecordError:
+            return None
         if header is None or position + header.size > self.size:
             return None
         header.position = position

@@ -46,6 +46,7 @@ from mq.storage.file_names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    file_name,
     offset_from_file_name,
 )
 from mq.storage.log_segment import FileSlice, LogSegment
@@ -133,7 +134,16 @@ class Log:
                 path.unlink()
         needs_recovery: set[int] = set()
         for base in sorted(logs):
-            index_missing = not (self.dir / f"{base:020d}{INDEX_SUFFIX}").exists()
+            index_path = self.dir / file_name(base, INDEX_SUFFIX)
+            time_index_path = self.dir / file_name(base, TIME_INDEX_SUFFIX)
+            index_missing = not index_path.exists()
+            for path, entry_size in ((index_path, 8), (time_index_path, 12)):
+                if path.exists() and path.stat().st_size % entry_size:
+                    log.warning(
+                        "Found a corrupted index file %s (size not a multiple of %d); rebuilding", path, entry_size
+                    )
+                    path.unlink()
+                    index_missing = True
             segment = self._new_segment(base)
             try:
                 segment.index.sanity_check()

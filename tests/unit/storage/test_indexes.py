@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mq.errors import CorruptIndexError, KafkaStorageError
+from mq.storage.file_names import delete_dir_name, file_name, offset_from_file_name, parse_partition_dir
+from mq.storage.offset_index import OffsetIndex, read_offset_index, sanity_check_offset_index
+from mq.storage.time_index import TimeIndex, read_time_index, sanity_check_time_index
+from mq.topic_partition import TopicPartition
+
+
+def test_file_names() -> None:
+    assert file_name(368769, ".log") == "00000000000000368769.log"
+    assert offset_from_file_name("00000000000000000042.index") == 42
+    assert parse_partition_dir("my-topic-3") == TopicPartition("my-topic", 3)
+    assert parse_partition_dir("t-0.0a1b2c3d4e5f60718293a4b5c6d7e8f9-delete") == TopicPartition("t", 0)
+    with pytest.raises(KafkaStorageError, match="is not in the form of topic-partition"):
+        parse_partition_dir("nodash")
+    name = delete_dir_name(TopicPartition("x" * 249, 7))
+    assert len(name) <= 255 and name.endswith("-delete")
+
+
+def test_offset_index_entry_bytes_and_trim(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.index"
+    index = OffsetIndex(path, 0, max_index_size=1024)
+    assert path.stat().st_size == 1024
+    index.append(5, 4168)
+    index.close()
+    assert path.read_bytes() == bytes.fromhex("0000000500001048")
+    assert read_offset_index(path, 0) == [(5, 4168)]
+
+
+def test_offset_index_preallocation_rounds_down_and_reexpands(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000100.index"
+    index = OffsetIndex(path, 100, max_index_size=1001)
+    assert path.stat().st_size == 1000 and index.max_entries == 125
+    index.append(103, 10)
+    index.append(107, 20)
+    index.close()
+    assert path.stat().st_size == 16
+    reopened = OffsetIndex(path, 100, max_index_size=1001)
+    assert reopened.entries == 2 and path.stat().st_size == 1000
+
+
+def test_offset_index_lookup_edges(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "00000000000000000010.index", 10)
+    assert index.lookup(50) == (10, 0)
+    index.append(14, 100)
+    index.append(20, 300)
+    index.append(20, 999)  # not increasing: ignored
+    assert index.lookup(13) == (10, 0)
+    assert index.lookup(14) == (14, 100)
+    assert index.lookup(19) == (14, 100)
+    assert index.lookup(1000) == (20, 300)
+    index.truncate_to(20)
+    assert index.lookup(1000) == (14, 100)
+
+
+def test_full_index(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "00000000000000000000.index", 0, max_index_size=16)
+    index.append(1, 0)
+    index.append(2, 10)
+    assert index.is_full
+    index.append(3, 20)
+    assert index.entries == 2
+
+
+def test_offset_index_sanity_check(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.index"
+    path.write_bytes(b"\x00" * 13)
+    with pytest.raises(CorruptIndexError, match="found 13 bytes which is neither positive nor a multiple of 8"):
+        sanity_check_offset_index(path, 0)
+    path.write_bytes(bytes.fromhex("0000000300000000"))
+    sanity_check_offset_index(path, 0)
+    path.write_bytes(bytes.fromhex("fffffff600000000"))
+    with pytest.raises(CorruptIndexError, match="the last offset is 0 which is less than the base offset 10"):
+        sanity_check_offset_index(path, 10)
+
+
+def test_time_index_entry_bytes_and_reserved_slot(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.timeindex"
+    index = TimeIndex(path, 0, max_index_size=36)
+    assert path.stat().st_size == 36
+    index.maybe_append(1500000000000, 5)
+    index.maybe_append(1500000000000, 6)  # not greater: ignored
+    index.maybe_append(1500000000001, 7)
+    assert index.is_full  # three slots, the last reserved
+    index.maybe_append(1500000000002, 8)
+    assert index.entries == 2
+    index.maybe_append(1500000000003, 9, final=True)
+    index.close()
+    data = path.read_bytes()
+    assert data[:12] == bytes.fromhex("0000015d3ef7980000000005")
+    assert read_time_index(path, 0) == [(1500000000000, 5), (1500000000001, 7), (1500000000003, 9)]
+    sanity_check_time_index(path, 0)
+    reopened = TimeIndex(path, 0)
+    assert reopened.lookup(1500000000001) == (1500000000001, 7)
+    assert reopened.lookup(1499999999999) == (-1, 0)
+    reopened.close()
+
+
+def test_time_index_sanity_check(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.timeindex"
+    path.write_bytes(bytes.fromhex("0000015d3ef7980000000005") + bytes(12))
+    with pytest.raises(CorruptIndexError, match="last timestamp is 0 which is less than the first timestamp"):
+        sanity_check_time_index(path, 0)

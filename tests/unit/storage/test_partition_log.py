@@ -1,0 +1,289 @@
+"""The partition log: offsets, reads, rolling, retention, validation, flush policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from storage_batches import TS, legacy_batch, v2_batch
+
+from mq.config import TopicConfig
+from mq.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from mq.records import iter_records
+from mq.records.batch_header import iter_headers, parse_header
+from mq.records.crc import crc32c
+from mq.storage.offset_index import read_offset_index
+from mq.storage.partition_log import Log
+
+
+class Clock:
+    def __init__(self, now: int = TS) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def offsets_in(data: bytes) -> list[int]:
+    return [r.offset for h in iter_headers(data) for r in iter_records(data, h)]
+
+
+def read_all(log: Log, start: int = 0, max_bytes: int = 1 << 30, max_offset: int | None = None) -> bytes:
+    """One read: whole batches of at most one segment, as a fetch returns them."""
+    info = log.read(start, max_bytes, max_offset)
+    return b"" if info.records is None else info.records.read()
+
+
+def read_to_end(log: Log) -> bytes:
+    data, offset = b"", log.log_start_offset
+    while offset < log.log_end_offset:
+        chunk = read_all(log, offset)
+        data += chunk
+        offset = list(iter_headers(chunk))[-1].next_offset
+    return data
+
+
+def test_offsets_are_assigned_contiguously(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig())
+    infos = [log.append_as_leader(v2_batch(3), leader_epoch=2) for _ in range(4)]
+    infos.append(log.append_as_leader(legacy_batch(1, 2), leader_epoch=2))
+    infos.append(log.append_as_leader(legacy_batch(0, 2, codec=1), leader_epoch=2))
+    infos.append(log.append_as_leader(legacy_batch(1, 4, codec=2), leader_epoch=2))
+    assert [(i.first_offset, i.last_offset) for i in infos] == [
+        (0, 2),
+        (3, 5),
+        (6, 8),
+        (9, 11),
+        (12, 13),
+        (14, 15),
+        (16, 19),
+    ]
+    assert log.log_end_offset == 20
+    assert offsets_in(read_all(log)) == list(range(20))
+    header = next(iter_headers(read_all(log)))
+    assert header.partition_leader_epoch == 2
+
+
+def test_read_bounds(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig())
+    batch = v2_batch(2)
+    for _ in range(10):
+        log.append_as_leader(batch, 0)
+    assert offsets_in(read_all(log, 5)) == list(range(4, 20))  # from the batch holding offset 5
+    assert len(read_all(log, 0, max_bytes=len(batch) * 3 + 5)) == len(batch) * 3
+    assert len(read_all(log, 0, max_bytes=1)) == len(batch)  # at least one whole batch
+    assert log.read(0, 1, min_one_message=False).records is None
+    assert offsets_in(read_all(log, 0, max_offset=7)) == list(range(6))  # only batches wholly below
+    assert log.read(20, 100).records is None
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(21, 100)
+
+
+def test_index_entries_follow_the_interval_rule(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(index_interval_bytes=100))
+    batch = v2_batch(1, value_size=60)
+    for _ in range(6):
+        log.append_as_leader(batch, 0)
+    size = len(batch)
+    entries = log.active.index.offsets, log.active.index.positions
+    # first append never indexes; afterwards an entry whenever more than 100 bytes came since the last one
+    since, got = 0, []
+    for i in range(6):
+        if since > 100:
+            got.append((i, i * size))
+            since = 0
+        since += size
+    assert list(zip(*entries, strict=True)) == got
+    assert got and got[0][0] > 0
+
+
+def test_roll_by_size_at_the_boundary(tmp_path: Path) -> None:
+    batch = v2_batch(1)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 3))
+    for _ in range(3):
+        log.append_as_leader(batch, 0)
+    assert len(log.segments) == 1
+    log.append_as_leader(batch, 0)
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    assert (tmp_path / "t-0" / "00000000000000000003.log").exists()
+    assert log.segments[0].index.path.stat().st_size == len(log.segments[0].index.offsets) * 8
+
+
+def test_roll_by_segment_ms_on_batch_timestamps(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(segment_ms=1000))
+    log.append_as_leader(v2_batch(1, timestamp=TS), 0)
+    log.append_as_leader(v2_batch(1, timestamp=TS + 1000), 0)
+    assert len(log.segments) == 1
+    log.append_as_leader(v2_batch(1, timestamp=TS + 1001), 0)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_roll_by_age_without_timestamps(tmp_path: Path) -> None:
+    clock = Clock()
+    log = Log(tmp_path / "t-0", TopicConfig(segment_ms=1000), time_ms=clock)
+    log.append_as_leader(legacy_batch(0, 1), 0)
+    clock.now += 1001
+    log.append_as_leader(legacy_batch(0, 1), 0)
+    assert len(log.segments) == 2
+
+
+def test_roll_when_the_index_is_full(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(segment_index_bytes=24, index_interval_bytes=0))
+    for _ in range(6):
+        log.append_as_leader(v2_batch(1), 0)
+    assert len(log.segments) > 1
+    assert offsets_in(read_to_end(log)) == list(range(6))
+
+
+def test_roll_on_relative_offset_overflow(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig())
+    log.truncate_fully_and_start_at(0)
+    log.append_as_leader(v2_batch(1), 0)
+    log.log_end_offset = 2**31 + 5  # as after a follower caught up across a huge gap
+    log.append_as_leader(v2_batch(1), 0)
+    assert [s.base_offset for s in log.segments] == [0, 2**31 + 5]
+
+
+def test_retention_by_time_and_the_active_segment(tmp_path: Path) -> None:
+    clock = Clock(TS + 10_000)
+    batch = v2_batch(1, timestamp=TS)
+    log = Log(
+        tmp_path / "t-0",
+        TopicConfig(segment_bytes=len(batch) * 2, retention_ms=5000, file_delete_delay_ms=100),
+        time_ms=clock,
+    )
+    for _ in range(5):
+        log.append_as_leader(batch, 0)
+    assert [s.base_offset for s in log.segments] == [0, 2, 4]
+    assert log.delete_old_segments() == 3  # even the active one, after rolling first
+    assert [s.base_offset for s in log.segments] == [5]
+    assert log.log_start_offset == 5
+    deleted = sorted(p.name for p in (tmp_path / "t-0").iterdir() if p.name.endswith(".deleted"))
+    assert "00000000000000000000.log.deleted" in deleted
+    clock.now += 101
+    log.remove_expired_files()
+    assert not [p for p in (tmp_path / "t-0").iterdir() if p.name.endswith(".deleted")]
+
+
+def test_retention_by_bytes_keeps_exactly_what_fits(tmp_path: Path) -> None:
+    batch = v2_batch(1)
+    log = Log(
+        tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 2, retention_bytes=len(batch) * 3, retention_ms=-1)
+    )
+    for _ in range(7):
+        log.append_as_leader(batch, 0)
+    assert [s.size for s in log.segments] == [len(batch) * 2] * 3 + [len(batch)]
+    assert log.delete_old_segments() == 2
+    assert log.size_in_bytes == len(batch) * 3
+    assert log.delete_old_segments() == 0
+
+
+def test_delete_records_moves_the_log_start(tmp_path: Path) -> None:
+    batch = v2_batch(1)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 2, retention_ms=-1))
+    for _ in range(6):
+        log.append_as_leader(batch, 0)
+    assert log.maybe_increment_log_start_offset(3)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(2, 100)
+    assert log.delete_old_segments() == 1
+    assert [s.base_offset for s in log.segments] == [2, 4]
+    assert log.log_start_offset == 3
+
+
+def test_rejected_appends_leave_the_log_unchanged(tmp_path: Path) -> None:
+    log = Log(
+        tmp_path / "t-0",
+        TopicConfig(max_message_bytes=500, segment_bytes=2000, message_timestamp_difference_max_ms=60_000),
+        time_ms=Clock(TS),
+    )
+    log.append_as_leader(v2_batch(1), 0)
+    before = (tmp_path / "t-0" / "00000000000000000000.log").read_bytes()
+    corrupt = bytearray(v2_batch(2))
+    corrupt[-3] ^= 1
+    with pytest.raises(CorruptRecordError):
+        log.append_as_leader(bytes(corrupt), 0)
+    with pytest.raises(MessageTooLargeError):
+        log.append_as_leader(v2_batch(1, value_size=600), 0)
+    with pytest.raises(RecordListTooLargeError):
+        log.append_as_leader(v2_batch(1, value_size=400) * 6, 0)
+    with pytest.raises(CorruptRecordError, match="partial"):
+        log.append_as_leader(v2_batch(1) + b"\x00\x00", 0)
+    with pytest.raises(InvalidTimestampError):
+        log.append_as_leader(v2_batch(1, timestamp=TS + 120_000), 0)
+    miscounted = bytearray(v2_batch(2))
+    miscounted[23:27] = (5).to_bytes(4, "big")
+    miscounted[17:21] = crc32c(bytes(miscounted[21:])).to_bytes(4, "big")
+    assert parse_header(bytes(miscounted)) is not None
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(bytes(miscounted), 0)
+    assert (tmp_path / "t-0" / "00000000000000000000.log").read_bytes() == before
+    assert log.log_end_offset == 1
+
+
+def test_log_append_time(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(message_timestamp_type="LogAppendTime"), time_ms=Clock(TS + 999))
+    info = log.append_as_leader(v2_batch(2), 0)
+    assert info.log_append_time_ms == TS + 999
+    data = read_all(log)
+    assert {r.timestamp for h in iter_headers(data) for r in iter_records(data, h)} == {TS + 999}
+
+
+def test_flush_policy(tmp_path: Path) -> None:
+    every = Log(tmp_path / "a-0", TopicConfig(flush_messages=1))
+    every.append_as_leader(v2_batch(2), 0)
+    assert every.recovery_point == 2
+    default = Log(tmp_path / "b-0", TopicConfig())
+    default.append_as_leader(v2_batch(2), 0)
+    assert default.recovery_point == 0
+    clock = Clock()
+    timed = Log(tmp_path / "c-0", TopicConfig(flush_ms=100), time_ms=clock)
+    timed.append_as_leader(v2_batch(2), 0)
+    timed.maybe_flush()
+    assert timed.recovery_point == 0
+    clock.now += 100
+    timed.maybe_flush()
+    assert timed.recovery_point == 2
+
+
+def test_offset_for_timestamp(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(index_interval_bytes=10))
+    for i in range(5):
+        log.append_as_leader(v2_batch(3, timestamp=TS + 100 * i), 0)
+    assert log.fetch_offset_by_timestamp(TS + 201) == (7, TS + 201)
+    assert log.fetch_offset_by_timestamp(TS + 150) == (6, TS + 200)
+    assert log.fetch_offset_by_timestamp(0) == (0, TS)
+    assert log.fetch_offset_by_timestamp(TS + 10_000) is None
+
+
+def test_truncate_to(tmp_path: Path) -> None:
+    batch = v2_batch(2)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 2))
+    for _ in range(5):
+        log.append_as_leader(batch, 0)
+    log.truncate_to(6)
+    assert log.log_end_offset == 6 and [s.base_offset for s in log.segments] == [0, 4]
+    assert offsets_in(read_to_end(log)) == list(range(6))
+    assert read_offset_index(log.segments[0].index.path, 0) == list(
+        zip(log.segments[0].index.offsets, log.segments[0].index.positions, strict=True)
+    )
+
+
+def test_follower_appends_must_continue_the_log(tmp_path: Path) -> None:
+    leader = Log(tmp_path / "l-0", TopicConfig())
+    leader.append_as_leader(v2_batch(3), 0)
+    data = read_all(leader)
+    follower = Log(tmp_path / "f-0", TopicConfig())
+    follower.append_as_follower(data)
+    assert follower.log_end_offset == 3
+    with pytest.raises(InvalidRecordError):
+        follower.append_as_follower(data)
+    assert os.path.getsize(tmp_path / "f-0" / "00000000000000000000.log") == len(data)

@@ -1,0 +1,198 @@
+"""Recovery after a crash, index rebuilds, checkpoints, and the log manager's start-up and shutdown."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from storage_batches import TS, v2_batch
+
+from mq.config import TopicConfig
+from mq.errors import CorruptCheckpointError, KafkaStorageError
+from mq.records.batch_header import iter_headers
+from mq.storage.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
+from mq.storage.log_manager import LogManager
+from mq.storage.partition_log import Log
+from mq.topic_partition import TopicPartition
+
+CONFIG = TopicConfig(segment_bytes=2000, index_interval_bytes=150, retention_ms=-1)
+
+
+def build_log(directory: Path, batches: int = 30) -> tuple[list[bytes], list[int]]:
+    """A closed log of ``batches`` batches; returns each batch as stored and each batch's end offset."""
+    log = Log(directory, CONFIG)
+    for i in range(batches):
+        log.append_as_leader(v2_batch(1 + i % 3, value_size=10 + i, timestamp=TS + i), 0)
+    log.close()
+    stored, ends = [], []
+    for path in sorted(directory.glob("*.log")):
+        data = path.read_bytes()
+        for header in iter_headers(data):
+            stored.append(data[header.position : header.end_position])
+            ends.append(header.next_offset)
+    return stored, ends
+
+
+def log_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
+
+
+def test_torn_tail_at_every_byte_keeps_every_whole_batch(tmp_path: Path) -> None:
+    source = tmp_path / "src-0"
+    stored, ends = build_log(source, batches=5)
+    active = sorted(source.glob("*.log"))[-1]
+    full = active.read_bytes()
+    last = stored[-1]
+    for cut in range(1, len(last)):
+        directory = tmp_path / f"cut{cut}-0"
+        shutil.copytree(source, directory)
+        (directory / active.name).write_bytes(full[: len(full) - cut])
+        log = Log(directory, CONFIG, recovery_point=0)
+        assert log.log_end_offset == ends[-2]
+        assert log_bytes(directory) == b"".join(stored[:-1])
+        log.close()
+
+
+def test_garbage_after_the_last_batch_is_cut(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    stored, ends = build_log(directory)
+    active = sorted(directory.glob("*.log"))[-1]
+    rng = random.Random(7)
+    with open(active, "ab") as out:
+        out.write(bytes(rng.randrange(256) for _ in range(333)))
+    log = Log(directory, CONFIG)
+    assert log.log_end_offset == ends[-1]
+    assert log_bytes(directory) == b"".join(stored)
+    log.append_as_leader(v2_batch(1), 0)
+    assert log.log_end_offset == ends[-1] + 1
+
+
+def test_corrupt_middle_batch_truncates_there_and_drops_later_segments(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    build_log(directory, batches=80)
+    segments = sorted(directory.glob("*.log"))
+    assert len(segments) >= 3
+    first = segments[0].read_bytes()
+    headers = list(iter_headers(first))
+    middle = headers[len(headers) // 2]
+    damaged = bytearray(first)
+    damaged[middle.position + 40] ^= 0xFF
+    segments[0].write_bytes(bytes(damaged))
+    log = Log(directory, CONFIG)
+    assert len(log.segments) == 1
+    assert log.log_end_offset == middle.offset
+    assert log_bytes(directory) == first[: middle.position]
+    assert sorted(p.name for p in directory.glob("*.log")) == [segments[0].name]
+
+
+def test_clean_shutdown_skips_recovery(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    build_log(directory)
+    active = sorted(directory.glob("*.log"))[-1]
+    with open(active, "ab") as out:
+        out.write(b"\x00" * 50)
+    log = Log(directory, CONFIG, clean_shutdown=True)
+    assert active.read_bytes().endswith(b"\x00" * 50)  # trusted as it is, no recovery
+    log.close()
+
+
+def test_rebuilt_indexes_equal_the_originals(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    build_log(directory)
+    originals = {p.name: p.read_bytes() for p in directory.iterdir() if p.suffix in (".index", ".timeindex")}
+    assert any(originals.values())
+    for name in originals:
+        (directory / name).unlink()
+    log = Log(directory, CONFIG, clean_shutdown=True)
+    log.close()
+    rebuilt = {p.name: p.read_bytes() for p in directory.iterdir() if p.suffix in (".index", ".timeindex")}
+    assert rebuilt == originals
+
+
+def test_corrupt_index_is_rebuilt(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    build_log(directory)
+    index = sorted(directory.glob("*.index"))[0]
+    original = index.read_bytes()
+    index.write_bytes(original[:-3])
+    log = Log(directory, CONFIG, clean_shutdown=True)
+    log.close()
+    assert index.read_bytes() == original
+
+
+def test_offset_checkpoint_format(tmp_path: Path) -> None:
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    checkpoint = OffsetCheckpointFile(path)
+    assert checkpoint.read() == {}
+    checkpoint.write({TopicPartition("my-topic", 0): 1500, TopicPartition("my-topic", 1): 1432})
+    assert path.read_text() == "0\n2\nmy-topic 0 1500\nmy-topic 1 1432\n"
+    assert checkpoint.read() == {TopicPartition("my-topic", 0): 1500, TopicPartition("my-topic", 1): 1432}
+    assert not (tmp_path / "recovery-point-offset-checkpoint.tmp").exists()
+    path.write_text("1\n0\n")
+    with pytest.raises(CorruptCheckpointError, match="Unrecognized version of the checkpoint file"):
+        checkpoint.read()
+    path.write_text("0\n3\nt 0 1\nt 1 2\n")
+    with pytest.raises(CorruptCheckpointError, match="Expected 3 entries in checkpoint file"):
+        checkpoint.read()
+    path.write_text("0\n1\nt zero 1\n")
+    with pytest.raises(CorruptCheckpointError, match="Malformed line in checkpoint file"):
+        checkpoint.read()
+    epochs = LeaderEpochCheckpointFile(tmp_path / "leader-epoch-checkpoint")
+    epochs.write([(0, 0), (1, 1500), (4, 2200)])
+    assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n1 1500\n4 2200\n"
+    assert epochs.read() == [(0, 0), (1, 1500), (4, 2200)]
+
+
+def test_log_manager_lifecycle(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, CONFIG, broker_id=3)
+    manager.startup()
+    with pytest.raises(KafkaStorageError, match="Failed to acquire lock"):
+        LogManager(dirs, CONFIG, broker_id=3).startup()
+    logs = [manager.get_or_create_log(TopicPartition("t", p), CONFIG) for p in range(4)]
+    assert {log.dir.parent for log in logs} == set(dirs)
+    for log in logs:
+        log.append_as_leader(v2_batch(3), 0)
+    logs[0].maybe_increment_log_start_offset(2)
+    (dirs[0] / "metadata-tree.json").write_text("{}")
+    manager.shutdown()
+    for d in dirs:
+        assert (d / ".kafka_cleanshutdown").exists()
+        assert "broker.id=3" in (d / "meta.properties").read_text()
+        assert (d / "recovery-point-offset-checkpoint").read_text().startswith("0\n2\n")
+    starts = OffsetCheckpointFile(logs[0].dir.parent / "log-start-offset-checkpoint").read()
+    assert starts == {TopicPartition("t", 0): 2}
+
+    again = LogManager(dirs, CONFIG, broker_id=3)
+    again.startup()
+    assert not any((d / ".kafka_cleanshutdown").exists() for d in dirs)
+    assert sorted(again.logs) == [TopicPartition("t", p) for p in range(4)]
+    assert again.logs[TopicPartition("t", 0)].log_start_offset == 2
+    assert all(log.log_end_offset == 3 for log in again.all_logs())
+    again.delete_log(TopicPartition("t", 1))
+    assert TopicPartition("t", 1) not in again.logs
+    again.shutdown()
+    with pytest.raises(KafkaStorageError, match="doesn't match stored broker.id 3"):
+        LogManager(dirs, CONFIG, broker_id=4).startup()
+
+
+def test_unclean_start_recovers_from_the_recovery_point(tmp_path: Path) -> None:
+    manager = LogManager([tmp_path], CONFIG, broker_id=0)
+    manager.startup()
+    log = manager.get_or_create_log(TopicPartition("t", 0), CONFIG)
+    for i in range(20):
+        log.append_as_leader(v2_batch(2, timestamp=TS + i), 0)
+    end = log.log_end_offset
+    manager.checkpoint_recovery_points()
+    for fd in manager._locks:  # a crash: nothing closed or trimmed, locks die with the process
+        os.close(fd)
+    active = log.active.log_path
+    with open(active, "ab") as out:
+        out.write(b"\xff" * 17)
+    recovered = LogManager([tmp_path], CONFIG, broker_id=0)
+    recovered.startup()
+    assert recovered.logs[TopicPartition("t", 0)].log_end_offset == end
+    recovered.shutdown()
