@@ -1,0 +1,1 @@
+"""mq's own Kafka client: asyncio core (connection, cluster, admin, producer, consumer) and a synchronous facade."""

@@ -1,0 +1,252 @@
+"""One TCP connection to one broker: version negotiation, pipelined requests, timeouts, reconnect on next use.
+
+Requests are written as soon as they are sent; responses come back in request order and are matched to their
+request by correlation id. A request that times out, a broken socket or an out-of-order response closes the
+connection and fails every request in flight; the next ``send`` connects again and repeats the ApiVersions
+handshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from mq.errors import ErrorCode, KafkaError
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
+from mq.protocol.entities import build
+from mq.protocol.framing import FrameDecoder
+
+DEFAULT_CLIENT_ID = "mq"
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+_API_VERSIONS_VERSION = 3
+_CORRELATION_ID = struct.Struct(">i")
+_ERROR_CODE = struct.Struct(">h")
+
+CLIENT_MAX_VERSIONS: Mapping[int, int] = {
+    ApiKey.PRODUCE: 9,
+    ApiKey.FETCH: 12,
+    ApiKey.LIST_OFFSETS: 7,
+    ApiKey.METADATA: 12,
+    ApiKey.API_VERSIONS: _API_VERSIONS_VERSION,
+}
+"""Highest versions whose request shape this client writes; other APIs go up to kio's highest schema."""
+
+
+@cache
+def client_versions(api_key: int) -> tuple[int, int] | None:
+    """(min, max) request versions this client can encode for ``api_key``, or None when it has no schema."""
+    versions = [v for v in range(CLIENT_MAX_VERSIONS.get(api_key, 32) + 1) if request_schema(api_key, v) is not None]
+    return (versions[0], versions[-1]) if versions else None
+
+
+class BrokerConnectionError(KafkaError):
+    """The connection failed or was closed while a request was in flight (retriable)."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+
+
+class RequestTimedOutError(KafkaError):
+    """No response arrived within the request timeout (retriable)."""
+
+    code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class UnsupportedVersionError(KafkaError):
+    """Client and broker share no version of an API."""
+
+    code = ErrorCode.UNSUPPORTED_VERSION
+
+
+@dataclass(slots=True)
+class _InFlight:
+    correlation_id: int
+    schema: type[Any]
+    future: asyncio.Future[Any]
+
+
+class BrokerConnection:
+    """An asyncio connection to ``host:port``; ``send`` may be called concurrently (requests are pipelined)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        node_id: int = -1,
+        client_id: str = DEFAULT_CLIENT_ID,
+        request_timeout_ms: int = 30_000,
+        connect_timeout_ms: int = 10_000,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        """The broker's (min, max) per API key, from the last handshake."""
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._in_flight: deque[_InFlight] = deque()
+        self._correlation_ids = itertools.count(1)
+        self._connect_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection(node_id={self.node_id}, {self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None
+
+    @property
+    def in_flight_count(self) -> int:
+        return len(self._in_flight)
+
+    async def connect(self) -> None:
+        """Open the socket and negotiate API versions, unless already connected."""
+        async with self._connect_lock:
+            if self._writer is not None:
+                return
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000
+                )
+            except (OSError, TimeoutError) as exc:
+                raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+            self._writer = writer
+            self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
+            try:
+                self.api_versions = await self._handshake()
+            except BaseException:
+                self._close(BrokerConnectionError(f"ApiVersions handshake with {self.host}:{self.port} failed"))
+                raise
+
+    async def _handshake(self) -> dict[int, tuple[int, int]]:
+        body = {"client_software_name": "mq", "client_software_version": "1"}
+        response = await self._request(ApiKey.API_VERSIONS, _API_VERSIONS_VERSION, body, self.request_timeout_ms)
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            response = await self._request(ApiKey.API_VERSIONS, 0, {}, self.request_timeout_ms)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(f"ApiVersions failed: {ErrorCode(response.error_code).name}", code=response.error_code)
+        return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+
+    def version_for(self, api_key: int) -> int:
+        """Highest version of ``api_key`` both sides support (the connection must be open)."""
+        ours = client_versions(api_key)
+        theirs = self.api_versions.get(api_key)
+        if ours is None or theirs is None or max(ours[0], theirs[0]) > min(ours[1], theirs[1]):
+            raise UnsupportedVersionError(
+                f"{self.host}:{self.port} supports {_name(api_key)} {theirs}, this client {ours}: no common version"
+            )
+        return min(ours[1], theirs[1])
+
+    async def send(
+        self, api_key: int, body: Mapping[str, Any], version: int | None = None, *, timeout_ms: int | None = None
+    ) -> Any:
+        """Send one request and return the response entity (None for Produce with acks=0).
+
+        ``version`` defaults to the highest both sides support. Raises BrokerConnectionError and RequestTimedOutError
+        (both retriable) and UnsupportedVersionError.
+        """
+        await self.connect()
+        if version is None:
+            version = self.version_for(api_key)
+        return await self._request(api_key, version, body, timeout_ms or self.request_timeout_ms)
+
+    async def _request(self, api_key: int, version: int, body: Mapping[str, Any], timeout_ms: int) -> Any:
+        schema = request_schema(api_key, version)
+        if schema is None:
+            raise UnsupportedVersionError(f"no schema for {_name(api_key)} v{version}")
+        writer = self._writer
+        if writer is None:
+            raise BrokerConnectionError(f"not connected to {self.host}:{self.port}")
+        correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+        header = RequestHeader(api_key, version, correlation_id, self.client_id, 0)
+        data = encode_request(header, build(schema, body))
+        expects_response = not (api_key == ApiKey.PRODUCE and body.get("acks") == 0)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if expects_response:
+            self._in_flight.append(_InFlight(correlation_id, response_schema(api_key, version), future))
+        writer.write(data)
+        try:
+            await writer.drain()
+        except OSError as exc:
+            self._close(BrokerConnectionError(f"write to {self.host}:{self.port} failed: {exc}"))
+        if not expects_response:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
+        except TimeoutError:
+            error = RequestTimedOutError(
+                f"{_name(api_key)} to {self.host}:{self.port} got no response within {timeout_ms} ms"
+            )
+            self._close(BrokerConnectionError(f"connection to {self.host}:{self.port} closed after a timeout"), future)
+            future.cancel()
+            raise error from None
+
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = FrameDecoder(MAX_RESPONSE_BYTES)
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    raise BrokerConnectionError(f"{self.host}:{self.port} closed the connection")
+                for payload in decoder.feed(data):
+                    self._dispatch(payload)
+        except asyncio.CancelledError:
+            raise
+        except KafkaError as exc:
+            if self._writer is writer:
+                self._close(exc)
+        except Exception as exc:  # a socket error or an undecodable response: the connection is unusable
+            if self._writer is writer:
+                self._close(BrokerConnectionError(f"connection to {self.host}:{self.port} failed: {exc}"))
+
+    def _dispatch(self, payload: bytes) -> None:
+        (correlation_id,) = _CORRELATION_ID.unpack_from(payload, 0)
+        if not self._in_flight or self._in_flight[0].correlation_id != correlation_id:
+            raise BrokerConnectionError(f"unexpected correlation id {correlation_id} from {self.host}:{self.port}")
+        entry = self._in_flight.popleft()
+        schema = entry.schema
+        if schema.__api_key__ == ApiKey.API_VERSIONS and _is_unsupported_version(payload):
+            schema = response_schema(ApiKey.API_VERSIONS, 0)  # the broker answers error 35 with a v0 body
+        _, body = decode_response(payload, schema)
+        if not entry.future.done():
+            entry.future.set_result(body)
+
+    def _close(self, error: KafkaError, exclude: asyncio.Future[Any] | None = None) -> None:
+        writer, self._writer = self._writer, None
+        task, self._reader_task = self._reader_task, None
+        in_flight, self._in_flight = self._in_flight, deque()
+        for entry in in_flight:
+            if entry.future is not exclude and not entry.future.done():
+                entry.future.set_exception(error)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        if writer is not None:
+            writer.close()
+
+    async def close(self) -> None:
+        """Close the socket; requests in flight fail with BrokerConnectionError."""
+        task = self._reader_task
+        self._close(BrokerConnectionError(f"connection to {self.host}:{self.port} was closed"))
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def _is_unsupported_version(payload: bytes) -> bool:
+    return len(payload) >= 6 and _ERROR_CODE.unpack_from(payload, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
+
+
+def _name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"
