@@ -2,8 +2,9 @@
 
 An entry (O, P) says the batch whose last offset is O starts at byte P of the segment's ``.log``. The file is
 preallocated to its maximum size (a multiple of 8) while the segment is active and trimmed to its entries when the
-segment is closed or rolled; an existing file is trusted to hold ``length // 8`` entries. Entries are kept in
-memory too, so lookups never touch the file.
+segment is closed or rolled; an existing file is trusted to hold ``length // 8`` entries. Entries live in memory,
+so lookups never touch the file, and reach the file in one write at trim, flush or close (after a crash the
+unflushed part of the log is recovered and its indexes rebuilt anyway).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class OffsetIndex:
             for rel, pos in ENTRY.iter_unpack(os.pread(self._fd, size - size % ENTRY_SIZE, 0)):
                 self.offsets.append(base_offset + rel)
                 self.positions.append(pos)
+        self._written = len(self.offsets)
         self.resize(self.max_entries * ENTRY_SIZE)
 
     @property
@@ -84,7 +86,6 @@ class OffsetIndex:
         """Add (offset, position); offsets must grow. A full index ignores the call (the segment rolls first)."""
         if self.is_full or (self.offsets and offset <= self.offsets[-1]):
             return
-        os.pwrite(self._fd, ENTRY.pack(offset - self.base_offset, position), len(self.offsets) * ENTRY_SIZE)
         self.offsets.append(offset)
         self.positions.append(position)
 
@@ -102,7 +103,9 @@ class OffsetIndex:
         """Drop entries with offset >= ``offset`` (their slots are zeroed)."""
         keep = bisect.bisect_left(self.offsets, offset)
         if keep < len(self.offsets):
-            os.pwrite(self._fd, bytes((len(self.offsets) - keep) * ENTRY_SIZE), keep * ENTRY_SIZE)
+            if keep < self._written:
+                os.pwrite(self._fd, bytes((self._written - keep) * ENTRY_SIZE), keep * ENTRY_SIZE)
+                self._written = keep
             del self.offsets[keep:]
             del self.positions[keep:]
 
@@ -112,11 +115,23 @@ class OffsetIndex:
     def resize(self, size: int) -> None:
         os.ftruncate(self._fd, max(size, len(self.offsets) * ENTRY_SIZE))
 
+    def _write_pending(self) -> None:
+        """Entries are appended in memory; they reach the file here (trim, flush, close)."""
+        if self._written < len(self.offsets):
+            pending = b"".join(
+                ENTRY.pack(o - self.base_offset, p)
+                for o, p in zip(self.offsets[self._written :], self.positions[self._written :], strict=True)
+            )
+            os.pwrite(self._fd, pending, self._written * ENTRY_SIZE)
+            self._written = len(self.offsets)
+
     def trim(self) -> None:
         """Cut the file to its entries, so a later open trusts exactly them."""
+        self._write_pending()
         os.ftruncate(self._fd, len(self.offsets) * ENTRY_SIZE)
 
     def flush(self) -> None:
+        self._write_pending()
         os.fsync(self._fd)
 
     def close(self) -> None:

@@ -63,6 +63,7 @@ class TimeIndex:
             for ts, rel in ENTRY.iter_unpack(os.pread(self._fd, size - size % ENTRY_SIZE, 0)):
                 self.timestamps.append(ts)
                 self.offsets.append(base_offset + rel)
+        self._written = len(self.timestamps)
         self.resize(self.max_entries * ENTRY_SIZE)
 
     @property
@@ -86,7 +87,6 @@ class TimeIndex:
             return
         if timestamp < 0 or len(self.timestamps) >= self.max_entries or (self.is_full and not final):
             return
-        os.pwrite(self._fd, ENTRY.pack(timestamp, offset - self.base_offset), len(self.timestamps) * ENTRY_SIZE)
         self.timestamps.append(timestamp)
         self.offsets.append(offset)
 
@@ -98,7 +98,9 @@ class TimeIndex:
     def truncate_to(self, offset: int) -> None:
         keep = bisect.bisect_left(self.offsets, offset)
         if keep < len(self.offsets):
-            os.pwrite(self._fd, bytes((len(self.offsets) - keep) * ENTRY_SIZE), keep * ENTRY_SIZE)
+            if keep < self._written:
+                os.pwrite(self._fd, bytes((self._written - keep) * ENTRY_SIZE), keep * ENTRY_SIZE)
+                self._written = keep
             del self.timestamps[keep:]
             del self.offsets[keep:]
 
@@ -108,10 +110,22 @@ class TimeIndex:
     def resize(self, size: int) -> None:
         os.ftruncate(self._fd, max(size, len(self.timestamps) * ENTRY_SIZE))
 
+    def _write_pending(self) -> None:
+        """Entries are appended in memory; they reach the file here (trim, flush, close)."""
+        if self._written < len(self.timestamps):
+            pending = b"".join(
+                ENTRY.pack(t, o - self.base_offset)
+                for t, o in zip(self.timestamps[self._written :], self.offsets[self._written :], strict=True)
+            )
+            os.pwrite(self._fd, pending, self._written * ENTRY_SIZE)
+            self._written = len(self.timestamps)
+
     def trim(self) -> None:
+        self._write_pending()
         os.ftruncate(self._fd, len(self.timestamps) * ENTRY_SIZE)
 
     def flush(self) -> None:
+        self._write_pending()
         os.fsync(self._fd)
 
     def close(self) -> None:
