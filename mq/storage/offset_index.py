@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 
 from mq.errors import CorruptIndexError
+from mq.storage.index_file import IndexFile
 
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size
@@ -43,23 +44,24 @@ def sanity_check_offset_index(path: Path | str, base_offset: int) -> None:
         )
 
 
-class OffsetIndex:
-    """The index of one segment; appends go to the file at their slot, lookups to memory."""
+class OffsetIndex(IndexFile):
+    """The index of one segment; lookups are answered from memory."""
+
+    ENTRY = ENTRY
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
-        self.path = path
         self.base_offset = base_offset
-        self.max_entries = max(max_index_size // ENTRY_SIZE, 1)
         self.offsets: list[int] = []
         self.positions: list[int] = []
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self._fd).st_size
-        if size:
-            for rel, pos in ENTRY.iter_unpack(os.pread(self._fd, size - size % ENTRY_SIZE, 0)):
-                self.offsets.append(base_offset + rel)
-                self.positions.append(pos)
-        self._written = len(self.offsets)
-        self.resize(self.max_entries * ENTRY_SIZE)
+        super().__init__(path, max_index_size, min_entries=1)
+
+    def _load(self, raw: list[tuple[int, ...]]) -> None:
+        self.offsets = [self.base_offset + rel for rel, _ in raw]
+        self.positions = [pos for _, pos in raw]
+
+    def _packed_from(self, start: int) -> bytes:
+        pairs = zip(self.offsets[start:], self.positions[start:], strict=True)
+        return b"".join(ENTRY.pack(o - self.base_offset, p) for o, p in pairs)
 
     @property
     def entries(self) -> int:
@@ -100,46 +102,11 @@ class OffsetIndex:
         return (self.offsets[i], self.positions[i]) if i >= 0 else (self.base_offset, 0)
 
     def truncate_to(self, offset: int) -> None:
-        """Drop entries with offset >= ``offset`` (their slots are zeroed)."""
+        """Drop entries with offset >= ``offset``."""
         keep = bisect.bisect_left(self.offsets, offset)
-        if keep < len(self.offsets):
-            if keep < self._written:
-                os.pwrite(self._fd, bytes((self._written - keep) * ENTRY_SIZE), keep * ENTRY_SIZE)
-                self._written = keep
-            del self.offsets[keep:]
-            del self.positions[keep:]
+        self._forget_from(keep)
+        del self.offsets[keep:]
+        del self.positions[keep:]
 
     def reset(self) -> None:
         self.truncate_to(-1)
-
-    def resize(self, size: int) -> None:
-        os.ftruncate(self._fd, max(size, len(self.offsets) * ENTRY_SIZE))
-
-    def _write_pending(self) -> None:
-        """Entries are appended in memory; they reach the file here (trim, flush, close)."""
-        if self._written < len(self.offsets):
-            pending = b"".join(
-                ENTRY.pack(o - self.base_offset, p)
-                for o, p in zip(self.offsets[self._written :], self.positions[self._written :], strict=True)
-            )
-            os.pwrite(self._fd, pending, self._written * ENTRY_SIZE)
-            self._written = len(self.offsets)
-
-    def trim(self) -> None:
-        """Cut the file to its entries, so a later open trusts exactly them."""
-        self._write_pending()
-        os.ftruncate(self._fd, len(self.offsets) * ENTRY_SIZE)
-
-    def flush(self) -> None:
-        self._write_pending()
-        os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            self.trim()
-            os.close(self._fd)
-            self._fd = -1
-
-    def rename(self, path: Path) -> None:
-        os.rename(self.path, path)
-        self.path = path

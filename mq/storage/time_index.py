@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 
 from mq.errors import CorruptIndexError
+from mq.storage.index_file import IndexFile
 
 ENTRY = struct.Struct(">qi")
 ENTRY_SIZE = ENTRY.size
@@ -50,21 +51,22 @@ def _check(entries: list[tuple[int, int]], path: Path | str, base_offset: int) -
         )
 
 
-class TimeIndex:
+class TimeIndex(IndexFile):
+    ENTRY = ENTRY
+
     def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
-        self.path = path
         self.base_offset = base_offset
-        self.max_entries = max(max_index_size // ENTRY_SIZE, 2)
         self.timestamps: list[int] = []
         self.offsets: list[int] = []
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self._fd).st_size
-        if size:
-            for ts, rel in ENTRY.iter_unpack(os.pread(self._fd, size - size % ENTRY_SIZE, 0)):
-                self.timestamps.append(ts)
-                self.offsets.append(base_offset + rel)
-        self._written = len(self.timestamps)
-        self.resize(self.max_entries * ENTRY_SIZE)
+        super().__init__(path, max_index_size, min_entries=2)
+
+    def _load(self, raw: list[tuple[int, ...]]) -> None:
+        self.timestamps = [ts for ts, _ in raw]
+        self.offsets = [self.base_offset + rel for _, rel in raw]
+
+    def _packed_from(self, start: int) -> bytes:
+        pairs = zip(self.timestamps[start:], self.offsets[start:], strict=True)
+        return b"".join(ENTRY.pack(t, o - self.base_offset) for t, o in pairs)
 
     @property
     def entries(self) -> int:
@@ -97,43 +99,9 @@ class TimeIndex:
 
     def truncate_to(self, offset: int) -> None:
         keep = bisect.bisect_left(self.offsets, offset)
-        if keep < len(self.offsets):
-            if keep < self._written:
-                os.pwrite(self._fd, bytes((self._written - keep) * ENTRY_SIZE), keep * ENTRY_SIZE)
-                self._written = keep
-            del self.timestamps[keep:]
-            del self.offsets[keep:]
+        self._forget_from(keep)
+        del self.timestamps[keep:]
+        del self.offsets[keep:]
 
     def reset(self) -> None:
         self.truncate_to(-1)
-
-    def resize(self, size: int) -> None:
-        os.ftruncate(self._fd, max(size, len(self.timestamps) * ENTRY_SIZE))
-
-    def _write_pending(self) -> None:
-        """Entries are appended in memory; they reach the file here (trim, flush, close)."""
-        if self._written < len(self.timestamps):
-            pending = b"".join(
-                ENTRY.pack(t, o - self.base_offset)
-                for t, o in zip(self.timestamps[self._written :], self.offsets[self._written :], strict=True)
-            )
-            os.pwrite(self._fd, pending, self._written * ENTRY_SIZE)
-            self._written = len(self.timestamps)
-
-    def trim(self) -> None:
-        self._write_pending()
-        os.ftruncate(self._fd, len(self.timestamps) * ENTRY_SIZE)
-
-    def flush(self) -> None:
-        self._write_pending()
-        os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            self.trim()
-            os.close(self._fd)
-            self._fd = -1
-
-    def rename(self, path: Path) -> None:
-        os.rename(self.path, path)
-        self.path = path
