@@ -1,0 +1,369 @@
+"""Asyncio consumer of manually assigned partitions: positions, offset resets, fetch, record parsing.
+
+``poll`` fetches from each partition's leader (one Fetch per broker), parses the returned batches and hands out
+records in offset order per partition. Records below the fetch position (a batch that starts earlier), control
+batches and, with ``read_committed``, aborted transactional batches are skipped; a partial batch at the end of the
+fetched data is ignored and fetched again from its start. Group membership is not handled here; a group consumer
+can drive ``assign`` and ``seek`` from its assignments and committed offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mq.client.cluster import Cluster, kafka_error
+from mq.client.connection import DEFAULT_CLIENT_ID
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.protocol.api_keys import ApiKey
+from mq.records import iter_records
+from mq.records.batch_header import iter_headers
+from mq.records.record import ABORT, parse_control_key
+from mq.topic_partition import TopicPartition
+
+EARLIEST = -2
+LATEST = -1
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    """0 CreateTime, 1 LogAppendTime."""
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(slots=True)
+class _Fetched:
+    records: deque[ConsumerRecord]
+    next_position: int
+
+
+def parse_records(
+    tp: TopicPartition,
+    data: bytes,
+    position: int,
+    aborted_transactions: Sequence[tuple[int, int]] = (),
+    read_committed: bool = False,
+) -> tuple[list[ConsumerRecord], int]:
+    """Records at or after ``position`` in fetched ``data``, and the position to fetch from next.
+
+    ``aborted_transactions`` are (producer_id, first_offset) pairs from the fetch response; they apply only with
+    ``read_committed``. A trailing partial batch is left for the next fetch.
+    """
+    records: list[ConsumerRecord] = []
+    next_position = position
+    pending = sorted((first, pid) for pid, first in aborted_transactions) if read_committed else []
+    aborted: set[int] = set()
+    for header in iter_headers(data):
+        if header.next_offset <= position:
+            continue
+        next_position = max(next_position, header.next_offset)
+        if read_committed and header.is_transactional:
+            while pending and pending[0][0] <= header.last_offset:
+                aborted.add(heapq.heappop(pending)[1])
+            if header.is_control:
+                first = next(iter_records(data, header), None)
+                if first is not None and parse_control_key(first.key) == ABORT:
+                    aborted.discard(header.producer_id)
+                continue
+            if header.producer_id in aborted:
+                continue
+        if header.is_control:
+            continue
+        for record in iter_records(data, header):
+            if record.offset >= position:
+                records.append(
+                    ConsumerRecord(
+                        tp.topic,
+                        tp.partition,
+                        record.offset,
+                        record.timestamp,
+                        int(header.timestamp_type),
+                        record.key,
+                        record.value,
+                        record.headers,
+                    )
+                )
+    return records, next_position
+
+
+async def list_offsets(
+    cluster: Cluster, timestamps: Mapping[TopicPartition, int], isolation_level: int = 0
+) -> dict[TopicPartition, tuple[int, int]]:
+    """(offset, timestamp) per partition for ``timestamps`` (-2 earliest, -1 latest, or a time in ms), with retries."""
+
+    async def attempt() -> dict[TopicPartition, tuple[int, int]]:
+        by_leader: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+        for tp, timestamp in timestamps.items():
+            leader = await cluster.leader_for(tp)
+            by_leader[leader][tp.topic].append({"partition_index": tp.partition, "timestamp": timestamp})
+        requests = [
+            cluster.send(
+                leader,
+                ApiKey.LIST_OFFSETS,
+                {
+                    "replica_id": -1,
+                    "isolation_level": isolation_level,
+                    "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+                },
+            )
+            for leader, topics in by_leader.items()
+        ]
+        result: dict[TopicPartition, tuple[int, int]] = {}
+        for response in await asyncio.gather(*requests):
+            for topic in response.topics:
+                for part in topic.partitions:
+                    tp = TopicPartition(topic.name, int(part.partition_index))
+                    if part.error_code != ErrorCode.NONE:
+                        raise kafka_error(part.error_code, None, f"list offsets of {tp}")
+                    result[tp] = (int(part.offset), int(part.timestamp))
+        return result
+
+    return await cluster.with_retries(attempt, {tp.topic for tp in timestamps})
+
+
+class AsyncConsumer:
+    """Consumes assigned partitions; ``poll`` returns records, ``position`` the next offset per partition."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] | None = None,
+        *,
+        cluster: Cluster | None = None,
+        client_id: str = DEFAULT_CLIENT_ID,
+        auto_offset_reset: str = "latest",
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 50 * 1024 * 1024,
+        max_partition_fetch_bytes: int = 1024 * 1024,
+        isolation_level: str = "read_uncommitted",
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        if auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation_level must be read_uncommitted or read_committed, not {isolation_level!r}")
+        self._owns_cluster = cluster is None
+        if cluster is None:
+            if bootstrap_servers is None:
+                raise ValueError("bootstrap_servers or cluster is required")
+            cluster = Cluster(
+                bootstrap_servers,
+                client_id=client_id,
+                request_timeout_ms=request_timeout_ms + fetch_max_wait_ms,
+                retry_backoff_ms=retry_backoff_ms,
+            )
+        self.cluster = cluster
+        self.auto_offset_reset = auto_offset_reset
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_min_bytes = fetch_min_bytes
+        self.fetch_max_bytes = fetch_max_bytes
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.isolation_level = ISOLATION_LEVELS[isolation_level]
+        self.retry_backoff_ms = retry_backoff_ms
+        self._assignment: list[TopicPartition] = []
+        self._positions: dict[TopicPartition, int] = {}
+        self._pending_resets: dict[TopicPartition, int] = {}
+        self._buffers: dict[TopicPartition, _Fetched] = {}
+        self._high_watermarks: dict[TopicPartition, int] = {}
+
+    async def __aenter__(self) -> AsyncConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly ``partitions``; positions of partitions kept from the previous assignment survive."""
+        self._assignment = list(dict.fromkeys(partitions))
+        keep = set(self._assignment)
+        for table in (self._positions, self._pending_resets, self._buffers):
+            for tp in [tp for tp in table if tp not in keep]:
+                del table[tp]
+
+    def assignment(self) -> list[TopicPartition]:
+        return list(self._assignment)
+
+    def _check_assigned(self, tp: TopicPartition) -> None:
+        if tp not in self._assignment:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Fetch ``tp`` from ``offset`` next."""
+        self._check_assigned(tp)
+        self._buffers.pop(tp, None)
+        self._pending_resets.pop(tp, None)
+        self._positions[tp] = offset
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Fetch from the log start offset (resolved lazily); no arguments means every assigned partition."""
+        self._seek_to(partitions, EARLIEST)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Fetch from the log end offset (resolved lazily); no arguments means every assigned partition."""
+        self._seek_to(partitions, LATEST)
+
+    def _seek_to(self, partitions: Sequence[TopicPartition], timestamp: int) -> None:
+        for tp in partitions or self._assignment:
+            self._check_assigned(tp)
+            self._buffers.pop(tp, None)
+            self._positions.pop(tp, None)
+            self._pending_resets[tp] = timestamp
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record ``poll`` returns for ``tp``."""
+        self._check_assigned(tp)
+        await self._resolve_positions()
+        return self._positions[tp]
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark from the last fetch of ``tp``."""
+        return self._high_watermarks.get(tp)
+
+    async def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+        """Up to ``max_records`` records, waiting at most ``timeout_ms`` for some to arrive."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            records = self._take(max_records)
+            if records:
+                return records
+            remaining_ms = int((deadline - loop.time()) * 1000)
+            await self._fetch(max(0, min(self.fetch_max_wait_ms, remaining_ms)))
+            records = self._take(max_records)
+            if records or loop.time() >= deadline:
+                return records
+
+    def _take(self, max_records: int) -> list[ConsumerRecord]:
+        records: list[ConsumerRecord] = []
+        for tp in list(self._buffers):
+            fetched = self._buffers[tp]
+            while fetched.records and len(records) < max_records:
+                record = fetched.records.popleft()
+                records.append(record)
+                self._positions[tp] = record.offset + 1
+            if not fetched.records:
+                self._positions[tp] = max(self._positions[tp], fetched.next_position)
+                del self._buffers[tp]
+            if len(records) >= max_records:
+                break
+        return records
+
+    async def _resolve_positions(self) -> None:
+        missing = {tp: self._reset_target() for tp in self._assignment if tp not in self._positions}
+        missing.update(self._pending_resets)
+        if not missing:
+            return
+        offsets = await list_offsets(self.cluster, missing, self.isolation_level)
+        for tp, (offset, _) in offsets.items():
+            if self._pending_resets.pop(tp, None) is not None or tp not in self._positions:
+                self._positions[tp] = offset
+
+    def _reset_target(self) -> int:
+        if self.auto_offset_reset == "none":
+            raise OffsetOutOfRangeError("no position and auto_offset_reset is none")
+        return EARLIEST if self.auto_offset_reset == "earliest" else LATEST
+
+    async def _fetch(self, max_wait_ms: int) -> None:
+        try:
+            await self._resolve_positions()
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in self._assignment:
+                if tp not in self._buffers:
+                    by_leader[await self.cluster.leader_for(tp)].append(tp)
+            if not by_leader:
+                await asyncio.sleep(max_wait_ms / 1000)
+                return
+            await asyncio.gather(*(self._fetch_from(node, tps, max_wait_ms) for node, tps in by_leader.items()))
+        except KafkaError as exc:
+            if not exc.code.retriable:
+                raise
+            await asyncio.sleep(self.retry_backoff_ms / 1000)
+            await self._refresh_quietly()
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.cluster.refresh_metadata({tp.topic for tp in self._assignment})
+        except KafkaError as exc:
+            if not exc.code.retriable:
+                raise
+
+    async def _fetch_from(self, node: int, partitions: list[TopicPartition], max_wait_ms: int) -> None:
+        topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for tp in partitions:
+            topics[tp.topic].append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": -1,
+                    "fetch_offset": self._positions[tp],
+                    "last_fetched_epoch": -1,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": self.max_partition_fetch_bytes,
+                }
+            )
+        body = {
+            "replica_id": -1,
+            "max_wait": max_wait_ms,
+            "min_bytes": self.fetch_min_bytes,
+            "max_bytes": self.fetch_max_bytes,
+            "isolation_level": self.isolation_level,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": name, "partitions": parts} for name, parts in topics.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        response = await self.cluster.send(node, ApiKey.FETCH, body)
+        if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NONE:
+            raise kafka_error(response.error_code, None, f"fetch from broker {node}")
+        retriable: KafkaError | None = None
+        for topic in response.responses:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.topic, int(part.partition_index))
+                error = self._handle_partition(tp, part)
+                if error is not None:
+                    retriable = error
+        if retriable is not None:
+            raise retriable
+
+    def _handle_partition(self, tp: TopicPartition, part: Any) -> KafkaError | None:
+        """Buffer the records of one partition's fetch result; a retriable error is returned, others raised."""
+        position = self._positions.get(tp)
+        if position is None or tp in self._buffers:
+            return None  # sought or reassigned while the fetch was in flight
+        code = ErrorCode(part.error_code)
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if self.auto_offset_reset == "none":
+                raise OffsetOutOfRangeError(f"fetch position {position} is out of range for {tp}")
+            del self._positions[tp]
+            self._pending_resets[tp] = self._reset_target()
+            return None
+        if code != ErrorCode.NONE:
+            error = kafka_error(code, None, f"fetch {tp}")
+            if code.retriable:
+                return error
+            raise error
+        self._high_watermarks[tp] = int(part.high_watermark)
+        aborted = [(int(a.producer_id), int(a.first_offset)) for a in part.aborted_transactions or ()]
+        records, next_position = parse_records(
+            tp, part.records or b"", position, aborted, self.isolation_level == ISOLATION_LEVELS["read_committed"]
+        )
+        if records or next_position != position:
+            self._buffers[tp] = _Fetched(deque(records), next_position)
+        return None
+
+    async def close(self) -> None:
+        if self._owns_cluster:
+            await self.cluster.close()
