@@ -1,0 +1,135 @@
+"""Blocking facade for tools: each object runs its async client on a private event loop in a daemon thread.
+
+``SyncAdmin(...).call("create_topics", [...])`` and the named methods below block until the coroutine finishes;
+``SyncProducer.send`` returns a ``concurrent.futures.Future`` of ``RecordMetadata``. Close each object when done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
+
+from mq.client.admin import AsyncAdmin
+from mq.client.consumer import AsyncConsumer, ConsumerRecord
+from mq.client.producer import AsyncProducer, Headers, RecordMetadata
+from mq.topic_partition import TopicPartition
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="mq-client", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+class _Sync:
+    """Owns a loop thread and one async client built on it."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._loop = _LoopThread()
+
+        async def create() -> Any:
+            return factory()
+
+        self._client = self._loop.run(create())
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the async client's ``method`` to completion and return its result."""
+        return self._loop.run(getattr(self._client, method)(*args, **kwargs))
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._client.close())
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SyncAdmin(_Sync):
+    """AsyncAdmin's methods, blocking: ``admin.call("describe_topics", ["t"])`` or the shortcuts below."""
+
+    def __init__(self, bootstrap_servers: str, **config: Any) -> None:
+        super().__init__(lambda: AsyncAdmin(bootstrap_servers, **config))
+
+    @property
+    def admin(self) -> AsyncAdmin:
+        return self._client  # type: ignore[no-any-return]
+
+    def list_topics(self, include_internal: bool = True) -> list[str]:
+        return self.call("list_topics", include_internal)  # type: ignore[no-any-return]
+
+
+class SyncProducer(_Sync):
+    def __init__(self, bootstrap_servers: str, **config: Any) -> None:
+        super().__init__(lambda: AsyncProducer(bootstrap_servers, **config))
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Headers = (),
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> concurrent.futures.Future[RecordMetadata]:
+        """Queue a record (blocking only for metadata); the future completes when the broker acknowledged it."""
+        result: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
+        queued = self.call("send", topic, value, key, headers, partition, timestamp_ms)
+
+        def relay(done: asyncio.Future[RecordMetadata]) -> None:
+            error = done.exception()
+            if error is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(done.result())
+
+        self._loop.loop.call_soon_threadsafe(queued.add_done_callback, relay)
+        return result
+
+    def flush(self) -> None:
+        self.call("flush")
+
+
+class SyncConsumer(_Sync):
+    def __init__(self, bootstrap_servers: str, **config: Any) -> None:
+        super().__init__(lambda: AsyncConsumer(bootstrap_servers, **config))
+
+    @property
+    def consumer(self) -> AsyncConsumer:
+        return self._client  # type: ignore[no-any-return]
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self.consumer.assign(list(partitions))
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.consumer.seek(tp, offset)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self.consumer.seek_to_beginning(*partitions)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self.consumer.seek_to_end(*partitions)
+
+    def position(self, tp: TopicPartition) -> int:
+        return self.call("position", tp)  # type: ignore[no-any-return]
+
+    def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+        return self.call("poll", timeout_ms, max_records)  # type: ignore[no-any-return]
