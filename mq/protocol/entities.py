@@ -82,12 +82,14 @@ def build(schema: type[Any], values: Mapping[str, Any]) -> Any:
                 kwargs[f.name] = _zero(f)
             continue
         value = values[f.name]
-        if f.kind == _ENTITIES:
+        if value is None and f.nullable:
+            kwargs[f.name] = None
+        elif f.kind == _ENTITIES:
             assert f.entity is not None
             kwargs[f.name] = tuple(v if _is_entity(type(v)) else build(f.entity, v) for v in value)
         elif f.kind == _ENTITY:
             assert f.entity is not None
-            kwargs[f.name] = value if value is None or _is_entity(type(value)) else build(f.entity, value)
+            kwargs[f.name] = value if _is_entity(type(value)) else build(f.entity, value)
         elif f.kind == _TIMEDELTA:
             kwargs[f.name] = value if isinstance(value, datetime.timedelta) else datetime.timedelta(milliseconds=value)
         elif f.kind == _ERROR:

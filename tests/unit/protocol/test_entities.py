@@ -59,3 +59,13 @@ def test_conversions() -> None:
 def test_missing_required_scalar_is_an_error() -> None:
     with pytest.raises(KeyError, match="host"):
         build(response_schema(3, 12), {"brokers": [{"node_id": 0, "port": 1}], "topics": []})
+
+
+def test_null_lists() -> None:
+    from mq.protocol.codec import request_schema
+
+    entity = build(
+        request_schema(3, 12),
+        {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+    )
+    assert entity.topics is None
