@@ -11,6 +11,10 @@ import click
 # name -> ("module:attribute", one-line help shown by `mq --help` without importing the module)
 COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("mq.cli.server:server", "Start or stop an mq broker."),
+    "topics": ("mq.cli.topics:topics", "Create, delete, describe, or change a topic."),
+    "console-producer": ("mq.cli.console:console_producer", "Read lines from standard input and produce them."),
+    "console-consumer": ("mq.cli.console:console_consumer", "Print the messages of a topic to standard output."),
+    "get-offsets": ("mq.cli.console:get_offsets", "Print the latest, earliest or by-time offset of partitions."),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",

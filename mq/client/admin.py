@@ -218,9 +218,11 @@ class AsyncAdmin:
     async def describe_configs(
         self, resource_type: ResourceType, name: str, keys: Sequence[str] | None = None, include_synonyms: bool = False
     ) -> list[ConfigEntry]:
-        resource: dict[str, Any] = {"resource_type": int(resource_type), "resource_name": name}
-        if keys is not None:
-            resource["configuration_keys"] = list(keys)
+        resource: dict[str, Any] = {
+            "resource_type": int(resource_type),
+            "resource_name": name,
+            "configuration_keys": None if keys is None else list(keys),
+        }
         body = {"resources": [resource], "include_synonyms": include_synonyms, "include_documentation": False}
         response = await self._send_for_resource(resource_type, name, ApiKey.DESCRIBE_CONFIGS, body)
         result = response.results[0]

@@ -56,10 +56,10 @@ class TopicMetadata:
 
 
 def kafka_error(code: int, message: str | None, context: str) -> KafkaError:
-    """A KafkaError for a response's error code, with its error message when the response has one."""
+    """A KafkaError for a response's error code: the broker's error message when it sent one (as Kafka's tools
+    print it), else the code's name with what was being done."""
     error_code = ErrorCode(code)
-    text = f"{context}: {message}" if message else f"{context}: {error_code.name}"
-    return KafkaError(text, code=error_code)
+    return KafkaError(message or f"{context}: {error_code.name}", code=error_code)
 
 
 def topic_id_string(topic_id: uuid.UUID | None) -> str | None:

@@ -8,13 +8,16 @@ default (topic overrides and broker settings from the properties file), as the b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+from mq.client.admin import NewTopic, ResourceType
 from mq.topic_partition import INTERNAL_TOPICS
 
 ACTIONS = ("create", "alter", "delete", "list", "describe")
+DEFAULT_SOURCE = 5
+"""ConfigSource DEFAULT_CONFIG: describe lists only configs from other sources, as Kafka's tool does."""
 REPORT_FLAGS = ("under_replicated_partitions", "unavailable_partitions", "topics_with_overrides")
 
 
@@ -219,3 +222,134 @@ def created_lines(name: str) -> list[str]:
         )
     lines.append(f"Created topic {name}.")
     return lines
+
+
+@dataclass
+class TopicsOutcome:
+    """What a topics command produced: Kafka's text lines, and the described topics for table/json output."""
+
+    lines: list[str] = field(default_factory=list)
+    topics: list[TopicDescription] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+def _not_found(argument: str) -> TopicCommandError:
+    return TopicCommandError(f"Topic '{argument}' does not exist as expected")
+
+
+def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcome:
+    """Carry out one ``mq topics`` action; raises TopicCommandError with Kafka's wording."""
+    action = validate_options(None, options)
+    topic_arg = options.get("topic")
+    topic = str(topic_arg) if topic_arg is not None else None
+    outcome = TopicsOutcome()
+    configs = parse_configs(options.get("config") or ())  # type: ignore[arg-type]
+    if action == "create":
+        assert topic is not None
+        assignment = options.get("replica_assignment")
+        manual = parse_replica_assignment(str(assignment)) if assignment else None
+        partitions = int(options.get("partitions") or -1)  # type: ignore[call-overload]
+        factor = int(options.get("replication_factor") or -1)  # type: ignore[call-overload]
+        if options.get("partitions") is not None and partitions < 1:
+            raise TopicCommandError("The partitions must be greater than 0")
+        if options.get("replication_factor") is not None and not 1 <= factor <= 32767:
+            raise TopicCommandError("The replication factor must be between 1 and 32767 inclusive")
+        outcome.lines = created_lines(topic)
+        try:
+            admin.create_topic(topic, partitions, factor, manual, configs)
+        except TopicCommandError:
+            raise
+        except Exception as exc:
+            if options.get("if_not_exists") and "already exists" in str(exc):
+                return TopicsOutcome()
+            raise TopicCommandError(str(exc)) from exc
+        return outcome
+    names = select(admin.list_topic_names(), topic, bool(options.get("exclude_internal")))
+    if topic is not None and not names and action in ("alter", "delete", "describe") and not options.get("if_exists"):
+        raise _not_found(topic)
+    if action == "list":
+        outcome.names = names
+        outcome.lines = list(names)
+    elif action == "describe":
+        outcome.topics = admin.describe_topics(names) if names else []
+        live = admin.live_brokers()
+        for described in outcome.topics:
+            outcome.lines += describe_lines(
+                described,
+                live_brokers=live,
+                under_replicated=bool(options.get("under_replicated_partitions")),
+                unavailable=bool(options.get("unavailable_partitions")),
+                with_overrides=bool(options.get("topics_with_overrides")),
+            )
+    elif action == "alter":
+        total = int(options["partitions"])  # type: ignore[call-overload]
+        assignment = options.get("replica_assignment")
+        for name in names:
+            if name in INTERNAL_TOPICS:
+                raise TopicCommandError(f"The number of partitions for the internal topic {name} cannot be changed.")
+            extra = None
+            if assignment:
+                full = parse_replica_assignment(str(assignment))
+                current = len(admin.describe_topics([name])[0].partitions)
+                extra = [full[p] for p in sorted(full) if p >= current]
+            _wrap(lambda name=name, extra=extra: admin.create_partitions(name, total, extra))
+    else:
+        for name in names:
+            if name in INTERNAL_TOPICS:
+                raise TopicCommandError(
+                    f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."
+                )
+            _wrap(lambda name=name: admin.delete_topic(name))
+    return outcome
+
+
+def _wrap(operation: Callable[[], None]) -> None:
+    try:
+        operation()
+    except TopicCommandError:
+        raise
+    except Exception as exc:
+        raise TopicCommandError(str(exc)) from exc
+
+
+class ClientTopicAdmin:
+    """``TopicAdmin`` over mq's client: the ``--bootstrap-server`` path."""
+
+    def __init__(self, admin: Any) -> None:
+        self.admin = admin
+
+    def list_topic_names(self) -> list[str]:
+        return list(self.admin.call("list_topics"))
+
+    def live_brokers(self) -> set[int]:
+        return {b.node_id for b in self.admin.call("describe_cluster").brokers}
+
+    def describe_topics(self, names: Sequence[str]) -> list[TopicDescription]:
+        described = []
+        for metadata in self.admin.call("describe_topics", list(names)):
+            entries = self.admin.call("describe_configs", ResourceType.TOPIC, metadata.name)
+            overrides = {e.name: e.value or "" for e in entries if e.source not in (DEFAULT_SOURCE, -1)}
+            partitions = [
+                PartitionDescription(p.partition, p.leader, tuple(p.replicas), tuple(p.isr))
+                for p in metadata.partitions
+            ]
+            described.append(
+                TopicDescription(metadata.name, metadata.topic_id, partitions, overrides, metadata.is_internal)
+            )
+        return described
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        assignment: Mapping[int, Sequence[int]] | None,
+        config: Mapping[str, str],
+    ) -> None:
+        self.admin.call("create_topics", [NewTopic(name, partitions, replication_factor, assignment, dict(config))])
+
+    def create_partitions(self, name: str, total: int, assignment: Sequence[Sequence[int]] | None) -> None:
+        self.admin.call("create_partitions", {name: total}, {name: assignment} if assignment else None)
+
+    def delete_topic(self, name: str) -> None:
+        self.admin.call("delete_topics", [name])

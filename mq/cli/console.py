@@ -1,0 +1,212 @@
+"""``mq console-producer``, ``mq console-consumer`` and ``mq get-offsets``, with Kafka's flags and output."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE
+from mq.errors import KafkaError
+from mq.tools.console import ConsoleError, Formatter, LineReader, offset_lines, parse_partitions, parse_properties
+from mq.topic_partition import TopicPartition
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.command("console-producer", context_settings=SETTINGS)
+@click.option("--bootstrap-server", "--broker-list", "bootstrap", required=True, metavar="HOST:PORT[,...]")
+@click.option("--topic", required=True)
+@click.option("--property", "properties", multiple=True, metavar="K=V", help="parse.key, key.separator, ignore.error.")
+@click.option("--compression-codec", type=click.Choice(CODECS), default="none", show_default=True)
+@click.option("--request-required-acks", default="1", show_default=True, type=click.Choice(["0", "1", "-1", "all"]))
+@click.option("--sync", is_flag=True, help="Wait for each message's acknowledgement.")
+@click.option("--timeout", "linger_ms", default=1000, show_default=True, help="Linger time in ms.")
+@click.option("--batch-size", default=16384, show_default=True)
+@click.option("--message-send-max-retries", "retries", default=3, show_default=True)
+@click.option("--retry-backoff-ms", default=100, show_default=True)
+@click.option("--request-timeout-ms", default=1500, show_default=True)
+def console_producer(bootstrap: str, topic: str, properties: tuple[str, ...], **options: Any) -> None:
+    """Read lines from standard input and produce each as a message.
+
+    Exit codes: 0 when every line was acknowledged, 1 on a failed send or a bad line, 2 for bad usage.
+    """
+    from mq.client.sync import SyncProducer
+
+    try:
+        reader = LineReader.from_properties(parse_properties(properties))
+    except ConsoleError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    acks = options["request_required_acks"]
+    pending = []
+    try:
+        with SyncProducer(
+            bootstrap,
+            acks=-1 if acks in ("-1", "all") else int(acks),
+            linger_ms=0 if options["sync"] else options["linger_ms"],
+            batch_size=options["batch_size"],
+            compression=options["compression_codec"],
+            retries=options["retries"],
+            retry_backoff_ms=options["retry_backoff_ms"],
+            request_timeout_ms=options["request_timeout_ms"],
+        ) as producer:
+            prompt = sys.stdin.isatty()
+            for number, raw in enumerate(_lines(prompt), start=1):
+                key, value = reader.parse(raw, number)
+                future = producer.send(topic, value, key)
+                if options["sync"]:
+                    future.result()
+                else:
+                    pending.append(future)
+            producer.flush()
+            for future in pending:
+                future.result()
+    except (ConsoleError, KafkaError, OSError) as exc:
+        _fail(str(exc))
+
+
+def _lines(prompt: bool) -> Any:
+    while True:
+        if prompt:
+            click.echo(">", nl=False)
+        line = sys.stdin.readline()
+        if not line:
+            return
+        yield line.rstrip("\n").rstrip("\r")
+
+
+@click.command("console-consumer", context_settings=SETTINGS)
+@click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,...]")
+@click.option("--topic", required=True)
+@click.option("--partition", type=int, help="Consume only this partition.")
+@click.option("--offset", default="latest", show_default=True, help="earliest, latest or an offset (with --partition).")
+@click.option("--from-beginning", is_flag=True, help="Start at the earliest offset.")
+@click.option("--max-messages", type=int, help="Exit after this many messages.")
+@click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
+@click.option(
+    "--property", "properties", multiple=True, metavar="K=V", help="print.key, print.timestamp, key.separator, ..."
+)
+@click.option(
+    "--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted"
+)
+def console_consumer(
+    bootstrap: str,
+    topic: str,
+    partition: int | None,
+    offset: str,
+    from_beginning: bool,
+    max_messages: int | None,
+    timeout_ms: int | None,
+    properties: tuple[str, ...],
+    isolation_level: str,
+) -> None:
+    """Print messages of a topic (every partition, or --partition) to standard output.
+
+    Prints "Processed a total of N messages" on stderr at exit. Exit codes: 0 normally (also after --timeout-ms
+    or --max-messages), 1 on a failed fetch, 2 for bad usage.
+    """
+    from mq.client.sync import SyncAdmin, SyncConsumer
+
+    if offset != "latest" and partition is None:
+        _fail("The partition is required when offset is specified.", EXIT_USAGE)
+    if from_beginning and offset != "latest":
+        _fail("Options --from-beginning and --offset cannot be specified together.", EXIT_USAGE)
+    try:
+        formatter = Formatter.from_properties(parse_properties(properties))
+    except ConsoleError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    processed = 0
+    try:
+        with SyncAdmin(bootstrap) as admin:
+            [metadata] = admin.call("describe_topics", [topic])
+        partitions = [partition] if partition is not None else [p.partition for p in metadata.partitions]
+        tps = [TopicPartition(topic, p) for p in partitions]
+        with SyncConsumer(bootstrap, auto_offset_reset="earliest", isolation_level=isolation_level) as consumer:
+            consumer.assign(tps)
+            if from_beginning or offset == "earliest":
+                consumer.seek_to_beginning(*tps)
+            elif offset == "latest":
+                consumer.seek_to_end(*tps)
+            else:
+                try:
+                    consumer.seek(tps[0], int(offset))
+                except ValueError:
+                    _fail(f"Invalid offset '{offset}'", EXIT_USAGE)
+            idle_since = time.monotonic()
+            out = sys.stdout
+            while max_messages is None or processed < max_messages:
+                records = consumer.poll(timeout_ms=200, max_records=500)
+                if not records:
+                    if timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= timeout_ms:
+                        break
+                    continue
+                idle_since = time.monotonic()
+                for record in records:
+                    out.write(
+                        formatter.format(
+                            timestamp_type=record.timestamp_type,
+                            timestamp=record.timestamp,
+                            partition=record.partition,
+                            offset=record.offset,
+                            headers=record.headers,
+                            key=record.key,
+                            value=record.value,
+                        )
+                    )
+                    processed += 1
+                    if max_messages is not None and processed >= max_messages:
+                        break
+                out.flush()
+    except KeyboardInterrupt:
+        pass
+    except (KafkaError, OSError) as exc:
+        click.echo(f"Processed a total of {processed} messages", err=True)
+        _fail(str(exc))
+    click.echo(f"Processed a total of {processed} messages", err=True)
+
+
+@click.command("get-offsets", context_settings=SETTINGS)
+@click.option("--bootstrap-server", "--broker-list", "bootstrap", required=True, metavar="HOST:PORT[,...]")
+@click.option("--topic", required=True)
+@click.option("--partitions", default="", help="Comma-separated partition ids (default: all).")
+@click.option(
+    "--time", "timestamp", default="-1", show_default=True, help="-1 latest, -2 earliest, or a timestamp in ms."
+)
+def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> None:
+    """Print topic:partition:offset for the latest, earliest or first offset at a time, per partition.
+
+    Exit codes: 0 success, 1 the topic or a partition does not exist, 2 bad usage.
+    """
+    from mq.client.sync import SyncAdmin
+
+    try:
+        when = int(timestamp)
+        wanted = parse_partitions(partitions)
+    except (ValueError, ConsoleError) as exc:
+        _fail(f"Invalid --time or --partitions: {exc}", EXIT_USAGE)
+    try:
+        with SyncAdmin(bootstrap) as admin:
+            [metadata] = admin.call("describe_topics", [topic])
+            existing = {p.partition: p for p in metadata.partitions}
+            chosen = sorted(existing) if wanted is None else wanted
+            missing = [p for p in chosen if p not in existing]
+            if missing:
+                _fail(f"partition {missing[0]} does not exist")
+            leaderless = [p for p in chosen if existing[p].leader < 0]
+            for p in leaderless:
+                click.echo(f"Error: partition {p} does not have a leader. Skip getting offsets", err=True)
+            asked = {TopicPartition(topic, p): when for p in chosen if p not in leaderless}
+            found = admin.call("list_offsets", asked) if asked else {}
+    except KafkaError as exc:
+        _fail(str(exc))
+    offsets = {tp.partition: result.offset for tp, result in found.items()}
+    for line in offset_lines(topic, offsets):
+        click.echo(line)
