@@ -72,6 +72,17 @@ class Partition:
     def last_stable_offset(self) -> int:
         return self.high_watermark
 
+    def rebuild_producer_state(self) -> None:
+        """Recover idempotent producers' recent batches from the active segment's batch headers, so a retry that
+        crosses a broker restart is still recognised as a duplicate (headers only; nothing is decoded)."""
+        self.producers.truncate()
+        for header in self.log.active.headers_from(0):
+            if header.magic >= 2 and header.producer_id >= 0 and header.base_sequence >= 0:
+                batch = BatchMetadata(
+                    header.base_sequence, header.last_sequence, header.offset, header.last_offset, header.max_timestamp
+                )
+                self.producers.update(header.producer_id, header.producer_epoch, batch)
+
     def apply_state(self, info: PartitionStateInfo) -> bool:
         """Take the controller's decision if its leader epoch is newer; returns whether it was applied."""
         if info.leader_epoch < self.leader_epoch:

@@ -78,6 +78,7 @@ class ReplicaManager:
                 log_ = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
                 partition = Partition(info.tp, log_, self.broker_id)
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
+                partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
             partition.apply_state(info)
 

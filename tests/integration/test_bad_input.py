@@ -228,3 +228,43 @@ def test_acknowledged_writes_survive_a_clean_restart_and_a_kill(broker) -> None:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "durable")])
     assert described["topic"]["durable"]["retention.ms"]["value"] == "86400000"
+
+
+def test_idempotent_retry_is_not_appended_twice(broker) -> None:
+    topic(broker.bootstrap, "idem")
+    wire = Wire(broker.bootstrap)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=77,
+        producer_epoch=0,
+        base_sequence=0,
+        batch_size=1 << 20,
+    )
+    for i in range(3):
+        builder.append(i, timestamp=1_700_000_000_000, key=None, value=b"x%d" % i, headers=[])
+    first = bytes(builder.build())
+    assert produce(wire, "idem", 0, first).base_offset == 0
+    retried = produce(wire, "idem", 0, first)
+    assert (retried.error_code, retried.base_offset) == (0, 0)
+    gap = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=77,
+        producer_epoch=0,
+        base_sequence=9,
+        batch_size=1 << 20,
+    )
+    gap.append(0, timestamp=1_700_000_000_000, key=None, value=b"late", headers=[])
+    assert produce(wire, "idem", 0, bytes(gap.build())).error_code == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    broker.kill()
+    broker.start()
+    wire = Wire(broker.bootstrap)
+    after_restart = produce(wire, "idem", 0, first)
+    assert (after_restart.error_code, after_restart.base_offset) == (0, 0)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+    tp = TopicPartition("idem", 0)
+    consumer.assign([tp])
+    assert consumer.end_offsets([tp]) == {tp: 3}
