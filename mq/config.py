@@ -78,7 +78,7 @@ class TopicConfig:
     )
     min_compaction_lag_ms: int = _key("min.compaction.lag.ms", 0, "shortest a record stays uncompacted", minimum=0)
     min_insync_replicas: int = _key("min.insync.replicas", 1, "in-sync replicas an acks=all produce needs", minimum=1)
-    preallocate: bool = _key("preallocate", False, "preallocate segment files to segment.bytes")
+    preallocate: bool = _key("preallocate", False, "accepted for compatibility; mq does not preallocate .log files")
     retention_bytes: int = _key(
         "retention.bytes", -1, "partition size kept before deleting old segments; -1 = no limit"
     )
@@ -238,7 +238,9 @@ class BrokerConfig:
     log_segment_delete_delay_ms: int = _key(
         "log.segment.delete.delay.ms", 60000, "delay before a deleted segment is removed", minimum=0
     )
-    log_preallocate: bool = _key("log.preallocate", False, "preallocate segment files to log.segment.bytes")
+    log_preallocate: bool = _key(
+        "log.preallocate", False, "accepted for compatibility; mq does not preallocate .log files"
+    )
     log_message_timestamp_type: str = _key(
         "log.message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime", choices=TIMESTAMP_TYPES
     )
