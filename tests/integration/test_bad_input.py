@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -268,3 +269,47 @@ def test_idempotent_retry_is_not_appended_twice(broker) -> None:
     tp = TopicPartition("idem", 0)
     consumer.assign([tp])
     assert consumer.end_offsets([tp]) == {tp: 3}
+
+
+def test_kill_during_a_produce_loop_loses_no_acknowledged_write(broker) -> None:
+    topic(broker.bootstrap, "loop", 2)
+    acked: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def produce_forever() -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=broker.bootstrap, acks=1, linger_ms=1, retries=0, enable_idempotence=False
+        )
+        i = 0
+        while not stop.is_set():
+            try:
+                metadata = producer.send("loop", b"m%d" % i).get(5)
+                acked.append((metadata.partition, metadata.offset))
+            except Exception:
+                break
+            i += 1
+        producer.close(timeout=1)
+
+    worker = threading.Thread(target=produce_forever)
+    worker.start()
+    deadline = 0
+    while len(acked) < 300 and deadline < 300:
+        deadline += 1
+        threading.Event().wait(0.05)
+    broker.kill()
+    stop.set()
+    worker.join(30)
+    assert len(acked) >= 300
+    broker.start()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+    tps = [TopicPartition("loop", p) for p in range(2)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    seen: set[tuple[int, int]] = set()
+    wanted = set(acked)
+    for _ in range(50):
+        for records in consumer.poll(timeout_ms=1000).values():
+            seen.update((r.partition, r.offset) for r in records)
+        if wanted <= seen:
+            break
+    assert wanted <= seen, f"{len(wanted - seen)} acknowledged messages were lost"
