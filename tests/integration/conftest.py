@@ -1,4 +1,5 @@
-"""Fixtures for tests that run real processes: ``mq server start`` as a user starts it, on a free loopback port."""
+"""Fixtures for tests that run real processes on free loopback ports: ``mq server start`` as a user starts it,
+and ZooKeeper from the Debian package."""
 
 from __future__ import annotations
 
@@ -106,3 +107,77 @@ def broker_factory(mq_command: list[str], tmp_path: Path) -> Iterator[Callable[.
 def broker(broker_factory: Callable[..., BrokerProcess]) -> BrokerProcess:
     """A standalone broker process on a free port, stopped cleanly after the test."""
     return broker_factory().start()
+
+
+ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+
+
+@dataclass
+class ZooKeeperProcess:
+    """A standalone ZooKeeper from the Debian package, on a free loopback port with its own data dir."""
+
+    data_dir: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> ZooKeeperProcess:
+        if not ZOOKEEPER_JAR.exists():
+            pytest.fail("ZooKeeper is not installed: scripts/test.sh installs the Debian package zookeeper")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.data_dir / "zoo.cfg"
+        config.write_text(
+            "tickTime=500\n"
+            f"dataDir={self.data_dir}\n"
+            f"clientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\n"
+            "maxClientCnxns=0\n"
+            "admin.enableServer=false\n"
+            "4lw.commands.whitelist=*\n"
+            "minSessionTimeout=1000\n"
+            "forceSync=no\n",
+            encoding="utf-8",
+        )
+        classpath = f"{ZOOKEEPER_JAR}:/usr/share/java/slf4j-simple.jar"
+        with open(self.data_dir / "zookeeper.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    "java",
+                    "-Xmx256m",
+                    "-XX:+UseSerialGC",
+                    "-cp",
+                    classpath,
+                    "org.apache.zookeeper.server.ZooKeeperServerMain",
+                    str(config),
+                ],
+                stdout=log,
+                stderr=log,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"srvr")
+                    if b"Mode:" in s.recv(1024):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("ZooKeeper did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(30)
+            self.process = None
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperProcess]:
+    """One ZooKeeper for the test session; each test uses its own chroot."""
+    process = ZooKeeperProcess(tmp_path_factory.mktemp("zookeeper")).start()
+    yield process
+    process.stop()
