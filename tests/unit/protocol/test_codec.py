@@ -14,6 +14,7 @@ from kio.schema.api_versions.v3.response import ApiVersion as ApiVersionsKey
 from kio.schema.api_versions.v3.response import ApiVersionsResponse as ApiVersionsResponseV3
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.static.primitive import i16, i32Timedelta
+from vectors import V2_HELLO
 
 from mq.protocol.codec import (
     InvalidRequestError,
@@ -23,23 +24,6 @@ from mq.protocol.codec import (
     decode_response,
     encode_request,
     encode_response,
-)
-
-BATCH = bytes.fromhex(
-    "0000000000000000"
-    "0000003d"
-    "00000000"
-    "02"
-    "901ca2dd"
-    "0000"
-    "00000000"
-    "0000015d3ef79800"
-    "0000015d3ef79800"
-    "ffffffffffffffff"
-    "ffff"
-    "ffffffff"
-    "00000001"
-    "16000000010a68656c6c6f00"
 )
 
 
@@ -75,13 +59,13 @@ def test_produce_request_keeps_records_as_bytes(version: int) -> None:
         timeout_ms=1500,
         topic_data=[
             cls.TopicProduceData(
-                name="t", partition_data=[cls.TopicProduceData.PartitionProduceData(index=2, records=BATCH)]
+                name="t", partition_data=[cls.TopicProduceData.PartitionProduceData(index=2, records=V2_HELLO)]
             )
         ],
     )
     _header, body = decode_request(client_frame(request))
     partition = body.topic_data[0].partition_data[0]
-    assert (body.acks, partition.index, bytes(partition.records)) == (-1, 2, BATCH)
+    assert (body.acks, partition.index, bytes(partition.records)) == (-1, 2, V2_HELLO)
 
 
 def test_api_versions_response_v3_reads_in_the_client() -> None:

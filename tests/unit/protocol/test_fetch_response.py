@@ -11,26 +11,10 @@ from pathlib import Path
 
 import pytest
 from kafka.protocol.consumer import FetchResponse as ClientFetchResponse
+from vectors import V2_HELLO
 
 from mq.protocol.codec import decode_response, response_schema
 from mq.protocol.fetch_response import FetchPartition, FetchTopic, FileRegion, encode_fetch_response
-
-BATCH = bytes.fromhex(
-    "0000000000000000"
-    "0000003d"
-    "00000000"
-    "02"
-    "901ca2dd"
-    "0000"
-    "00000000"
-    "0000015d3ef79800"
-    "0000015d3ef79800"
-    "ffffffffffffffff"
-    "ffff"
-    "ffffffff"
-    "00000001"
-    "16000000010a68656c6c6f00"
-)
 
 
 @dataclass(frozen=True)
@@ -43,9 +27,9 @@ class Region:
 @pytest.fixture
 def region(tmp_path: Path) -> Iterator[Region]:
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(b"junk" + BATCH + BATCH + b"tail")
+    path.write_bytes(b"junk" + V2_HELLO + V2_HELLO + b"tail")
     fd = os.open(path, os.O_RDONLY)
-    yield Region(fd, 4, 2 * len(BATCH))
+    yield Region(fd, 4, 2 * len(V2_HELLO))
     os.close(fd)
 
 
@@ -61,7 +45,7 @@ def topics(region: Region) -> list[FetchTopic]:
             [
                 FetchPartition(0, 0, 2, 2, 0, None, -1, region),
                 FetchPartition(1, 1, 10, 9, 3, [(7, 4)], -1, None),
-                FetchPartition(2, 0, 1, 1, 0, [], -1, BATCH),
+                FetchPartition(2, 0, 1, 1, 0, [], -1, V2_HELLO),
             ],
         ),
         FetchTopic("empty", None, []),
@@ -80,11 +64,11 @@ def test_pieces_decode_with_kio(version: int, region: Region) -> None:
     else:
         assert first.topic == "orders"
     p0, p1, p2 = first.partitions
-    assert bytes(p0.records) == BATCH + BATCH
+    assert bytes(p0.records) == V2_HELLO + V2_HELLO
     assert (p0.high_watermark, p0.last_stable_offset) == (2, 2)
     assert p1.records is None and int(p1.error_code) == 1
     assert [(a.producer_id, a.first_offset) for a in p1.aborted_transactions] == [(7, 4)]
-    assert bytes(p2.records) == BATCH
+    assert bytes(p2.records) == V2_HELLO
     if version >= 5:
         assert p1.log_start_offset == 3
     assert body.responses[1].partitions == ()
@@ -95,7 +79,7 @@ def test_pieces_decode_with_an_independent_client(version: int, region: Region) 
     wire = materialise(encode_fetch_response(version, 9, topics(region)))
     response = ClientFetchResponse.decode(wire[4:], version=version, header=True)
     partitions = response.responses[0].partitions
-    assert bytes(partitions[0].records) == BATCH + BATCH
+    assert bytes(partitions[0].records) == V2_HELLO + V2_HELLO
     assert partitions[1].error_code == 1
 
 

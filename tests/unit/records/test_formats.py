@@ -8,6 +8,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
+from vectors import TS, V0_HELLO, V1_HELLO, V2_HELLO
 
 from mq.errors import CorruptRecordError, UnsupportedCompressionError
 from mq.records import iter_records
@@ -17,25 +18,7 @@ from mq.records.default_batch import RecordBatchBuilder, build_control_batch
 from mq.records.legacy import LegacyBatchBuilder, assign_offsets_compressed, encode_message
 from mq.records.record import COMMIT, parse_control_key, parse_end_txn_marker
 
-TS = 1500000000000
-V0 = bytes.fromhex("00000000000000000000001387a77ab20000ffffffff0000000568656c6c6f")
-V1 = bytes.fromhex("00000000000000000000001bca1882f401000000015d3ef79800ffffffff0000000568656c6c6f")
-V2 = bytes.fromhex(
-    "0000000000000000"
-    "0000003d"
-    "00000000"
-    "02"
-    "901ca2dd"
-    "0000"
-    "00000000"
-    "0000015d3ef79800"
-    "0000015d3ef79800"
-    "ffffffffffffffff"
-    "ffff"
-    "ffffffff"
-    "00000001"
-    "16000000010a68656c6c6f00"
-)
+V0, V1, V2 = V0_HELLO, V1_HELLO, V2_HELLO
 CODECS = {0: [0, 1, 2, 3], 1: [0, 1, 2, 3], 2: [0, 1, 2, 3, 4]}
 CASES = [(magic, codec) for magic, codecs in CODECS.items() for codec in codecs]
 

@@ -8,29 +8,9 @@ from pathlib import Path
 
 import pytest
 from dump_support import CODECS, TS, control_batch, control_batch_of_type, dump, legacy_entry, v2_batch, write_segment
+from vectors import V0_HELLO, V1_HELLO, V2_HELLO
 
-HELLO_V2 = bytes.fromhex(
-    "0000000000000000"
-    "0000003d"
-    "00000000"
-    "02"
-    "901ca2dd"
-    "0000"
-    "00000000"
-    "0000015d3ef79800"
-    "0000015d3ef79800"
-    "ffffffffffffffff"
-    "ffff"
-    "ffffffff"
-    "00000001"
-    "1600000001"
-    "0a"
-    "68656c6c6f"
-    "00"
-)
-HELLO_V1 = bytes.fromhex("00000000000000000000001bca1882f401000000015d3ef79800ffffffff00000005")
-HELLO_V1 += b"hello"
-HELLO_V0 = bytes.fromhex("00000000000000000000001387a77ab20000ffffffff00000005") + b"hello"
+HELLO_V0, HELLO_V1, HELLO_V2 = V0_HELLO, V1_HELLO, V2_HELLO
 
 V2_BATCH_LINE = (
     "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
