@@ -10,11 +10,16 @@ from typing import Any
 import click
 
 from mq.cli.common import EXIT_FAILED, EXIT_USAGE, default_format, format_option
-from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, run_topics
+from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, ZkTopicAdmin, run_topics
 
 
 @click.command("topics", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="Brokers to connect to.")
+@click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to connect to (the AdminClient path).")
+@click.option(
+    "--zookeeper",
+    metavar="HOST:PORT[,...][/CHROOT]",
+    help="Write the metadata tree directly, as Kafka's ZooKeeper-mode tool.",
+)
 @click.option("--create", is_flag=True, help="Create a topic.")
 @click.option("--alter", is_flag=True, help="Add partitions to matching topics.")
 @click.option("--delete", is_flag=True, help="Delete matching topics.")
@@ -27,7 +32,9 @@ from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, 
     "--replica-assignment", metavar="B1:B2,B3:B4", help="Replica lists per partition, preferred leader first."
 )
 @click.option("--config", multiple=True, metavar="NAME=VALUE", help="Topic config override (create; repeatable).")
-@click.option("--delete-config", multiple=True, metavar="NAME", help="Not supported with --bootstrap-server.")
+@click.option(
+    "--delete-config", multiple=True, metavar="NAME", help="Remove a topic config override (alter, --zookeeper)."
+)
 @click.option("--if-exists", is_flag=True, help="alter/delete/describe: do nothing when no topic matches.")
 @click.option("--if-not-exists", is_flag=True, help="create: do nothing when the topic exists.")
 @click.option(
@@ -47,14 +54,23 @@ def topics(**options: Any) -> None:
     options["list"] = options.pop("list_")
     output_format = options.pop("output_format") or default_format()
     verbose = options.pop("verbose")
-    if options["delete_config"]:
-        click.echo("Error: --delete-config needs the ZooKeeper path; use the AlterConfigs API instead", err=True)
+    if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
+        click.echo("Error: Only one of --bootstrap-server or --zookeeper must be specified", err=True)
         sys.exit(EXIT_USAGE)
-    from mq.client.sync import SyncAdmin
-
     try:
-        with SyncAdmin(options["bootstrap_server"]) as admin:
-            outcome = run_topics(ClientTopicAdmin(admin), options)
+        if options["zookeeper"] is not None:
+            from mq.zk.zk_store import ZooKeeperStore
+
+            store = ZooKeeperStore(options["zookeeper"], session_timeout_ms=30000)
+            try:
+                outcome = run_topics(ZkTopicAdmin(store), {**options, "zookeeper": True})
+            finally:
+                store.close()
+        else:
+            from mq.client.sync import SyncAdmin
+
+            with SyncAdmin(options["bootstrap_server"]) as admin:
+                outcome = run_topics(ClientTopicAdmin(admin), {**options, "zookeeper": False})
     except TopicCommandError as exc:
         if exc.usage:
             click.echo(f"Error: {exc}", err=True)
@@ -87,7 +103,7 @@ def _render(outcome: TopicsOutcome, output_format: str, describe: bool) -> None:
         for topic in outcome.topics:
             configs = ",".join(f"{k}={v}" for k, v in topic.configs.items())
             for p in topic.partitions:
-                leader = str(p.leader) if p.leader >= 0 else "none"
+                leader = str(p.leader) if p.leader is not None and p.leader >= 0 else "none"
                 table.add_row(
                     topic.name,
                     str(p.partition),

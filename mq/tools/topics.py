@@ -14,10 +14,22 @@ from typing import Any, Protocol
 
 from mq.client.admin import NewTopic, ResourceType
 from mq.topic_partition import INTERNAL_TOPICS
+from mq.zk.admin_zk_client import AdminZkClient
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.store import MetadataStore
 
 ACTIONS = ("create", "alter", "delete", "list", "describe")
 DEFAULT_SOURCE = 5
 """ConfigSource DEFAULT_CONFIG: describe lists only configs from other sources, as Kafka's tool does."""
+CONFIG_DEPRECATION = (
+    "WARNING: Altering topic configuration from this script has been deprecated and may be removed in future releases.\n"
+    "         Going forward, please use kafka-configs.sh for this functionality"
+)
+PARTITIONS_WARNING = (
+    "WARNING: If partitions are increased for a topic that has a key, the partition logic or ordering of the messages "
+    "will be affected"
+)
+DELETE_NOTE = "Note: This will have no impact if delete.topic.enable is not set to true."
 REPORT_FLAGS = ("under_replicated_partitions", "unavailable_partitions", "topics_with_overrides")
 
 
@@ -32,7 +44,8 @@ class TopicCommandError(Exception):
 @dataclass(frozen=True)
 class PartitionDescription:
     partition: int
-    leader: int
+    leader: int | None
+    """None: no leader is known at all (ZooKeeper mode: no state znode yet)."""
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     adding: tuple[int, ...] = ()
@@ -76,7 +89,13 @@ class TopicAdmin(Protocol):
 
     def create_partitions(self, name: str, total: int, assignment: Sequence[Sequence[int]] | None) -> None: ...
 
-    def delete_topic(self, name: str) -> None: ...
+    def delete_topic(self, name: str) -> bool | None:
+        """Delete (or mark for deletion); False when it was already marked."""
+        ...
+
+    def marked_for_deletion(self) -> set[str]: ...
+
+    def alter_config(self, name: str, set_configs: Mapping[str, str], delete_configs: Sequence[str]) -> None: ...
 
 
 def topic_pattern(argument: str) -> re.Pattern[str]:
@@ -166,14 +185,18 @@ def validate_options(action: str | None, options: Mapping[str, object]) -> str:
             'Option "[replica-assignment]" can\'t be used with option "[partitions]" or "[replication-factor]"',
             usage=True,
         )
-    if action == "alter" and given("config"):
+    zookeeper = bool(options.get("zookeeper"))
+    if action == "alter" and (given("config") or given("delete_config")) and not zookeeper:
         raise TopicCommandError(
-            "Altering topic configuration from this script is not supported with --bootstrap-server; "
-            "use mq configs or the AlterConfigs API",
+            "Altering topic configuration needs --zookeeper; with --bootstrap-server use the AlterConfigs API",
             usage=True,
         )
-    if action == "alter" and not given("partitions"):
+    if action == "alter" and not (given("partitions") or given("config") or given("delete_config")):
         raise TopicCommandError('Missing required argument "[partitions]"', usage=True)
+    if action == "create" and zookeeper and not given("replica_assignment"):
+        for required in ("partitions", "replication_factor"):
+            if not given(required):
+                raise TopicCommandError(f'Missing required argument "[{required.replace("_", "-")}]"', usage=True)
     return action
 
 
@@ -184,6 +207,8 @@ def describe_lines(
     under_replicated: bool = False,
     unavailable: bool = False,
     with_overrides: bool = False,
+    zookeeper: bool = False,
+    marked_for_deletion: bool = False,
 ) -> list[str]:
     """Kafka 2.8 describe output for one topic (header line, then partition lines), honouring report flags."""
     configs = ",".join(f"{k}={v}" for k, v in topic.configs.items())
@@ -193,21 +218,26 @@ def describe_lines(
     header += (
         f"\tPartitionCount: {len(topic.partitions)}\tReplicationFactor: {topic.replication_factor}\tConfigs: {configs}"
     )
+    if marked_for_deletion:
+        header += "\tMarkedForDeletion: true"
     if with_overrides:
         return [header] if topic.configs else []
     lines = [] if (under_replicated or unavailable) else [header]
     for p in sorted(topic.partitions, key=lambda p: p.partition):
         if under_replicated and len(p.isr) >= len(p.replicas):
             continue
-        if unavailable and p.leader >= 0 and p.leader in live_brokers:
+        if unavailable and p.leader is not None and p.leader >= 0 and p.leader in live_brokers:
             continue
-        leader = str(p.leader) if p.leader >= 0 else "none"
+        shown = p.leader is not None and (p.leader >= 0 or zookeeper)
+        leader = str(p.leader) if shown else "none"
         line = (
             f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}"
             f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
         )
         if p.adding or p.removing:
             line += f"\tAdding Replicas: {','.join(map(str, p.adding))}\tRemoving Replicas: {','.join(map(str, p.removing))}"
+        if marked_for_deletion:
+            line += "\tMarkedForDeletion: true"
         lines.append(line)
     return lines
 
@@ -264,12 +294,14 @@ def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcom
                 return TopicsOutcome()
             raise TopicCommandError(str(exc)) from exc
         return outcome
+    zookeeper = bool(options.get("zookeeper"))
     names = select(admin.list_topic_names(), topic, bool(options.get("exclude_internal")))
     if topic is not None and not names and action in ("alter", "delete", "describe") and not options.get("if_exists"):
         raise _not_found(topic)
+    marked = admin.marked_for_deletion() if zookeeper else set()
     if action == "list":
         outcome.names = names
-        outcome.lines = list(names)
+        outcome.lines = [f"{n} - marked for deletion" if n in marked else n for n in names]
     elif action == "describe":
         outcome.topics = admin.describe_topics(names) if names else []
         live = admin.live_brokers()
@@ -280,30 +312,47 @@ def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcom
                 under_replicated=bool(options.get("under_replicated_partitions")),
                 unavailable=bool(options.get("unavailable_partitions")),
                 with_overrides=bool(options.get("topics_with_overrides")),
+                zookeeper=zookeeper,
+                marked_for_deletion=described.name in marked,
             )
     elif action == "alter":
-        total = int(options["partitions"])  # type: ignore[call-overload]
-        assignment = options.get("replica_assignment")
+        removed = [str(k) for k in options.get("delete_config") or ()]  # type: ignore[attr-defined]
         for name in names:
+            if configs or removed:
+                _wrap(lambda name=name: admin.alter_config(name, configs, removed))
+                outcome.lines += [CONFIG_DEPRECATION, f"Updated config for topic {name}."]
+            if options.get("partitions") is None:
+                continue
             if name in INTERNAL_TOPICS:
                 raise TopicCommandError(f"The number of partitions for the internal topic {name} cannot be changed.")
+            total = int(options["partitions"])  # type: ignore[call-overload]
             extra = None
+            assignment = options.get("replica_assignment")
             if assignment:
                 full = parse_replica_assignment(str(assignment))
                 current = len(admin.describe_topics([name])[0].partitions)
                 extra = [full[p] for p in sorted(full) if p >= current]
-            _wrap(lambda name=name, extra=extra: admin.create_partitions(name, total, extra))
+            _wrap(lambda name=name, extra=extra, total=total: admin.create_partitions(name, total, extra))
+            if zookeeper:
+                outcome.lines += [PARTITIONS_WARNING, "Adding partitions succeeded!"]
     else:
         for name in names:
             if name in INTERNAL_TOPICS:
                 raise TopicCommandError(
                     f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."
                 )
-            _wrap(lambda name=name: admin.delete_topic(name))
+            newly: list[bool] = []
+            _wrap(lambda name=name, newly=newly: newly.append(admin.delete_topic(name) is not False))
+            if zookeeper:
+                outcome.lines += (
+                    [f"Topic {name} is marked for deletion.", DELETE_NOTE]
+                    if newly[0]
+                    else [f"Topic {name} is already marked for deletion."]
+                )
     return outcome
 
 
-def _wrap(operation: Callable[[], None]) -> None:
+def _wrap(operation: Callable[[], object]) -> None:
     try:
         operation()
     except TopicCommandError:
@@ -351,5 +400,69 @@ class ClientTopicAdmin:
     def create_partitions(self, name: str, total: int, assignment: Sequence[Sequence[int]] | None) -> None:
         self.admin.call("create_partitions", {name: total}, {name: assignment} if assignment else None)
 
-    def delete_topic(self, name: str) -> None:
+    def delete_topic(self, name: str) -> bool | None:
         self.admin.call("delete_topics", [name])
+        return None
+
+    def marked_for_deletion(self) -> set[str]:
+        return set()
+
+    def alter_config(self, name: str, set_configs: Mapping[str, str], delete_configs: Sequence[str]) -> None:
+        raise TopicCommandError("Altering topic configuration needs --zookeeper", usage=True)
+
+
+class ZkTopicAdmin:
+    """``TopicAdmin`` writing the metadata tree directly: the ``--zookeeper`` path, as Kafka's ZooKeeper-mode tool."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.zk = KafkaZkClient(store)
+        self.admin = AdminZkClient(self.zk)
+
+    def list_topic_names(self) -> list[str]:
+        return self.zk.get_all_topics()
+
+    def marked_for_deletion(self) -> set[str]:
+        return set(self.zk.get_topics_marked_for_deletion())
+
+    def live_brokers(self) -> set[int]:
+        return set(self.zk.get_all_brokers())
+
+    def describe_topics(self, names: Sequence[str]) -> list[TopicDescription]:
+        described = []
+        for name in names:
+            assignment = self.zk.get_topic_assignment(name)
+            if assignment is None:
+                continue
+            partitions = []
+            for p, replicas in sorted(assignment.partitions.items()):
+                found = self.zk.get_partition_state(name, p)
+                leader, isr = (found[0].leader, tuple(found[0].isr)) if found is not None else (None, ())
+                adding = tuple(assignment.adding_replicas.get(p, ()))
+                removing = tuple(assignment.removing_replicas.get(p, ()))
+                partitions.append(PartitionDescription(p, leader, tuple(replicas), isr, adding, removing))
+            configs = self.zk.get_entity_config("topics", name)
+            described.append(TopicDescription(name, assignment.topic_id, partitions, configs, name in INTERNAL_TOPICS))
+        return described
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        assignment: Mapping[int, Sequence[int]] | None,
+        config: Mapping[str, str],
+    ) -> None:
+        self.admin.create_topic(name, partitions, replication_factor, config, assignment)
+
+    def create_partitions(self, name: str, total: int, assignment: Sequence[Sequence[int]] | None) -> None:
+        self.admin.add_partitions(name, total, assignment)
+
+    def delete_topic(self, name: str) -> bool | None:
+        return self.admin.delete_topic(name)
+
+    def alter_config(self, name: str, set_configs: Mapping[str, str], delete_configs: Sequence[str]) -> None:
+        current = self.zk.get_entity_config("topics", name)
+        current.update(set_configs)
+        for key in delete_configs:
+            current.pop(key, None)
+        self.admin.change_topic_config(name, current)
