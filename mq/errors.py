@@ -302,6 +302,23 @@ class ConfigError(KafkaError):
     code = ErrorCode.INVALID_CONFIG
 
 
+def _subclasses(cls: type[KafkaError]) -> list[type[KafkaError]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
+
+
+def exception_for(code: int, message: str = "") -> KafkaError:
+    """The exception for a wire error code: its own class where mq has one, else KafkaError carrying the code."""
+    error_code = ErrorCode(code)
+    for cls in _subclasses(KafkaError):
+        if cls.code == error_code and cls not in (CorruptIndexError, CorruptCheckpointError, KafkaStorageError):
+            return cls(message or error_code.name)
+    return KafkaError(message or error_code.name, error_code)
+
+
 def error_code_of(exc: BaseException) -> ErrorCode:
     """The wire code for ``exc``: its own for a ``KafkaError``, UNKNOWN_SERVER_ERROR for anything else."""
     return exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mq.client.connection import DEFAULT_CLIENT_ID, BrokerConnection, BrokerConnectionError
-from mq.errors import ErrorCode, KafkaError
+from mq.errors import ErrorCode, KafkaError, exception_for
 from mq.protocol.api_keys import ApiKey
 from mq.topic_partition import TopicPartition
 
@@ -58,8 +58,7 @@ class TopicMetadata:
 def kafka_error(code: int, message: str | None, context: str) -> KafkaError:
     """A KafkaError for a response's error code: the broker's error message when it sent one (as Kafka's tools
     print it), else the code's name with what was being done."""
-    error_code = ErrorCode(code)
-    return KafkaError(message or f"{context}: {error_code.name}", code=error_code)
+    return exception_for(code, message or f"{context}: {ErrorCode(code).name}")
 
 
 def topic_id_string(topic_id: uuid.UUID | None) -> str | None:

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import kafka.errors
 
-from mq.errors import CorruptRecordError, ErrorCode, MessageTooLargeError, error_code_of
+from mq.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    MessageTooLargeError,
+    TopicExistsError,
+    error_code_of,
+    exception_for,
+)
 
 
 def test_codes_agree_with_an_independent_client() -> None:
@@ -29,3 +36,11 @@ def test_exception_to_code() -> None:
     assert error_code_of(CorruptRecordError("bad crc")) == ErrorCode.CORRUPT_MESSAGE
     assert error_code_of(MessageTooLargeError()) == ErrorCode.MESSAGE_TOO_LARGE
     assert error_code_of(ValueError("boom")) == ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def test_code_to_exception() -> None:
+    assert isinstance(exception_for(36, "Topic 'a' already exists."), TopicExistsError)
+    assert str(exception_for(36, "Topic 'a' already exists.")) == "Topic 'a' already exists."
+    assert isinstance(exception_for(2), CorruptRecordError)
+    other = exception_for(ErrorCode.GROUP_ID_NOT_FOUND)
+    assert other.code == ErrorCode.GROUP_ID_NOT_FOUND and str(other) == "GROUP_ID_NOT_FOUND"
