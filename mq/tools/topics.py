@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mq.client.admin import NewTopic, ResourceType
+from mq.errors import TopicExistsError
 from mq.topic_partition import INTERNAL_TOPICS
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -287,11 +288,13 @@ def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcom
         outcome.lines = created_lines(topic)
         try:
             admin.create_topic(topic, partitions, factor, manual, configs)
+        except TopicExistsError as exc:
+            if options.get("if_not_exists"):
+                return TopicsOutcome()
+            raise TopicCommandError(str(exc)) from exc
         except TopicCommandError:
             raise
         except Exception as exc:
-            if options.get("if_not_exists") and "already exists" in str(exc):
-                return TopicsOutcome()
             raise TopicCommandError(str(exc)) from exc
         return outcome
     zookeeper = bool(options.get("zookeeper"))
