@@ -27,6 +27,7 @@ from kio.serial.readers import read_unsigned_varint
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.framing import SIZE_PREFIX
+from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _CORRELATION_ID = struct.Struct(">i")
@@ -56,7 +57,9 @@ class RequestHeader:
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any] | None:
-    """kio's request class for (api_key, api_version), or None when there is none."""
+    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs); None when there is none."""
+    if (api_key, api_version) in INTER_BROKER_SCHEMAS:
+        return INTER_BROKER_SCHEMAS[api_key, api_version][0]
     try:
         return cast(type[Any], load_request_schema(api_key, api_version))
     except (UnknownAPIKey, UnknownEntity):
@@ -65,6 +68,8 @@ def request_schema(api_key: int, api_version: int) -> type[Any] | None:
 
 @cache
 def response_schema(api_key: int, api_version: int) -> type[Any]:
+    if (api_key, api_version) in INTER_BROKER_SCHEMAS:
+        return INTER_BROKER_SCHEMAS[api_key, api_version][1]
     return cast(type[Any], load_response_schema(api_key, api_version))
 
 
