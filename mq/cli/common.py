@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from mq.errors import KafkaError
+from mq.zk.store import StoreError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -52,13 +53,13 @@ def verbose_option() -> Callable[[F], F]:
 
 
 def handle_errors(fn: F) -> F:
-    """Turn ToolError, KafkaError and OSError into one stderr line and the documented exit code."""
+    """Turn ToolError, KafkaError, metadata store errors and OSError into one stderr line and the exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ToolError, KafkaError, OSError) as exc:
+        except (ToolError, KafkaError, StoreError, OSError) as exc:
             if kwargs.get("verbose") or os.environ.get("MQ_DEBUG"):
                 traceback.print_exc()
             code = exc.exit_code if isinstance(exc, ToolError) else EXIT_FAILED

@@ -23,17 +23,18 @@ from typing import Any
 from mq.config import BrokerConfig, TopicConfig, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.server.api_dispatch import ApiDispatcher
-from mq.server.controller import Controller
+from mq.server.controller import Controller, ControllerChannel
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
 from mq.server.handlers.fetch import fetch_api
+from mq.server.handlers.inter_broker import inter_broker_apis
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
-from mq.server.local_channel import LocalChannel
-from mq.server.metadata_cache import MetadataCache
+from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
+from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.replica_manager import ReplicaManager
@@ -95,8 +96,6 @@ def pid_file(config: BrokerConfig) -> Path:
 
 class KafkaServer:
     def __init__(self, config: BrokerConfig) -> None:
-        if not config.standalone:
-            raise ConfigError("zookeeper.connect is set: cluster mode is not available in this version of mq")
         self.config = config
         self.broker_id = config.broker_id
         self.bound: Listener | None = None
@@ -107,6 +106,7 @@ class KafkaServer:
         self.store: MetadataStore | None = None
         self.zk: KafkaZkClient | None = None
         self.admin: AdminZkClient | None = None
+        self.cluster_channel: ClusterChannel | None = None
         self.server: SocketServer | None = None
         self.log_manager: Any = None
         self.replica_manager: ReplicaManager | None = None
@@ -144,7 +144,20 @@ class KafkaServer:
         log_dirs = [d.resolve() for d in config.log_dir_paths]
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
-        self.store = LocalStore(log_dirs[0] / METADATA_FILE)
+        if config.zookeeper_connect:
+            from mq.zk.zk_store import ZooKeeperStore
+
+            connect = config.zookeeper_connect
+            self.store = await loop.run_in_executor(
+                None,
+                lambda: ZooKeeperStore(
+                    connect,
+                    session_timeout_ms=config.zookeeper_session_timeout_ms,
+                    connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+                ),
+            )
+        else:
+            self.store = LocalStore(log_dirs[0] / METADATA_FILE)
         self.zk = KafkaZkClient(self.store)
         self.zk.create_top_level_paths()
         cluster_id = self.zk.get_or_create_cluster_id()
@@ -170,6 +183,7 @@ class KafkaServer:
             *admin_topic_apis(admin, self.cache, config),
             *configs_apis(admin, config),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
+            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache)),
         ]:
             dispatcher.add(api)
         dispatcher.add(api_versions_api(dispatcher))
@@ -198,9 +212,13 @@ class KafkaServer:
         def post(fn: Callable[[], None]) -> None:
             loop.call_soon_threadsafe(fn)
 
-        self.controller = Controller(
-            self.zk, self.broker_id, LocalChannel(self.broker_id, self.replica_manager, self.cache), post
-        )
+        channel: ControllerChannel
+        if config.standalone:
+            channel = LocalChannel(self.broker_id, self.replica_manager, self.cache)
+        else:
+            self.cluster_channel = ClusterChannel(self.broker_id, lambda: self.controller.context.epoch, self._endpoint)
+            channel = self.cluster_channel
+        self.controller = Controller(self.zk, self.broker_id, channel, post)
         self.controller.startup()
 
         def on_config_changes(children: list[str]) -> bool:
@@ -212,6 +230,10 @@ class KafkaServer:
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
         log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, self.bound.host, port, cluster_id)
         return self.bound
+
+    def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
+        registration = self.controller.context.live_brokers.get(broker_id)
+        return None if registration is None else endpoint_of(registration)
 
     def _auto_create(self, topic: str) -> ErrorCode:
         try:
@@ -275,6 +297,8 @@ class KafkaServer:
         log.info("mq broker %d shutting down", self.broker_id)
         if self.server is not None:
             await self.server.stop()
+        if self.cluster_channel is not None:
+            await self.cluster_channel.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

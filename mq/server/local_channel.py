@@ -1,17 +1,45 @@
-"""The controller's channel to the broker it runs in: LeaderAndIsr, UpdateMetadata and StopReplica as calls."""
+"""The controller's channels to brokers: ``LocalChannel`` calls into the broker it runs in; ``ClusterChannel`` sends
+LeaderAndIsr, UpdateMetadata and StopReplica over the wire to the other brokers, in order per broker."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mq.client.connection import BrokerConnection
+from mq.protocol.inter_broker import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from mq.server.controller import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import TopicPartition
 from mq.zk.codecs import BrokerRegistration
 
+log = logging.getLogger(__name__)
+
 
 def endpoint_of(registration: BrokerRegistration) -> BrokerEndpoint:
     host, port = registration.host_port() or ("", -1)
     return BrokerEndpoint(registration.broker_id, host, port, registration.rack)
+
+
+def apply_update_metadata(
+    cache: MetadataCache,
+    partitions: Iterable[PartitionStateInfo],
+    brokers: Iterable[BrokerEndpoint],
+    controller_id: int,
+) -> None:
+    """What a broker does with UpdateMetadata: new live brokers, partition states, deleted topics dropped."""
+    cache.update_brokers(brokers, controller_id)
+    for info in partitions:
+        if info.leader == LEADER_DURING_DELETE:
+            cache.remove_topic(info.tp.topic)
+            continue
+        offline = tuple(r for r in info.replicas if r not in cache.brokers)
+        state = PartitionInfo(info.leader, info.leader_epoch, info.replicas, info.isr, offline)
+        cache.update_partition(info.tp.topic, info.topic_id, info.tp.partition, state)
 
 
 class LocalChannel:
@@ -31,17 +59,110 @@ class LocalChannel:
         brokers: list[BrokerRegistration],
         controller_id: int,
     ) -> None:
-        if broker_id != self.broker_id:
-            return
-        self.cache.update_brokers([endpoint_of(b) for b in brokers], controller_id)
-        for info in partitions:
-            if info.leader == LEADER_DURING_DELETE:
-                self.cache.remove_topic(info.tp.topic)
-                continue
-            offline = tuple(r for r in info.replicas if r not in self.cache.brokers)
-            state = PartitionInfo(info.leader, info.leader_epoch, info.replicas, info.isr, offline)
-            self.cache.update_partition(info.tp.topic, info.topic_id, info.tp.partition, state)
+        if broker_id == self.broker_id:
+            apply_update_metadata(self.cache, partitions, [endpoint_of(b) for b in brokers], controller_id)
 
     def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None:
         if broker_id == self.broker_id:
             self.replica_manager.stop_replicas(partitions, delete)
+
+
+def _partition_state(info: PartitionStateInfo) -> dict[str, Any]:
+    return {
+        "partition_index": info.tp.partition,
+        "controller_epoch": info.controller_epoch,
+        "leader": info.leader,
+        "leader_epoch": info.leader_epoch,
+        "isr": list(info.isr),
+        "zk_version": info.zk_version,
+        "replicas": list(info.replicas),
+    }
+
+
+def _by_topic(partitions: Iterable[PartitionStateInfo]) -> list[dict[str, Any]]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for info in partitions:
+        topics.setdefault(info.tp.topic, []).append(_partition_state(info))
+    return [{"topic_name": t, "partition_states": states} for t, states in topics.items()]
+
+
+class ClusterChannel:
+    """Sends the controller's requests to every broker (itself included, over the wire like the others).
+
+    Each target broker has a queue drained by one task, so requests reach a broker in the order they were made.
+    """
+
+    def __init__(
+        self, controller_id: int, controller_epoch: Callable[[], int], endpoints: Callable[[int], BrokerEndpoint | None]
+    ) -> None:
+        self.controller_id = controller_id
+        self.controller_epoch = controller_epoch
+        self.endpoints = endpoints
+        self._queues: dict[int, asyncio.Queue[tuple[int, dict[str, Any]]]] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+
+    def _enqueue(self, broker_id: int, api_key: int, body: dict[str, Any]) -> None:
+        queue = self._queues.get(broker_id)
+        if queue is None:
+            queue = self._queues[broker_id] = asyncio.Queue()
+            self._tasks[broker_id] = asyncio.get_running_loop().create_task(self._drain(broker_id, queue))
+        body = {"controller_id": self.controller_id, "controller_epoch": self.controller_epoch(), **body}
+        queue.put_nowait((api_key, body))
+
+    async def _drain(self, broker_id: int, queue: asyncio.Queue[tuple[int, dict[str, Any]]]) -> None:
+        connection: BrokerConnection | None = None
+        while True:
+            api_key, body = await queue.get()
+            for attempt in range(30):
+                endpoint = self.endpoints(broker_id)
+                if endpoint is None:
+                    break
+                if connection is None or (connection.host, connection.port) != (endpoint.host, endpoint.port):
+                    if connection is not None:
+                        await connection.close()
+                    connection = BrokerConnection(
+                        endpoint.host, endpoint.port, node_id=broker_id, client_id=f"controller-{self.controller_id}"
+                    )
+                try:
+                    await connection.send(api_key, body)
+                    break
+                except Exception as exc:
+                    log.warning("controller request %d to broker %d failed (%s); retrying", api_key, broker_id, exc)
+                    await asyncio.sleep(min(0.1 * (attempt + 1), 1.0))
+
+    def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
+        leaders = {info.leader for info in partitions}
+        live = [self.endpoints(b) for b in leaders]
+        body = {
+            "topic_states": _by_topic(partitions),
+            "live_leaders": [{"broker_id": e.broker_id, "host_name": e.host, "port": e.port} for e in live if e],
+        }
+        self._enqueue(broker_id, LEADER_AND_ISR, body)
+
+    def update_metadata(
+        self,
+        broker_id: int,
+        partitions: list[PartitionStateInfo],
+        brokers: list[BrokerRegistration],
+        controller_id: int,
+    ) -> None:
+        live = []
+        for registration in brokers:
+            e = endpoint_of(registration)
+            endpoint = {"port": e.port, "host": e.host, "listener": "PLAINTEXT", "security_protocol": 0}
+            live.append({"id": e.broker_id, "endpoints": [endpoint], "rack": e.rack})
+        self._enqueue(broker_id, UPDATE_METADATA, {"topic_states": _by_topic(partitions), "live_brokers": live})
+
+    def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None:
+        topics: dict[str, list[int]] = {}
+        for tp in partitions:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        body = {"delete_partitions": delete, "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()]}
+        self._enqueue(broker_id, STOP_REPLICA, body)
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

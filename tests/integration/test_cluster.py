@@ -1,0 +1,88 @@
+"""Brokers in cluster mode on a real ZooKeeper: registration, one controller, partitions led across brokers."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from mq.zk.codecs import ControllerInfo
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.zk_store import ZooKeeperStore
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cluster(zookeeper, broker_factory):
+    connect = f"{zookeeper.connect}/mq-{uuid.uuid4().hex[:8]}"
+    brokers = [
+        broker_factory(
+            f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000"]
+        ).start()
+        for i in (1, 2, 3)
+    ]
+    return connect, brokers
+
+
+def wait_for(condition, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_three_brokers_share_partition_leadership(cluster, mq_command: list[str]) -> None:
+    connect, brokers = cluster
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    assert wait_for(lambda: sorted(zk.get_all_brokers()) == [1, 2, 3])
+    controller = ControllerInfo.decode(store.get("/controller")[0]).broker_id
+    assert controller in (1, 2, 3)
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    KafkaAdminClient(bootstrap_servers=bootstrap).create_topics([NewTopic("spread", 3, 1)])
+    assert wait_for(lambda: all(zk.get_partition_state("spread", p) is not None for p in range(3)))
+    leaders = {zk.get_partition_state("spread", p)[0].leader for p in range(3)}  # type: ignore[index]
+    assert leaders == {1, 2, 3}
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    sent = [producer.send("spread", f"v{i}".encode(), key=f"k{i}".encode()).get(10) for i in range(60)]
+    producer.close()
+    assert {m.partition for m in sent} == {0, 1, 2}
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tps = [TopicPartition("spread", p) for p in range(3)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    got = set()
+    while len(got) < 60:
+        records = consumer.poll(timeout_ms=5000)
+        assert records, f"{len(got)} of 60"
+        for batch in records.values():
+            got.update((r.partition, r.offset) for r in batch)
+    assert got == {(m.partition, m.offset) for m in sent}
+    described = subprocess.run(
+        [*mq_command, "topics", "--zookeeper", connect, "--describe", "--topic", "spread"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert sorted(line.split("\t")[3] for line in described.stdout.splitlines()[1:]) == [
+        "Leader: 1",
+        "Leader: 2",
+        "Leader: 3",
+    ]
+    store.close()
+
+
+def test_duplicate_broker_id_fails_to_start(cluster, broker_factory) -> None:
+    connect, _ = cluster
+    twin = broker_factory("twin", [f"zookeeper.connect={connect}", "broker.id=2"])
+    with pytest.raises(RuntimeError, match="A broker is already registered on the path /brokers/ids/2"):
+        twin.start()
+    last = twin.stderr().strip().splitlines()[-1]
+    assert last.startswith("Error: A broker is already registered on the path /brokers/ids/2.")
