@@ -37,6 +37,7 @@ from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
+from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_manager import LogManager
@@ -218,6 +219,13 @@ class KafkaServer:
         else:
             self.cluster_channel = ClusterChannel(self.broker_id, lambda: self.controller.context.epoch, self._endpoint)
             channel = self.cluster_channel
+            self.replica_manager.fetchers = ReplicaFetcherManager(
+                self.broker_id,
+                self._cached_endpoint,
+                max_wait_ms=config.replica_fetch_wait_max_ms,
+                min_bytes=config.replica_fetch_min_bytes,
+                max_bytes=config.replica_fetch_max_bytes,
+            )
         self.controller = Controller(self.zk, self.broker_id, channel, post)
         self.controller.startup()
 
@@ -234,6 +242,9 @@ class KafkaServer:
     def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         registration = self.controller.context.live_brokers.get(broker_id)
         return None if registration is None else endpoint_of(registration)
+
+    def _cached_endpoint(self, broker_id: int) -> BrokerEndpoint | None:
+        return self.cache.brokers.get(broker_id)
 
     def _auto_create(self, topic: str) -> ErrorCode:
         try:
@@ -299,6 +310,8 @@ class KafkaServer:
             await self.server.stop()
         if self.cluster_channel is not None:
             await self.cluster_channel.close()
+        if self.replica_manager is not None and self.replica_manager.fetchers is not None:
+            await self.replica_manager.fetchers.shutdown()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -19,6 +19,7 @@ from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, error_code_of
 from mq.server.controller import PartitionStateInfo
 from mq.server.partition import AppendResult, Partition
+from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ class ReplicaManager:
         self.topic_config = topic_config
         self.partitions: dict[TopicPartition, Partition] = {}
         self._checkpointed = dict(checkpointed_high_watermarks or {})
+        self.fetchers: ReplicaFetcherManager | None = None
+        """Set in cluster mode: followers fetch from their leaders through it."""
         self._appended = asyncio.Event()
 
     # --- controller decisions ----------------------------------------------------------------------------------
@@ -80,11 +83,23 @@ class ReplicaManager:
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
                 partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
-            partition.apply_state(info)
+            was_leader = partition.is_leader
+            if not partition.apply_state(info):
+                continue
+            if partition.is_leader:
+                if self.fetchers is not None:
+                    self.fetchers.unfollow(info.tp)
+            elif info.leader >= 0 and self.fetchers is not None:
+                if was_leader or partition.log_end_offset > partition.high_watermark:
+                    partition.log.truncate_to(partition.high_watermark)  # drop what the new leader may not have
+                partition.producers.truncate()
+                self.fetchers.follow(partition, info.leader)
 
     def stop_replicas(self, tps: Iterable[TopicPartition], delete: bool) -> None:
         for tp in tps:
             self.partitions.pop(tp, None)
+            if self.fetchers is not None:
+                self.fetchers.unfollow(tp)
             if delete:
                 self.log_manager.delete_log(tp)
 
@@ -162,8 +177,8 @@ class ReplicaManager:
         for request in requests:
             try:
                 partition = self.leader_partition(request.tp)
-                if replica_id >= 0:
-                    partition.update_follower_fetch(replica_id, request.fetch_offset)
+                if replica_id >= 0 and partition.update_follower_fetch(replica_id, request.fetch_offset):
+                    self._wake_fetchers()  # the high watermark moved: acks=all produces may complete
                 limit = min(request.max_bytes, max(remaining, 0))
                 info = partition.read(
                     request.fetch_offset,

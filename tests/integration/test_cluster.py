@@ -86,3 +86,25 @@ def test_duplicate_broker_id_fails_to_start(cluster, broker_factory) -> None:
         twin.start()
     last = twin.stderr().strip().splitlines()[-1]
     assert last.startswith("Error: A broker is already registered on the path /brokers/ids/2.")
+
+
+def test_followers_replicate_and_acks_all_waits_for_them(cluster) -> None:
+    _, brokers = cluster
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    KafkaAdminClient(bootstrap_servers=bootstrap).create_topics(
+        [NewTopic("replicated", 1, 3, topic_configs={"min.insync.replicas": "2"})]
+    )
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    sent = [producer.send("replicated", f"m{i}".encode()).get(15) for i in range(200)]
+    producer.close()
+    assert [m.offset for m in sent] == list(range(200))
+
+    def segment(broker) -> bytes:
+        path = broker.log_dir / "replicated-0" / "00000000000000000000.log"
+        return path.read_bytes() if path.exists() else b""
+
+    assert wait_for(lambda: len({segment(b) for b in brokers}) == 1 and segment(brokers[0]))
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = TopicPartition("replicated", 0)
+    consumer.assign([tp])
+    assert consumer.end_offsets([tp]) == {tp: 200}
