@@ -36,6 +36,7 @@ from mq.server.handlers.produce import produce_api
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import SocketServer
+from mq.server.partition import Partition
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
@@ -44,10 +45,10 @@ from mq.storage.log_manager import LogManager
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.admin_zk_client import AdminZkClient
-from mq.zk.codecs import BrokerRegistration, decode_config_change
+from mq.zk.codecs import BrokerRegistration, PartitionState, decode_config_change, encode_partition_list
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
-from mq.zk.store import MetadataStore
+from mq.zk.store import BadVersionError, MetadataStore, NoNodeError
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +227,14 @@ class KafkaServer:
                 min_bytes=config.replica_fetch_min_bytes,
                 max_bytes=config.replica_fetch_max_bytes,
             )
-        self.controller = Controller(self.zk, self.broker_id, channel, post)
+            self.replica_manager.isr_writer = self._write_isr
+        self.controller = Controller(
+            self.zk,
+            self.broker_id,
+            channel,
+            post,
+            lambda topic: self.topic_config(topic).unclean_leader_election_enable,
+        )
         self.controller.startup()
 
         def on_config_changes(children: list[str]) -> bool:
@@ -242,6 +250,24 @@ class KafkaServer:
     def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         registration = self.controller.context.live_brokers.get(broker_id)
         return None if registration is None else endpoint_of(registration)
+
+    def _write_isr(self, partition: Partition, isr: frozenset[int]) -> bool:
+        """A leader's ISR change: a conditional write of the state znode, then an ISR change notification."""
+        assert self.zk is not None
+        tp = partition.tp
+        state = PartitionState(self.broker_id, partition.leader_epoch, sorted(isr), partition.controller_epoch)
+        try:
+            partition.zk_version = self.zk.set_partition_state(tp.topic, tp.partition, state, partition.zk_version)
+        except (BadVersionError, NoNodeError):
+            log.info(
+                "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR of %s", partition.zk_version, tp
+            )
+            return False
+        self.zk.store.create(
+            paths.ISR_CHANGE_PREFIX, encode_partition_list([(tp.topic, tp.partition)]), sequence=True, makepath=True
+        )
+        log.info("ISR of %s is now %s", tp, sorted(isr))
+        return True
 
     def _cached_endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         return self.cache.brokers.get(broker_id)

@@ -10,6 +10,7 @@ in standalone mode it calls into the same process, in cluster mode it sends Kafk
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import deque
@@ -19,9 +20,9 @@ from typing import Protocol
 
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
-from mq.zk.codecs import BrokerRegistration, ControllerInfo, PartitionState, TopicAssignment
+from mq.zk.codecs import BrokerRegistration, ControllerInfo, PartitionState, TopicAssignment, decode_partition_list
 from mq.zk.kafka_zk_client import KafkaZkClient
-from mq.zk.store import NodeExistsError, NoNodeError
+from mq.zk.store import BadVersionError, NodeExistsError, NoNodeError
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +85,15 @@ class Controller:
     """Runs on the event loop; ``post`` hands a callable to that loop (from any thread)."""
 
     def __init__(
-        self, zk: KafkaZkClient, broker_id: int, channel: ControllerChannel, post: Callable[[Callable[[], None]], None]
+        self,
+        zk: KafkaZkClient,
+        broker_id: int,
+        channel: ControllerChannel,
+        post: Callable[[Callable[[], None]], None],
+        unclean_election: Callable[[str], bool] = lambda topic: False,
     ) -> None:
         self.zk = zk
+        self.unclean_election = unclean_election
         self.broker_id = broker_id
         self.channel = channel
         self._post = post
@@ -155,9 +162,12 @@ class Controller:
         store.watch_children(paths.BROKER_IDS, lambda _: self._enqueue(self._on_broker_change))
         store.watch_children(paths.BROKER_TOPICS, lambda _: self._enqueue(self._on_topics_change))
         store.watch_children(paths.DELETE_TOPICS, lambda _: self._enqueue(self._on_delete_markers))
+        store.watch_children(paths.ISR_CHANGE_NOTIFICATION, lambda _: self._enqueue(self._on_isr_changes))
         self._start_new_partitions(self._partitions_without_state())
+        live = set(self.context.live_brokers)
+        elected = self._elect_leaders(lambda state: state.leader not in live or not set(state.isr) <= live)
+        self._announce_leadership([tp for tp in self.context.states if tp not in elected])
         self._send_update_metadata(list(self.context.states), self.context.live_brokers)
-        self._announce_leadership(list(self.context.states))
 
     # --- events ------------------------------------------------------------------------------------------------
 
@@ -198,8 +208,72 @@ class Controller:
         self._start_new_partitions(self._partitions_without_state())
 
     def _on_broker_change(self) -> None:
+        previous = set(self.context.live_brokers)
         self.context.live_brokers = self.zk.get_all_brokers()
+        live = set(self.context.live_brokers)
+        dead, born = previous - live, live - previous
+        changed = self._elect_leaders(lambda state: bool(dead & ({state.leader} | set(state.isr))) or state.leader < 0)
+        if born:
+            restarted = [
+                tp
+                for tp in self.context.states
+                if born & set(self.context.assignments[tp.topic].partitions[tp.partition]) and tp not in changed
+            ]
+            self._announce_leadership(restarted)
         self._send_update_metadata(list(self.context.states), self.context.live_brokers)
+        if dead or born:
+            log.info("live brokers now %s (gone %s, back %s)", sorted(live), sorted(dead), sorted(born))
+
+    def _elect_leaders(self, affected: Callable[[PartitionState], bool]) -> list[TopicPartition]:
+        """OfflinePartition -> OnlinePartition for every affected partition: the first live in-sync replica in
+        assignment order leads (any live replica when ``unclean.leader.election.enable``), dead brokers leave the
+        ISR, the leader epoch grows, and the state znode is written conditionally on its version."""
+        live = set(self.context.live_brokers)
+        changed = []
+        for tp, (state, version) in list(self.context.states.items()):
+            if tp.topic in self.context.deleting or not affected(state):
+                continue
+            replicas = self.context.assignments[tp.topic].partitions[tp.partition]
+            isr = [b for b in state.isr if b in live]
+            candidates = [b for b in replicas if b in isr]
+            if not candidates and self.unclean_election(tp.topic):
+                candidates = [b for b in replicas if b in live]
+                isr = candidates[:1]
+            leader = candidates[0] if candidates else -1
+            if leader == state.leader and isr == state.isr:
+                continue
+            new_state = PartitionState(leader, state.leader_epoch + 1, isr or state.isr[-1:], self.context.epoch)
+            try:
+                version = self.zk.set_partition_state(tp.topic, tp.partition, new_state, version)
+            except BadVersionError:
+                found = self.zk.get_partition_state(tp.topic, tp.partition)
+                if found is None:
+                    continue
+                self.context.states[tp] = found
+                continue
+            self.context.states[tp] = (new_state, version)
+            changed.append(tp)
+        if changed:
+            self._announce_leadership(changed)
+        return changed
+
+    def _on_isr_changes(self) -> None:
+        """Leaders changed ISRs: reread those states, tell every broker, remove the notifications."""
+        changed: list[TopicPartition] = []
+        store = self.zk.store
+        for child in store.get_children(paths.ISR_CHANGE_NOTIFICATION):
+            path = f"{paths.ISR_CHANGE_NOTIFICATION}/{child}"
+            data = store.get_or_none(path)
+            for topic, partition in decode_partition_list(data) if data else []:
+                tp = TopicPartition(topic, partition)
+                found = self.zk.get_partition_state(topic, partition)
+                if found is not None and tp in self.context.states:
+                    self.context.states[tp] = found
+                    changed.append(tp)
+            with contextlib.suppress(NoNodeError):
+                store.delete(path)
+        if changed:
+            self._send_update_metadata(changed, self.context.live_brokers)
 
     def _on_delete_markers(self) -> None:
         for topic in self.zk.get_topics_marked_for_deletion():

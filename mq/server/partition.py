@@ -52,6 +52,7 @@ class Partition:
     replicas: tuple[int, ...] = ()
     isr: frozenset[int] = frozenset()
     zk_version: int = 0
+    controller_epoch: int = 0
     high_watermark: int = 0
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
@@ -92,6 +93,7 @@ class Partition:
         self.replicas = info.replicas
         self.isr = frozenset(info.isr)
         self.zk_version = info.zk_version
+        self.controller_epoch = info.controller_epoch
         now = self.time_ms()
         self.remote_replicas = {
             r: self.remote_replicas.get(r, ReplicaState(last_caught_up_ms=now))
@@ -156,7 +158,11 @@ class Partition:
         return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
-        """A follower fetched from ``fetch_offset``: record its position, maybe advance the HW."""
+        """A follower fetched from ``fetch_offset``: record its position, maybe advance the HW.
+
+        A follower outside the ISR that has reached the high watermark is a candidate to join it
+        (``isr_candidates``); the caller writes the change, as only the leader may.
+        """
         state = self.remote_replicas.get(replica_id)
         if state is None:
             return False
@@ -164,3 +170,18 @@ class Partition:
         if fetch_offset >= self.log_end_offset:
             state.last_caught_up_ms = self.time_ms()
         return self.maybe_increment_high_watermark()
+
+    def isr_to_expand(self) -> frozenset[int] | None:
+        """The ISR with every caught-up follower added, or None when nobody is to be added."""
+        joining = {
+            r for r, s in self.remote_replicas.items() if r not in self.isr and s.log_end_offset >= self.high_watermark
+        }
+        return self.isr | joining if joining and self.is_leader else None
+
+    def isr_to_shrink(self, lag_time_max_ms: int) -> frozenset[int] | None:
+        """The ISR without followers that have not caught up for ``lag_time_max_ms``, or None."""
+        now = self.time_ms()
+        lagging = {
+            r for r, s in self.remote_replicas.items() if r in self.isr and now - s.last_caught_up_ms > lag_time_max_ms
+        }
+        return self.isr - lagging if lagging and self.is_leader else None

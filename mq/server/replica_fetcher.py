@@ -71,9 +71,11 @@ class ReplicaFetcher:
             await self._connection.close()
             self._connection = None
 
-    def _request(self) -> dict[str, Any]:
+    def _request(self, offsets: dict[TopicPartition, int]) -> dict[str, Any]:
+        """The Fetch request; ``offsets`` records the fetch offset used per partition."""
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp, partition in self.partitions.items():
+            offsets[tp] = partition.log_end_offset
             topics.setdefault(tp.topic, []).append(
                 {
                     "partition": tp.partition,
@@ -117,29 +119,38 @@ class ReplicaFetcher:
             if connection is None:
                 await asyncio.sleep(0.5)
                 continue
+            offsets: dict[TopicPartition, int] = {}
             try:
-                response = await connection.send(ApiKey.FETCH, self._request(), FETCH_VERSION)
+                response = await connection.send(ApiKey.FETCH, self._request(offsets), FETCH_VERSION)
             except (KafkaError, OSError) as exc:
                 log.info("fetch from leader %d failed: %s", self.leader_id, exc)
                 await asyncio.sleep(0.5)
                 continue
-            if not self._apply(response) and any(p.error_code for t in response.responses for p in t.partitions):
+            if not self._apply(response, offsets) and any(
+                p.error_code for t in response.responses for p in t.partitions
+            ):
                 await asyncio.sleep(0.2)
 
-    def _apply(self, response: Any) -> bool:
+    def _apply(self, response: Any, offsets: dict[TopicPartition, int]) -> bool:
+        """Append what arrived; a partition whose log changed while the fetch was out (it was truncated or moved to
+        another leader) ignores its answer, which was for a position it no longer has."""
         progressed = False
         for topic in response.responses:
             for data in topic.partitions:
                 tp = TopicPartition(topic.topic, data.partition_index)
                 partition = self.partitions.get(tp)
-                if partition is None:
+                if partition is None or partition.log_end_offset != offsets.get(tp):
                     continue
                 if data.error_code != ErrorCode.NONE:
                     log.debug("fetch of %s from leader %d: error %s", tp, self.leader_id, data.error_code)
                     continue
                 records = whole_batches(bytes(data.records or b""))
                 if records:
-                    partition.log.append_as_follower(records)
+                    try:
+                        partition.log.append_as_follower(records)
+                    except KafkaError as exc:
+                        log.warning("replica of %s rejected data from leader %d: %s", tp, self.leader_id, exc)
+                        continue
                     progressed = True
                 new_hw = min(int(data.high_watermark), partition.log_end_offset)
                 if new_hw > partition.high_watermark:

@@ -68,6 +68,8 @@ class ReplicaManager:
         self._checkpointed = dict(checkpointed_high_watermarks or {})
         self.fetchers: ReplicaFetcherManager | None = None
         """Set in cluster mode: followers fetch from their leaders through it."""
+        self.isr_writer: Callable[[Partition, frozenset[int]], bool] | None = None
+        """Set in cluster mode: records a leader's ISR change in the metadata tree; False when it lost the race."""
         self._appended = asyncio.Event()
 
     # --- controller decisions ----------------------------------------------------------------------------------
@@ -89,6 +91,8 @@ class ReplicaManager:
             if partition.is_leader:
                 if self.fetchers is not None:
                     self.fetchers.unfollow(info.tp)
+                if not was_leader:
+                    partition.rebuild_producer_state()  # retries of batches replicated here are duplicates
             elif info.leader >= 0 and self.fetchers is not None:
                 if was_leader or partition.log_end_offset > partition.high_watermark:
                     partition.log.truncate_to(partition.high_watermark)  # drop what the new leader may not have
@@ -119,6 +123,26 @@ class ReplicaManager:
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         return partition
+
+    def _change_isr(self, partition: Partition, isr: frozenset[int]) -> None:
+        if self.isr_writer is not None and self.isr_writer(partition, isr):
+            partition.isr = isr
+            if partition.maybe_increment_high_watermark():
+                self._wake_fetchers()
+
+    def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
+        if partition.update_follower_fetch(replica_id, fetch_offset):
+            self._wake_fetchers()  # the high watermark moved: acks=all produces may complete
+        expanded = partition.isr_to_expand()
+        if expanded is not None:
+            self._change_isr(partition, expanded)
+
+    def shrink_isrs(self) -> None:
+        """Drop followers that have not caught up within ``replica.lag.time.max.ms`` from their leaders' ISRs."""
+        for partition in list(self.partitions.values()):
+            shrunk = partition.isr_to_shrink(self.config.replica_lag_time_max_ms)
+            if shrunk is not None:
+                self._change_isr(partition, shrunk)
 
     # --- produce -----------------------------------------------------------------------------------------------
 
@@ -177,8 +201,8 @@ class ReplicaManager:
         for request in requests:
             try:
                 partition = self.leader_partition(request.tp)
-                if replica_id >= 0 and partition.update_follower_fetch(replica_id, request.fetch_offset):
-                    self._wake_fetchers()  # the high watermark moved: acks=all produces may complete
+                if replica_id >= 0:
+                    self._follower_fetched(partition, replica_id, request.fetch_offset)
                 limit = min(request.max_bytes, max(remaining, 0))
                 info = partition.read(
                     request.fetch_offset,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 import uuid
 
@@ -108,3 +109,66 @@ def test_followers_replicate_and_acks_all_waits_for_them(cluster) -> None:
     tp = TopicPartition("replicated", 0)
     consumer.assign([tp])
     assert consumer.end_offsets([tp]) == {tp: 200}
+
+
+def test_leader_killed_during_an_acks_all_loop_loses_nothing(cluster) -> None:
+    connect, brokers = cluster
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    KafkaAdminClient(bootstrap_servers=bootstrap).create_topics(
+        [NewTopic("durable", 1, 3, topic_configs={"min.insync.replicas": "2"})]
+    )
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    assert wait_for(lambda: zk.get_partition_state("durable", 0) is not None)
+    acked: list[int] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", retries=20, retry_backoff_ms=200, request_timeout_ms=10000
+        )
+        i = 0
+        while not stop.is_set() and i < 3000:
+            try:
+                acked.append(producer.send("durable", f"m{i}".encode()).get(30).offset)
+            except Exception:
+                break
+            i += 1
+        producer.close(timeout=5)
+
+    worker = threading.Thread(target=produce)
+    worker.start()
+    assert wait_for(lambda: len(acked) >= 200)
+    leader_id = zk.get_partition_state("durable", 0)[0].leader  # type: ignore[index]
+    leader = brokers[leader_id - 1]
+    leader.kill()
+    assert wait_for(lambda: zk.get_partition_state("durable", 0)[0].leader not in (leader_id, -1))  # type: ignore[index]
+    count = len(acked)
+    assert wait_for(lambda: len(acked) >= count + 200, timeout=60), "the producer did not continue after failover"
+    leader.start()
+    assert wait_for(lambda: sorted(zk.get_partition_state("durable", 0)[0].isr) == [1, 2, 3], timeout=60)  # type: ignore[index]
+    stop.set()
+    worker.join(60)
+    assert acked == list(range(len(acked))), "acknowledged offsets must be contiguous"
+
+    def segment(broker) -> bytes:
+        return (broker.log_dir / "durable-0" / "00000000000000000000.log").read_bytes()
+
+    assert wait_for(lambda: len({segment(b) for b in brokers}) == 1, timeout=30)
+    values = [r.value for r in read_all(bootstrap, "durable")]
+    assert values[: len(acked)] == [f"m{i}".encode() for i in range(len(acked))]
+    store.close()
+
+
+def read_all(bootstrap: str, topic: str) -> list:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    end = consumer.end_offsets([tp])[tp]
+    records: list = []
+    while len(records) < end:
+        for batch in consumer.poll(timeout_ms=5000).values():
+            records.extend(batch)
+    consumer.close()
+    return records
