@@ -172,3 +172,28 @@ def read_all(bootstrap: str, topic: str) -> list:
             records.extend(batch)
     consumer.close()
     return records
+
+
+def test_controller_failover_picks_up_work(cluster) -> None:
+    connect, brokers = cluster
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    assert wait_for(lambda: store.exists("/controller") is not None)
+    first = ControllerInfo.decode(store.get("/controller")[0]).broker_id
+    epoch = int(store.get("/controller_epoch")[0])
+    brokers[first - 1].kill()
+
+    def new_controller() -> bool:
+        data = store.get_or_none("/controller")
+        return data is not None and ControllerInfo.decode(data).broker_id != first
+
+    assert wait_for(new_controller, timeout=30)
+    assert int(store.get("/controller_epoch")[0]) == epoch + 1
+    survivors = [b for b in brokers if b.process is not None]
+    bootstrap = ",".join(b.bootstrap for b in survivors)
+    KafkaAdminClient(bootstrap_servers=bootstrap).create_topics([NewTopic("after", 2, 2)])
+    assert wait_for(lambda: all(zk.get_partition_state("after", p) is not None for p in range(2)))
+    for p in range(2):
+        state = zk.get_partition_state("after", p)[0]  # type: ignore[index]
+        assert state.leader in {b for b in (1, 2, 3) if b != first}
+    store.close()
