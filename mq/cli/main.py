@@ -14,6 +14,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("mq.cli.topics:topics", "Create, delete, describe, or change a topic."),
     "console-producer": ("mq.cli.console:console_producer", "Read lines from standard input and produce them."),
     "console-consumer": ("mq.cli.console:console_consumer", "Print the messages of a topic to standard output."),
+    "preferred-replica-election": (
+        "mq.cli.preferred_election:preferred_replica_election",
+        "Move leadership back to each partition's preferred replica.",
+    ),
     "get-offsets": ("mq.cli.console:get_offsets", "Print the latest, earliest or by-time offset of partitions."),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",

@@ -163,6 +163,9 @@ class Controller:
         store.watch_children(paths.BROKER_TOPICS, lambda _: self._enqueue(self._on_topics_change))
         store.watch_children(paths.DELETE_TOPICS, lambda _: self._enqueue(self._on_delete_markers))
         store.watch_children(paths.ISR_CHANGE_NOTIFICATION, lambda _: self._enqueue(self._on_isr_changes))
+        store.watch_data(
+            paths.PREFERRED_REPLICA_ELECTION, lambda data, stat: self._enqueue(self._on_preferred_election)
+        )
         self._start_new_partitions(self._partitions_without_state())
         live = set(self.context.live_brokers)
         elected = self._elect_leaders(lambda state: state.leader not in live or not set(state.isr) <= live)
@@ -274,6 +277,40 @@ class Controller:
                 store.delete(path)
         if changed:
             self._send_update_metadata(changed, self.context.live_brokers)
+
+    def _on_preferred_election(self) -> None:
+        """``/admin/preferred_replica_election``: make each listed partition's first replica its leader where it is
+        alive and in the ISR, then remove the znode."""
+        data = self.zk.store.get_or_none(paths.PREFERRED_REPLICA_ELECTION)
+        if data is None:
+            return
+        wanted = {TopicPartition(t, p) for t, p in decode_partition_list(data)}
+        live = set(self.context.live_brokers)
+        moved = []
+        for tp in sorted(wanted):
+            if tp not in self.context.states:
+                continue
+            state, version = self.context.states[tp]
+            preferred = self.context.assignments[tp.topic].partitions[tp.partition][0]
+            if preferred == state.leader:
+                continue
+            if preferred not in live or preferred not in state.isr:
+                log.info("Preferred replica %d for partition %s is either not alive or not in the isr", preferred, tp)
+                continue
+            new_state = PartitionState(preferred, state.leader_epoch + 1, state.isr, self.context.epoch)
+            try:
+                self.context.states[tp] = (
+                    new_state,
+                    self.zk.set_partition_state(tp.topic, tp.partition, new_state, version),
+                )
+            except BadVersionError:
+                continue
+            moved.append(tp)
+        if moved:
+            self._announce_leadership(moved)
+            self._send_update_metadata(moved, self.context.live_brokers)
+        with contextlib.suppress(NoNodeError):
+            self.zk.store.delete(paths.PREFERRED_REPLICA_ELECTION)
 
     def _on_delete_markers(self) -> None:
         for topic in self.zk.get_topics_marked_for_deletion():

@@ -197,3 +197,36 @@ def test_controller_failover_picks_up_work(cluster) -> None:
         state = zk.get_partition_state("after", p)[0]  # type: ignore[index]
         assert state.leader in {b for b in (1, 2, 3) if b != first}
     store.close()
+
+
+def test_preferred_election_restores_leadership(cluster, mq_command: list[str], tmp_path) -> None:
+    connect, brokers = cluster
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    KafkaAdminClient(bootstrap_servers=bootstrap).create_topics(
+        [NewTopic("pref", -1, -1, replica_assignments={0: [1, 2, 3]})]
+    )
+    assert wait_for(lambda: (zk.get_partition_state("pref", 0) or [None])[0] is not None)
+    assert zk.get_partition_state("pref", 0)[0].leader == 1  # type: ignore[index]
+    brokers[0].kill()
+    assert wait_for(lambda: zk.get_partition_state("pref", 0)[0].leader in (2, 3))  # type: ignore[index]
+    brokers[0].start()
+    assert wait_for(lambda: 1 in zk.get_partition_state("pref", 0)[0].isr, timeout=60)  # type: ignore[index]
+    plan = tmp_path / "election.json"
+    plan.write_text('{"partitions": [{"topic": "pref", "partition": 0}, {"topic": "pref", "partition": 9}]}')
+    result = subprocess.run(
+        [*mq_command, "preferred-replica-election", "--zookeeper", connect, "--path-to-json-file", str(plan)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "Skipping preferred replica leader election for partition [pref,9] since it doesn't exist.",
+        'Created preferred replica election path with {"version":1,"partitions":[{"topic":"pref","partition":0}]}',
+        "Successfully started preferred replica election for partitions Set([pref,0])",
+    ]
+    assert wait_for(lambda: zk.get_partition_state("pref", 0)[0].leader == 1)  # type: ignore[index]
+    assert wait_for(lambda: store.exists("/admin/preferred_replica_election") is None)
+    store.close()
