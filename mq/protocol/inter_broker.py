@@ -7,8 +7,9 @@ fields and order, so kio's readers and writers encode them exactly as Kafka does
 kio reads the field types at run time.)
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
@@ -17,6 +18,22 @@ from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 4, 5, 6, 7
+T = TypeVar("T")
+
+
+def _schema(api_key: int, version: int, kind: EntityType) -> Callable[[type[T]], type[T]]:
+    """Make a kio-style frozen dataclass entity of ``api_key``/``version``: flexible, with the class attributes kio's
+    readers and writers look for (only a top-level entity's header schema is ever used)."""
+
+    def decorate(cls: type[T]) -> type[T]:
+        cls.__type__ = kind  # type: ignore[attr-defined]
+        cls.__version__ = i16(version)  # type: ignore[attr-defined]
+        cls.__flexible__ = True  # type: ignore[attr-defined]
+        cls.__api_key__ = i16(api_key)  # type: ignore[attr-defined]
+        cls.__header_schema__ = ResponseHeader if kind == EntityType.response else RequestHeader  # type: ignore[attr-defined]
+        return dataclass(frozen=True, slots=True, kw_only=True)(cls)
+
+    return decorate
 
 
 def _int32(**extra: Any) -> Any:
@@ -39,13 +56,8 @@ def _error() -> Any:
     return field(metadata={"kafka_type": "error_code"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
     leader: i32 = _int32()
@@ -58,36 +70,21 @@ class LeaderAndIsrPartitionState:
     is_new: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_name: str = _string()
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrLiveLeader:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     broker_id: i32 = _int32()
     host_name: str = _string()
     port: i32 = _int32()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(LEADER_AND_ISR, 5, EntityType.request)
 class LeaderAndIsrRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     controller_id: i32 = _int32()
     controller_epoch: i32 = _int32()
     max_broker_epoch: i64 = _int64(default=i64(-1))
@@ -95,47 +92,27 @@ class LeaderAndIsrRequest:
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrPartitionError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_name: str = _string()
     partition_index: i32 = _int32()
     error_code: ErrorCode = _error()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(LEADER_AND_ISR, 5, EntityType.response)
 class LeaderAndIsrResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(LEADER_AND_ISR)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = _error()
     partition_errors: tuple[LeaderAndIsrPartitionError, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(STOP_REPLICA, 3, EntityType.nested)
 class StopReplicaTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     name: str = _string()
     partition_indexes: tuple[i32, ...] = _int32s()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(STOP_REPLICA, 3, EntityType.request)
 class StopReplicaRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     controller_id: i32 = _int32()
     controller_epoch: i32 = _int32()
     max_broker_epoch: i64 = _int64(default=i64(-1))
@@ -143,36 +120,21 @@ class StopReplicaRequest:
     topics: tuple[StopReplicaTopic, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(STOP_REPLICA, 3, EntityType.nested)
 class StopReplicaPartitionError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_name: str = _string()
     partition_index: i32 = _int32()
     error_code: ErrorCode = _error()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(STOP_REPLICA, 3, EntityType.response)
 class StopReplicaResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STOP_REPLICA)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = _error()
     partition_errors: tuple[StopReplicaPartitionError, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
     leader: i32 = _int32()
@@ -183,49 +145,29 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[i32, ...] = _int32s()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_name: str = _string()
     partition_states: tuple[UpdateMetadataPartitionState, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataEndpoint:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     port: i32 = _int32()
     host: str = _string()
     listener: str = _string()
     security_protocol: i16 = field(metadata={"kafka_type": "int16"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataBroker:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     id: i32 = _int32()
     endpoints: tuple[UpdateMetadataEndpoint, ...]
     rack: str | None = _string(default=None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(UPDATE_METADATA, 7, EntityType.request)
 class UpdateMetadataRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     controller_id: i32 = _int32()
     controller_epoch: i32 = _int32()
     max_broker_epoch: i64 = _int64(default=i64(-1))
@@ -233,45 +175,25 @@ class UpdateMetadataRequest:
     live_brokers: tuple[UpdateMetadataBroker, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(UPDATE_METADATA, 7, EntityType.response)
 class UpdateMetadataResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(7)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(UPDATE_METADATA)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = _error()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(CONTROLLED_SHUTDOWN, 3, EntityType.request)
 class ControlledShutdownRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     broker_id: i32 = _int32()
     broker_epoch: i64 = _int64(default=i64(-1))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(CONTROLLED_SHUTDOWN, 3, EntityType.nested)
 class RemainingPartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_name: str = _string()
     partition_index: i32 = _int32()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_schema(CONTROLLED_SHUTDOWN, 3, EntityType.response)
 class ControlledShutdownResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = _error()
     remaining_partitions: tuple[RemainingPartition, ...]
 
