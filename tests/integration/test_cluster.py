@@ -191,6 +191,16 @@ def test_controller_failover_picks_up_work(cluster) -> None:
     assert int(store.get("/controller_epoch")[0]) == epoch + 1
     survivors = [b for b in brokers if b.process is not None]
     bootstrap = ",".join(b.bootstrap for b in survivors)
+    successor = ControllerInfo.decode(store.get("/controller")[0]).broker_id
+
+    def brokers_know_the_successor() -> bool:
+        admins = [KafkaAdminClient(bootstrap_servers=b.bootstrap) for b in survivors]
+        known = all(a.describe_cluster()["controller_id"] == successor for a in admins)
+        for admin in admins:
+            admin.close()
+        return known
+
+    assert wait_for(brokers_know_the_successor, timeout=30)
     KafkaAdminClient(bootstrap_servers=bootstrap).create_topics([NewTopic("after", 2, 2)])
     assert wait_for(lambda: all(zk.get_partition_state("after", p) is not None for p in range(2)))
     for p in range(2):
