@@ -340,9 +340,8 @@ class KafkaServer:
             await self.replica_manager.fetchers.shutdown()
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=5.0)
         self.checkpoint_high_watermarks()
         if self.log_manager is not None:
             self.log_manager.shutdown()

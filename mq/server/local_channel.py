@@ -4,7 +4,6 @@ LeaderAndIsr, UpdateMetadata and StopReplica over the wire to the other brokers,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -163,6 +162,5 @@ class ClusterChannel:
     async def close(self) -> None:
         for task in self._tasks.values():
             task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            await asyncio.wait(set(self._tasks.values()), timeout=5.0)

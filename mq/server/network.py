@@ -162,6 +162,13 @@ class Connection(asyncio.Protocol):
         if not self._can_write.is_set():
             await self._can_write.wait()
 
+    def abort(self) -> None:
+        """Drop the socket now, without flushing what the peer has not read."""
+        self._closing = True
+        self._wakeup.set()
+        if self._transport is not None:
+            self._transport.abort()
+
     def close(self) -> None:
         self._closing = True
         self._wakeup.set()
@@ -227,6 +234,7 @@ class SocketServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.request_done.wait(), timeout=0.05)
         for connection in list(self.connections):
-            connection.close()
+            connection.abort()
         if self._server is not None:
-            await self._server.wait_closed()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._server.wait_closed(), grace_seconds)

@@ -24,6 +24,7 @@ from mq.topic_partition import TopicPartition
 log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
+STOP_TIMEOUT_S = 5.0
 
 
 def whole_batches(records: bytes) -> bytes:
@@ -64,11 +65,11 @@ class ReplicaFetcher:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait({self._task}, timeout=STOP_TIMEOUT_S)
             self._task = None
         if self._connection is not None:
-            await self._connection.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._connection.close(), STOP_TIMEOUT_S)
             self._connection = None
 
     def _request(self, offsets: dict[TopicPartition, int]) -> dict[str, Any]:

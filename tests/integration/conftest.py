@@ -72,7 +72,13 @@ class BrokerProcess:
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # leave no broker behind, then report the hang
+            self.process.wait(10)
+            self.process = None
+            raise
         self.process = None
         return code
 
