@@ -1,12 +1,14 @@
-"""The file side of the offset and time indexes: a preallocated file of fixed-size entries.
+"""The file side of the offset and time indexes: a memory-mapped file of fixed-size big-endian entries.
 
-While the segment is active the file is preallocated to ``max_entries`` slots (zeros past the entries); ``trim``
-cuts it to exactly the entries, which is how a later open knows how many there are (``length // entry size``).
-Entries are kept in memory by the subclass and written in one ``pwrite`` at trim, flush or close.
+While the segment is active the file is preallocated to ``max_entries`` slots (zeros past the entries) and mapped;
+``trim`` cuts it to exactly the entries, which is how a later open knows how many there are (``length // entry
+size``). Entries are written into the mapping, so they are in the page cache as soon as they are appended; ``flush``
+msyncs. Field 0 of every entry is its sort key (relative offset, timestamp); entries are sorted on it.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -15,50 +17,86 @@ from pathlib import Path
 class IndexFile:
     ENTRY: struct.Struct
 
-    def __init__(self, path: Path, max_index_size: int, min_entries: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, min_entries: int) -> None:
         self.path = path
+        self.base_offset = base_offset
         self.max_entries = max(max_index_size // self.ENTRY.size, min_entries)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self._fd).st_size
-        stored = os.pread(self._fd, size - size % self.ENTRY.size, 0) if size else b""
-        self._load(list(self.ENTRY.iter_unpack(stored)))
-        self._written = self.entries
-        os.ftruncate(self._fd, max(self.max_entries, self.entries) * self.ENTRY.size)
+        self._mmap: mmap.mmap | None = None
+        self._length = 0
+        self.entries = os.fstat(self._fd).st_size // self.ENTRY.size
+        self.resize(max(self.max_entries, self.entries) * self.ENTRY.size)
 
-    # what a subclass provides
-    def _load(self, raw: list[tuple[int, ...]]) -> None:
-        raise NotImplementedError
+    # --- entries -----------------------------------------------------------------------------------------------
+
+    def entry(self, i: int) -> tuple[int, ...]:
+        assert self._mmap is not None
+        return self.ENTRY.unpack_from(self._mmap, i * self.ENTRY.size)
+
+    def all_entries(self) -> list[tuple[int, ...]]:
+        if self._mmap is None or not self.entries:
+            return []
+        return list(self.ENTRY.iter_unpack(self._mmap[: self.entries * self.ENTRY.size]))
+
+    def _floor(self, target: int, field: int = 0) -> int:
+        """The index of the last entry whose ``field`` is <= ``target`` (entries sorted on it), else -1."""
+        lo, hi = 0, self.entries
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entry(mid)[field] <= target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo - 1
+
+    def _put(self, *fields: int) -> None:
+        assert self._mmap is not None
+        self.ENTRY.pack_into(self._mmap, self.entries * self.ENTRY.size, *fields)
+        self.entries += 1
+
+    def _truncate_entries(self, keep: int) -> None:
+        """Keep the first ``keep`` entries and zero the slots after them."""
+        if keep < self.entries and self._mmap is not None:
+            start, end = keep * self.ENTRY.size, self.entries * self.ENTRY.size
+            self._mmap[start:end] = bytes(end - start)
+            self.entries = keep
 
     @property
-    def entries(self) -> int:
-        raise NotImplementedError
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
 
-    def _packed_from(self, start: int) -> bytes:
-        raise NotImplementedError
+    # --- file --------------------------------------------------------------------------------------------------
 
-    # file handling shared by both indexes
-    def _forget_from(self, keep: int) -> None:
-        """Zero the slots from ``keep`` on that already reached the file."""
-        if keep < self._written:
-            os.pwrite(self._fd, bytes((self._written - keep) * self.ENTRY.size), keep * self.ENTRY.size)
-            self._written = keep
-
-    def _write_pending(self) -> None:
-        if self._written < self.entries:
-            os.pwrite(self._fd, self._packed_from(self._written), self._written * self.ENTRY.size)
-            self._written = self.entries
+    def resize(self, length: int) -> None:
+        """Set the file length (rounded down to whole entries, never below the entries) and remap it."""
+        length = max(length - length % self.ENTRY.size, self.entries * self.ENTRY.size)
+        if self._mmap is not None and length == self._length:
+            return
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        os.ftruncate(self._fd, length)
+        self._length = length
+        if length:
+            self._mmap = mmap.mmap(self._fd, length)
 
     def trim(self) -> None:
         """Cut the file to its entries, so a later open trusts exactly them."""
-        self._write_pending()
-        os.ftruncate(self._fd, self.entries * self.ENTRY.size)
+        self.resize(self.entries * self.ENTRY.size)
 
     def flush(self) -> None:
-        self._write_pending()
-        os.fsync(self._fd)
+        if self._mmap is not None:
+            self._mmap.flush()
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd >= 0
 
     def close(self) -> None:
         if self._fd >= 0:
             self.trim()
+            if self._mmap is not None:
+                self._mmap.close()
+                self._mmap = None
             os.close(self._fd)
             self._fd = -1

@@ -251,11 +251,16 @@ class LogSegment:
         self.index.flush()
         self.time_index.flush()
 
+    def _close_indexes(self) -> None:
+        """Write the final time index entry, trim and close both indexes (once)."""
+        if self.time_index.is_open:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, final=True)
+        self.index.close()
+        self.time_index.close()
+
     def close(self) -> None:
         if self.fd >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, final=True)
-            self.index.close()
-            self.time_index.close()
+            self._close_indexes()
             os.close(self.fd)
             self.fd = -1
 
@@ -264,8 +269,7 @@ class LogSegment:
 
     def mark_deleted(self) -> None:
         """Rename every file to ``*.deleted``; the ``.log`` stays open so reads already handed out still work."""
-        self.index.close()
-        self.time_index.close()
+        self._close_indexes()
         for path in self.paths():
             if path.exists():
                 os.rename(path, path.with_name(path.name + DELETED_SUFFIX))

@@ -1,17 +1,15 @@
 """Offset index (``.index``): sparse, sorted 8-byte entries ``int32 relativeOffset | int32 position``, big-endian.
 
 An entry (O, P) says the batch whose last offset is O starts at byte P of the segment's ``.log``. The file is
-preallocated to its maximum size (a multiple of 8) while the segment is active and trimmed to its entries when the
-segment is closed or rolled; an existing file is trusted to hold ``length // 8`` entries. Entries live in memory,
-so lookups never touch the file, and reach the file in one write at trim, flush or close (after a crash the
-unflushed part of the log is recovered and its indexes rebuilt anyway).
+memory-mapped and preallocated to its maximum size (a multiple of 8) while the segment is active, and trimmed to
+its entries when the segment is closed or rolled; an existing file is trusted to hold ``length // 8`` entries.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import struct
+from itertools import pairwise
 from pathlib import Path
 
 from mq.errors import CorruptIndexError
@@ -45,68 +43,58 @@ def sanity_check_offset_index(path: Path | str, base_offset: int) -> None:
 
 
 class OffsetIndex(IndexFile):
-    """The index of one segment; lookups are answered from memory."""
+    """The offset index of one segment, memory-mapped; relative offsets and positions both increase."""
 
     ENTRY = ENTRY
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
-        self.base_offset = base_offset
-        self.offsets: list[int] = []
-        self.positions: list[int] = []
-        super().__init__(path, max_index_size, min_entries=1)
-
-    def _load(self, raw: list[tuple[int, ...]]) -> None:
-        self.offsets = [self.base_offset + rel for rel, _ in raw]
-        self.positions = [pos for _, pos in raw]
-
-    def _packed_from(self, start: int) -> bytes:
-        pairs = zip(self.offsets[start:], self.positions[start:], strict=True)
-        return b"".join(ENTRY.pack(o - self.base_offset, p) for o, p in pairs)
-
-    @property
-    def entries(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self.offsets) >= self.max_entries
+        super().__init__(path, base_offset, max_index_size, min_entries=1)
 
     @property
     def last_offset(self) -> int:
-        return self.offsets[-1] if self.offsets else self.base_offset
+        return self.base_offset + self.entry(self.entries - 1)[0] if self.entries else self.base_offset
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """Every (absolute offset, position) entry."""
+        return [(self.base_offset + rel, position) for rel, position in self.all_entries()]
 
     def sanity_check(self) -> None:
-        if self.offsets and self.offsets[-1] < self.base_offset:
+        """Kafka's check (last offset >= base offset), and offsets strictly increasing (a zero-filled tail left
+        by a crash fails it)."""
+        offsets = [rel for rel, _ in self.all_entries()]
+        if offsets and offsets[-1] < 0:
             raise CorruptIndexError(
                 f"Corrupt index found, index file ({self.path}) has non-zero size but the last offset is "
-                f"{self.offsets[-1]} which is less than the base offset {self.base_offset}."
+                f"{self.base_offset + offsets[-1]} which is less than the base offset {self.base_offset}."
             )
-        if any(b <= a for a, b in zip(self.offsets, self.offsets[1:], strict=False)):
+        if any(b <= a for a, b in pairwise(offsets)):
             raise CorruptIndexError(f"Corrupt index found, index file ({self.path}) has offsets out of order.")
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset, position); offsets must grow. A full index ignores the call (the segment rolls first)."""
-        if self.is_full or (self.offsets and offset <= self.offsets[-1]):
+        if self.is_full or (self.entries and offset <= self.last_offset):
             return
-        self.offsets.append(offset)
-        self.positions.append(position)
+        self._put(offset - self.base_offset, position)
 
     def lookup(self, target: int) -> tuple[int, int]:
         """The greatest entry with offset <= ``target``, else (base offset, 0)."""
-        i = bisect.bisect_right(self.offsets, target) - 1
-        return (self.offsets[i], self.positions[i]) if i >= 0 else (self.base_offset, 0)
+        i = self._floor(target - self.base_offset)
+        if i < 0:
+            return self.base_offset, 0
+        rel, position = self.entry(i)
+        return self.base_offset + rel, position
 
     def lookup_position(self, position: int) -> tuple[int, int]:
         """The last entry whose position is <= ``position``, else (base offset, 0)."""
-        i = bisect.bisect_right(self.positions, position) - 1
-        return (self.offsets[i], self.positions[i]) if i >= 0 else (self.base_offset, 0)
+        i = self._floor(position, field=1)
+        if i < 0:
+            return self.base_offset, 0
+        rel, found = self.entry(i)
+        return self.base_offset + rel, found
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
-        keep = bisect.bisect_left(self.offsets, offset)
-        self._forget_from(keep)
-        del self.offsets[keep:]
-        del self.positions[keep:]
+        self._truncate_entries(self._floor(offset - 1 - self.base_offset) + 1)
 
     def reset(self) -> None:
-        self.truncate_to(-1)
+        self._truncate_entries(0)

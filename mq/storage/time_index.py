@@ -2,12 +2,11 @@
 
 An entry (T, O) says every record with a timestamp above T lies after offset O. Timestamps strictly increase
 between entries; the last slot is kept for the entry written when the segment is rolled or closed, so the index
-counts as full one entry early.
+counts as full one entry early. The file is memory-mapped like the offset index.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import struct
 from pathlib import Path
@@ -52,56 +51,48 @@ def _check(entries: list[tuple[int, int]], path: Path | str, base_offset: int) -
 
 
 class TimeIndex(IndexFile):
+    """The time index of one segment, memory-mapped; timestamps strictly and offsets weakly increase."""
+
     ENTRY = ENTRY
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
-        self.base_offset = base_offset
-        self.timestamps: list[int] = []
-        self.offsets: list[int] = []
-        super().__init__(path, max_index_size, min_entries=2)
-
-    def _load(self, raw: list[tuple[int, ...]]) -> None:
-        self.timestamps = [ts for ts, _ in raw]
-        self.offsets = [self.base_offset + rel for _, rel in raw]
-
-    def _packed_from(self, start: int) -> bytes:
-        pairs = zip(self.timestamps[start:], self.offsets[start:], strict=True)
-        return b"".join(ENTRY.pack(t, o - self.base_offset) for t, o in pairs)
-
-    @property
-    def entries(self) -> int:
-        return len(self.timestamps)
+        super().__init__(path, base_offset, max_index_size, min_entries=2)
 
     @property
     def is_full(self) -> bool:
-        return len(self.timestamps) >= self.max_entries - 1
+        return self.entries >= self.max_entries - 1
 
     @property
     def last_entry(self) -> tuple[int, int]:
-        return (self.timestamps[-1], self.offsets[-1]) if self.timestamps else (-1, self.base_offset)
+        """(timestamp, absolute offset) of the last entry, or (-1, base offset)."""
+        if not self.entries:
+            return -1, self.base_offset
+        timestamp, rel = self.entry(self.entries - 1)
+        return timestamp, self.base_offset + rel
 
     def sanity_check(self) -> None:
-        _check(list(zip(self.timestamps, self.offsets, strict=True)), self.path, self.base_offset)
+        entries = [(ts, self.base_offset + rel) for ts, rel in self.all_entries()]
+        _check(entries, self.path, self.base_offset)
 
     def maybe_append(self, timestamp: int, offset: int, *, final: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is above the last one; ``final`` may use the reserved slot."""
-        if self.timestamps and timestamp <= self.timestamps[-1]:
+        if timestamp < 0 or (self.entries and timestamp <= self.entry(self.entries - 1)[0]):
             return
-        if timestamp < 0 or len(self.timestamps) >= self.max_entries or (self.is_full and not final):
+        if self.entries >= self.max_entries or (self.is_full and not final):
             return
-        self.timestamps.append(timestamp)
-        self.offsets.append(offset)
+        self._put(timestamp, offset - self.base_offset)
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """The entry with the greatest timestamp <= ``timestamp``, else (-1, base offset)."""
-        i = bisect.bisect_right(self.timestamps, timestamp) - 1
-        return (self.timestamps[i], self.offsets[i]) if i >= 0 else (-1, self.base_offset)
+        i = self._floor(timestamp)
+        if i < 0:
+            return -1, self.base_offset
+        found, rel = self.entry(i)
+        return found, self.base_offset + rel
 
     def truncate_to(self, offset: int) -> None:
-        keep = bisect.bisect_left(self.offsets, offset)
-        self._forget_from(keep)
-        del self.timestamps[keep:]
-        del self.offsets[keep:]
+        """Drop entries whose offset is >= ``offset``."""
+        self._truncate_entries(self._floor(offset - 1 - self.base_offset, field=1) + 1)
 
     def reset(self) -> None:
-        self.truncate_to(-1)
+        self._truncate_entries(0)

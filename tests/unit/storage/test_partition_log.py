@@ -93,7 +93,6 @@ def test_index_entries_follow_the_interval_rule(tmp_path: Path) -> None:
     for _ in range(6):
         log.append_as_leader(batch, 0)
     size = len(batch)
-    entries = log.active.index.offsets, log.active.index.positions
     # first append never indexes; afterwards an entry whenever more than 100 bytes came since the last one
     since, got = 0, []
     for i in range(6):
@@ -101,7 +100,7 @@ def test_index_entries_follow_the_interval_rule(tmp_path: Path) -> None:
             got.append((i, i * size))
             since = 0
         since += size
-    assert list(zip(*entries, strict=True)) == got
+    assert log.active.index.pairs() == got
     assert got and got[0][0] > 0
 
 
@@ -114,7 +113,7 @@ def test_roll_by_size_at_the_boundary(tmp_path: Path) -> None:
     log.append_as_leader(batch, 0)
     assert [s.base_offset for s in log.segments] == [0, 3]
     assert (tmp_path / "t-0" / "00000000000000000003.log").exists()
-    assert log.segments[0].index.path.stat().st_size == len(log.segments[0].index.offsets) * 8
+    assert log.segments[0].index.path.stat().st_size == log.segments[0].index.entries * 8
 
 
 def test_roll_by_segment_ms_on_batch_timestamps(tmp_path: Path) -> None:
@@ -272,9 +271,7 @@ def test_truncate_to(tmp_path: Path) -> None:
     log.truncate_to(6)
     assert log.log_end_offset == 6 and [s.base_offset for s in log.segments] == [0, 4]
     assert offsets_in(read_to_end(log)) == list(range(6))
-    assert read_offset_index(log.segments[0].index.path, 0) == list(
-        zip(log.segments[0].index.offsets, log.segments[0].index.positions, strict=True)
-    )
+    assert read_offset_index(log.segments[0].index.path, 0) == log.segments[0].index.pairs()
 
 
 def test_follower_appends_must_continue_the_log(tmp_path: Path) -> None:
