@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -54,25 +54,15 @@ Exit codes:
 _PROGRESS_STEP_BYTES = 1 << 20
 
 
-class _OneLineUsageError(click.UsageError):
-    """A usage error shown as one line on stderr (exit 2)."""
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"Error: {self.format_message()} Try 'mq dump-segments --help'.", err=True)
-
-
 class _DumpCommand(click.Command):
-    """Usage errors in one line; unambiguous abbreviations of long options accepted, as Kafka's tools accept them."""
+    """Accepts unambiguous abbreviations of long options (``--deep``, ``--print``), as Kafka's tools do."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, self._expand_abbreviations(ctx, args))
-        except click.UsageError as exc:
-            raise _OneLineUsageError(exc.format_message(), ctx) from None
+        return super().parse_args(ctx, self._expand_abbreviations(ctx, args))
 
     def _expand_abbreviations(self, ctx: click.Context, args: list[str]) -> list[str]:
         names = sorted({name for param in self.get_params(ctx) for name in param.opts if name.startswith("--")})
-        expanded = []
+        expanded: list[str] = []
         for i, arg in enumerate(args):
             if arg == "--":
                 return expanded + args[i:]
@@ -493,15 +483,15 @@ class _JsonRenderer:
 
 
 @contextmanager
-def _progress(files: Sequence[str]) -> Iterator[Any]:
+def _progress(files: Sequence[str]) -> Iterator[Callable[[Event], None]]:
     """A callable fed every event: a byte progress bar on stderr when it is a terminal and stdout is not."""
     if not sys.stderr.isatty() or sys.stdout.isatty():
-        yield lambda event: None
+        yield lambda _event: None
         return
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    sizes = {}
+    sizes: dict[str, int] = {}
     for path in files:
         try:
             sizes[path] = os.stat(path).st_size

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -175,3 +176,28 @@ def test_dumps_a_log_written_by_the_storage_engine(mq_command: list[str], tmp_pa
         "partitionLeaderEpoch: 3" in line for line in dumped.stdout.splitlines() if line.startswith("baseOffset")
     )
     assert snapshot(directory) == before
+
+
+def test_dumps_a_copy_taken_while_the_log_was_open(mq_command: list[str], tmp_path: Path) -> None:
+    """A copy of a running broker's directory: the active segment's indexes are preallocated, zero past the entries."""
+    directory = tmp_path / "live-0"
+    log = Log(directory, TopicConfig(segment_bytes=100_000, index_interval_bytes=300))
+    for i in range(40):
+        log.append_as_leader(batch(0, codec=i % 5), leader_epoch=1)
+    log.flush()
+    copy = tmp_path / "copy-0"
+    shutil.copytree(directory, copy)
+    log.close()
+    index = copy / "00000000000000000000.index"
+    assert index.stat().st_size > 1_000_000
+    files = [str(copy / f"00000000000000000000{suffix}") for suffix in (".log", ".index", ".timeindex")]
+    before = snapshot(copy)
+    result = run(mq_command, "--deep-iteration", "--files", ",".join(files))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert len([line for line in lines if line.startswith("| offset: ")]) == 40 * RECORDS_PER_BATCH
+    index_lines = [line for line in lines if line.startswith("offset: ")]
+    assert 0 < len(index_lines) < 40
+    assert [line for line in lines if line.startswith("timestamp: ")]
+    assert snapshot(copy) == before
