@@ -32,13 +32,13 @@ from mq.records import iter_records
 from mq.records.batch_header import (
     BatchHeader,
     Codec,
+    iter_headers,
     parse_header,
     set_log_append_time,
     set_offset,
     set_partition_leader_epoch,
     validate,
 )
-from mq.records.legacy import assign_offsets_compressed
 from mq.storage.file_names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -104,7 +104,7 @@ class Log:
         self.unflushed_messages = 0
         self.last_flush_ms = time_ms()
         directory.mkdir(parents=True, exist_ok=True)
-        self._load(recovery_point, clean_shutdown)
+        self._load(recovery_point, log_start_offset, clean_shutdown)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self.recovery_point = self.log_end_offset if clean_shutdown else min(recovery_point, self.log_end_offset)
 
@@ -121,18 +121,38 @@ class Log:
             time_ms=self.time_ms,
         )
 
-    def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
-        logs = set()
+    def _complete_swap(self, swap: Path) -> None:
+        """Install a ``.log.swap`` (a replacement written before a crash): the segments whose base offsets fall in
+        its offset range go, and it becomes a plain ``.log`` whose indexes are rebuilt."""
+        base = offset_from_file_name(swap.name)
+        end = base
+        with open(swap, "rb") as f:
+            for header in iter_headers(f.read()):
+                end = header.next_offset
+        covered = range(base, max(end, base + 1))
+        for path in self.dir.iterdir():
+            if path.name.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and (
+                offset_from_file_name(path.name) in covered
+            ):
+                path.unlink()
+        os.rename(swap, swap.with_name(file_name(base, LOG_SUFFIX)))
+
+    def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
+        """Open every segment, rebuild missing or corrupt indexes, recover the unflushed tail unless clean."""
+        swaps = []
         for path in sorted(self.dir.iterdir()):
             name = path.name
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)) or name.endswith(".tmp"):
+            if name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                swaps.append(path)
+            elif name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)) or name.endswith(".tmp"):
                 path.unlink(missing_ok=True)
-            elif name.endswith(LOG_SUFFIX):
-                logs.add(offset_from_file_name(name))
+        for swap in swaps:
+            self._complete_swap(swap)
+        logs = {offset_from_file_name(p.name) for p in self.dir.iterdir() if p.name.endswith(LOG_SUFFIX)}
+        needs_recovery = {offset_from_file_name(p.name) for p in swaps}
         for path in self.dir.iterdir():
             if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and offset_from_file_name(path.name) not in logs:
                 path.unlink()
-        needs_recovery: set[int] = set()
         for base in sorted(logs):
             index_path = self.dir / file_name(base, INDEX_SUFFIX)
             time_index_path = self.dir / file_name(base, TIME_INDEX_SUFFIX)
@@ -155,7 +175,7 @@ class Log:
                 needs_recovery.add(base)
             self.segments.append(segment)
         if not self.segments:
-            self.segments.append(self._new_segment(max(recovery_point, 0) if not logs else 0))
+            self.segments.append(self._new_segment(max(log_start_offset, 0)))
         self._bases = [s.base_offset for s in self.segments]
         if not clean_shutdown:
             start = max(bisect.bisect_right(self._bases, recovery_point) - 1, 0)
@@ -293,6 +313,8 @@ class Log:
 
     @staticmethod
     def _renumber_legacy(data: bytearray, headers: list[BatchHeader], first: int) -> bytearray:
+        from mq.records.legacy import assign_offsets_compressed
+
         out = bytearray()
         offset = first
         for h in headers:

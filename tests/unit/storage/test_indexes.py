@@ -106,3 +106,44 @@ def test_time_index_sanity_check(tmp_path: Path) -> None:
     path.write_bytes(bytes.fromhex("0000015d3ef7980000000005") + bytes(12))
     with pytest.raises(CorruptIndexError, match="last timestamp is 0 which is less than the first timestamp"):
         sanity_check_time_index(path, 0)
+
+
+def test_index_entries_reach_the_mapped_file_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.index"
+    index = OffsetIndex(path, 0, max_index_size=64)
+    index.append(5, 4168)
+    index.append(9, 5000)
+    assert path.read_bytes()[:24] == bytes.fromhex("00000005000010480000000900001388") + bytes(8)
+    assert read_offset_index(path, 0)[:2] == [(5, 4168), (9, 5000)]
+    index.truncate_to(9)  # the dropped slot goes back to zeros
+    assert path.read_bytes()[8:16] == bytes(8)
+    assert index.entries == 1 and index.lookup(100) == (5, 4168)
+    index.close()
+
+
+def test_resize_keeps_entries_and_rounds_down(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000007.timeindex"
+    index = TimeIndex(path, 7, max_index_size=120)
+    index.maybe_append(1000, 8)
+    index.maybe_append(2000, 12)
+    index.resize(4)  # never below the entries
+    assert path.stat().st_size == 24
+    index.resize(65)
+    assert path.stat().st_size == 60
+    index.maybe_append(3000, 15)
+    assert index.lookup(2999) == (2000, 12) and index.last_entry == (3000, 15)
+    index.trim()
+    assert read_time_index(path, 7) == [(1000, 8), (2000, 12), (3000, 15)]
+    index.truncate_to(12)
+    assert index.last_entry == (1000, 8)
+    index.close()
+    assert path.stat().st_size == 12
+
+
+def test_a_zero_filled_tail_fails_the_index_sanity_check(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.index"
+    path.write_bytes(bytes.fromhex("0000000500001048") + bytes(16))  # untrimmed after a crash
+    index = OffsetIndex(path, 0)
+    with pytest.raises(CorruptIndexError, match="out of order"):
+        index.sanity_check()
+    index.close()

@@ -196,3 +196,43 @@ def test_unclean_start_recovers_from_the_recovery_point(tmp_path: Path) -> None:
     recovered.startup()
     assert recovered.logs[TopicPartition("t", 0)].log_end_offset == end
     recovered.shutdown()
+
+
+def test_leftover_files_at_load(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    build_log(directory)
+    names = sorted(p.name for p in directory.iterdir())
+    for leftover in ("00000000000000000000.log.deleted", "00000000000000000000.log.cleaned", "x.index.swap"):
+        (directory / leftover).write_bytes(b"junk")
+    Log(directory, CONFIG).close()
+    assert sorted(p.name for p in directory.iterdir()) == names
+
+
+def test_a_swap_file_replaces_the_segments_it_covers(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    stored, ends = build_log(directory, batches=60)
+    logs = sorted(directory.glob("*.log"))
+    assert len(logs) >= 3
+    first, second = logs[0], logs[1]
+    end_of_second = int(logs[2].name.split(".")[0])
+    replacement = first.read_bytes() + second.read_bytes()  # one segment covering both, as a cleaner writes it
+    (directory / (first.name + ".swap")).write_bytes(replacement)
+    log = Log(directory, CONFIG, clean_shutdown=True)
+    assert [s.base_offset for s in log.segments][:2] == [0, end_of_second]
+    assert not second.exists() and not (directory / (second.stem + ".index")).exists()
+    assert first.read_bytes() == replacement
+    assert log.log_end_offset == ends[-1]
+    assert log.segments[0].index.pairs()  # rebuilt for the installed segment
+    assert log_bytes(directory) == b"".join(stored)
+    middle = ends[len(ends) // 4]
+    info = log.read(middle, 1)
+    assert info.records is not None and next(iter_headers(info.records.read())).offset <= middle
+    log.close()
+
+
+def test_an_empty_directory_starts_at_the_log_start_offset(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", CONFIG, recovery_point=40, log_start_offset=40)
+    assert log.log_start_offset == log.log_end_offset == 40
+    assert log.append_as_leader(v2_batch(2), 0).first_offset == 40
+    assert (tmp_path / "t-0" / "00000000000000000040.log").exists()
+    log.close()
