@@ -3,7 +3,7 @@
 Both write the same batches to files in one temporary directory on the same disk, page cache only (no fsync, as
 the log's default flush policy). Prints MB/s and batches/s of each and their ratio.
 
-    python scripts/bench_storage.py [--megabytes 256] [--batch-kb 16] [--dir /path/on/the/disk]
+    python scripts/bench_storage.py [--megabytes 64] [--batch-kb 16] [--dir /path/on/the/disk]
 """
 
 from __future__ import annotations
@@ -52,25 +52,24 @@ def bench_raw(directory: Path, batch: bytes, count: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--megabytes", type=int, default=256)
+    parser.add_argument("--megabytes", type=int, default=64)
     parser.add_argument("--batch-kb", type=int, default=16)
     parser.add_argument("--dir", type=Path, default=None, help="directory on the disk to measure (default: a temp dir)")
     args = parser.parse_args()
     batch = make_batch(args.batch_kb * 1024)
     count = args.megabytes * 1024 * 1024 // len(batch)
     total_mb = count * len(batch) / 1e6
-    raw_times, log_times = [], []
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         directory = Path(tmp)
         bench_raw(directory, batch, min(count, 200))  # warm up
-        for run in range(3):  # interleaved, each starting with no dirty pages, so neither pays for the other
-            for times, bench in ((raw_times, bench_raw), (log_times, bench_log)):
-                target = directory / f"run{run}-{bench.__name__}"
-                target.mkdir()
-                os.sync()
-                times.append(bench(target, batch, count))
-                shutil.rmtree(target)
-    raw, log = min(raw_times), min(log_times)
+        timings = []
+        for bench in (bench_raw, bench_log):  # each starts with no dirty pages, so neither pays for the other
+            target = directory / bench.__name__
+            target.mkdir()
+            os.sync()
+            timings.append(bench(target, batch, count))
+            shutil.rmtree(target)
+    raw, log = timings
     print(f"batches: {count} x {len(batch)} bytes ({total_mb:.1f} MB)")
     print(f"raw os.write loop:   {total_mb / raw:8.1f} MB/s  {count / raw:10.0f} batches/s")
     print(f"partition log append:{total_mb / log:8.1f} MB/s  {count / log:10.0f} batches/s")

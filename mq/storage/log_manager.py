@@ -50,7 +50,7 @@ class LogManager:
         topic_config: Callable[[str], TopicConfig] | None = None,
         broker_id: int = -1,
         *,
-        recovery_threads: int = 1,
+        recovery_threads: int = 1,  # per log dir, as num.recovery.threads.per.data.dir
         time_ms: Callable[[], int] = _wall_ms,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -89,7 +89,7 @@ class LogManager:
                 jobs.append((tp, child, recovery_points.get(tp, 0), start_offsets.get(tp, 0), clean))
             if clean:
                 marker.unlink()
-        with ThreadPoolExecutor(self.recovery_threads) as pool:
+        with ThreadPoolExecutor(self.recovery_threads * len(self.log_dirs)) as pool:
             loaded = pool.map(lambda job: (job[0], self._open(*job)), jobs)
             for tp, partition_log in loaded:
                 if tp in self.logs:
