@@ -236,13 +236,18 @@ def test_log_append_time(tmp_path: Path) -> None:
     assert {r.timestamp for h in iter_headers(data) for r in iter_records(data, h)} == {TS + 999}
 
 
-def test_flush_policy(tmp_path: Path) -> None:
+def test_flush_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
     every = Log(tmp_path / "a-0", TopicConfig(flush_messages=1))
     every.append_as_leader(v2_batch(2), 0)
-    assert every.recovery_point == 2
+    assert every.recovery_point == 2 and every.active.fd in synced
+    synced.clear()
     default = Log(tmp_path / "b-0", TopicConfig())
-    default.append_as_leader(v2_batch(2), 0)
-    assert default.recovery_point == 0
+    for _ in range(20):
+        default.append_as_leader(v2_batch(2), 0)
+    assert default.recovery_point == 0 and synced == []
     clock = Clock()
     timed = Log(tmp_path / "c-0", TopicConfig(flush_ms=100), time_ms=clock)
     timed.append_as_leader(v2_batch(2), 0)

@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from storage_batches import TS, v2_batch
 
 from mq.config import TopicConfig
@@ -68,6 +70,23 @@ def test_garbage_after_the_last_batch_is_cut(tmp_path: Path) -> None:
     assert log_bytes(directory) == b"".join(stored)
     log.append_as_leader(v2_batch(1), 0)
     assert log.log_end_offset == ends[-1] + 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(garbage=st.binary(min_size=1, max_size=300))
+def test_any_garbage_tail_is_cut_and_nothing_else(tmp_path: Path, garbage: bytes) -> None:
+    source = tmp_path / "garbage-src-0"
+    if not source.exists():
+        build_log(source, batches=8)
+    stored_bytes = log_bytes(source)
+    directory = tmp_path / "garbage-0"
+    shutil.rmtree(directory, ignore_errors=True)
+    shutil.copytree(source, directory)
+    with open(sorted(directory.glob("*.log"))[-1], "ab") as out:
+        out.write(garbage)
+    log = Log(directory, CONFIG)
+    assert log_bytes(directory) == stored_bytes
+    log.close()
 
 
 def test_corrupt_middle_batch_truncates_there_and_drops_later_segments(tmp_path: Path) -> None:
