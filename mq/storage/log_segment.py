@@ -246,6 +246,11 @@ class LogSegment:
         self.index.trim()
         self.time_index.trim()
 
+    def on_become_active(self) -> None:
+        """The segment is appended to again (after a truncation): re-expand both indexes to their maximum size."""
+        self.index.resize(self.index.max_entries * self.index.ENTRY.size)
+        self.time_index.resize(self.time_index.max_entries * self.time_index.ENTRY.size)
+
     def flush(self) -> None:
         os.fsync(self.fd)
         self.index.flush()

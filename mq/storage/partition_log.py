@@ -455,6 +455,7 @@ class Log:
             segment.delete()
         del self.segments[keep + 1 :]
         del self._bases[keep + 1 :]
+        self.active.on_become_active()
         self.active.truncate_to(offset)
         self.log_end_offset = self.active.read_next_offset()
         self.recovery_point = min(self.recovery_point, self.log_end_offset)

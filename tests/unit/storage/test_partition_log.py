@@ -289,3 +289,20 @@ def test_follower_appends_must_continue_the_log(tmp_path: Path) -> None:
     with pytest.raises(InvalidRecordError):
         follower.append_as_follower(data)
     assert os.path.getsize(tmp_path / "f-0" / "00000000000000000000.log") == len(data)
+
+
+def test_a_segment_active_again_after_truncation_indexes_new_appends(tmp_path: Path) -> None:
+    batch = v2_batch(1, value_size=60)
+    config = TopicConfig(segment_bytes=len(batch) * 3, index_interval_bytes=1)
+    log = Log(tmp_path / "t-0", config)
+    for _ in range(9):
+        log.append_as_leader(batch, 0)
+    assert [s.base_offset for s in log.segments] == [0, 3, 6]
+    log.truncate_to(4)  # segment 3 had its indexes trimmed when it rolled; it is active again
+    assert log.log_end_offset == 4 and log.active.base_offset == 3
+    assert log.active.index.path.stat().st_size == config.segment_index_bytes
+    for _ in range(2):
+        log.append_as_leader(batch, 0)
+    assert log.active.index.pairs() == [(5, len(batch) * 2)]
+    log.close()
+    assert read_offset_index(tmp_path / "t-0" / "00000000000000000003.index", 3) == [(5, len(batch) * 2)]
