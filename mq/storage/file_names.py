@@ -48,8 +48,9 @@ def offset_from_file_name(name: str) -> int:
     return int(stem)
 
 
-def parse_partition_dir(name: str) -> TopicPartition:
-    """``my-topic-3`` -> TopicPartition("my-topic", 3), with Kafka's error for anything else."""
+def parse_partition_dir(directory: str | Path) -> TopicPartition:
+    """``my-topic-3`` -> TopicPartition("my-topic", 3), with Kafka's error (naming the whole path) for anything else."""
+    name = Path(directory).name
     base = name
     for suffix in (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX):
         if base.endswith(suffix) and "." in base:
@@ -57,7 +58,7 @@ def parse_partition_dir(name: str) -> TopicPartition:
     topic, sep, partition = base.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise KafkaStorageError(
-            f"Found directory {name}, '{name}' is not in the form of topic-partition or "
+            f"Found directory {directory}, '{name}' is not in the form of topic-partition or "
             "topic-partition.uniqueId-delete (if marked for deletion)."
         )
     return TopicPartition(topic, int(partition))

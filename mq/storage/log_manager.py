@@ -85,7 +85,7 @@ class LogManager:
                     continue
                 if child.name.endswith(FUTURE_DIR_SUFFIX):
                     continue
-                tp = parse_partition_dir(child.name)
+                tp = parse_partition_dir(child)
                 jobs.append((tp, child, recovery_points.get(tp, 0), start_offsets.get(tp, 0), clean))
             if clean:
                 marker.unlink()

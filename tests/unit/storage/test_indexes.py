@@ -16,8 +16,12 @@ def test_file_names() -> None:
     assert offset_from_file_name("00000000000000000042.index") == 42
     assert parse_partition_dir("my-topic-3") == TopicPartition("my-topic", 3)
     assert parse_partition_dir("t-0.0a1b2c3d4e5f60718293a4b5c6d7e8f9-delete") == TopicPartition("t", 0)
-    with pytest.raises(KafkaStorageError, match="is not in the form of topic-partition"):
-        parse_partition_dir("nodash")
+    for bad in ("nodash", "-3", "topic-x", "topic-"):
+        with pytest.raises(KafkaStorageError, match="is not in the form of topic-partition"):
+            parse_partition_dir(bad)
+    with pytest.raises(KafkaStorageError) as caught:
+        parse_partition_dir(Path("/x/y"))
+    assert str(caught.value).startswith("Found directory /x/y, 'y' is not in the form of topic-partition or ")
     name = delete_dir_name(TopicPartition("x" * 249, 7))
     assert len(name) <= 255 and name.endswith("-delete")
 
