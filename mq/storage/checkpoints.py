@@ -7,12 +7,15 @@
     my-topic 0 1500    <- "<topic> <partition> <offset>" (leader epoch files: "<epoch> <start offset>")
     my-topic 1 1432
 
-A write goes to ``<file>.tmp``, is fsynced, then renamed over the file, so a reader sees the old or the new file.
+A write goes to ``<file>.tmp``, is fsynced, then renamed over the file (and the directory fsynced), so a reader
+sees the old or the new file. Reading: a missing or empty file has no entries; errors carry Kafka's texts.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from mq.errors import CorruptCheckpointError
@@ -33,10 +36,28 @@ def write_atomically(path: Path, text: str) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
-def _read_lines(path: Path) -> list[list[str]]:
-    """The entry lines of a checkpoint file, each split on whitespace; [] for a missing or empty file."""
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _fields(line: str) -> list[str]:
+    """``line`` split at runs of whitespace, trailing empty fields dropped (a leading one stays)."""
+    fields = re.split(r"\s+", line)
+    while fields and not fields[-1]:
+        fields.pop()
+    return fields
+
+
+def _read_entries(path: Path, width: int, is_entry: Callable[[list[str]], bool]) -> list[list[str]]:
+    """The entry lines of a checkpoint file, each split into ``width`` fields; [] for a missing or empty file (or
+    one that ends after the version line). Raises CorruptCheckpointError with Kafka's texts."""
+    location = os.path.abspath(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -44,16 +65,28 @@ def _read_lines(path: Path) -> list[list[str]]:
     lines = text.splitlines()
     if not lines:
         return []
-    if lines[0].strip() != str(VERSION):
-        raise CorruptCheckpointError(f"Unrecognized version of the checkpoint file ({path}): {VERSION}")
-    try:
-        expected = int(lines[1])
-    except (IndexError, ValueError):
-        raise CorruptCheckpointError(f"Malformed line in checkpoint file ({path}): '{lines[1:2]}'") from None
-    entries = [line.split() for line in lines[2:] if line.strip()]
+
+    def malformed(line: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(f"Malformed line in checkpoint file ({location}): '{line}'")
+
+    if not _INT.fullmatch(lines[0]):
+        raise malformed(lines[0])
+    if int(lines[0]) != VERSION:
+        raise CorruptCheckpointError(f"Unrecognized version of the checkpoint file ({location}): {VERSION}")
+    if len(lines) < 2:
+        return []
+    if not _INT.fullmatch(lines[1]):
+        raise malformed(lines[1])
+    expected = int(lines[1])
+    entries = []
+    for line in lines[2:]:
+        fields = _fields(line)
+        if len(fields) != width or not is_entry(fields):
+            raise malformed(line)
+        entries.append(fields)
     if len(entries) != expected:
         raise CorruptCheckpointError(
-            f"Expected {expected} entries in checkpoint file ({path}), but found only {len(entries)}"
+            f"Expected {expected} entries in checkpoint file ({location}), but found only {len(entries)}"
         )
     return entries
 
@@ -65,12 +98,8 @@ class OffsetCheckpointFile:
         self.path = path
 
     def read(self) -> dict[TopicPartition, int]:
-        result: dict[TopicPartition, int] = {}
-        for fields in _read_lines(self.path):
-            if len(fields) != 3 or not fields[1].isdigit() or not fields[2].lstrip("-").isdigit():
-                raise CorruptCheckpointError(f"Malformed line in checkpoint file ({self.path}): '{' '.join(fields)}'")
-            result[TopicPartition(fields[0], int(fields[1]))] = int(fields[2])
-        return result
+        entries = _read_entries(self.path, 3, lambda f: bool(f[0]) and all(map(_INT.fullmatch, f[1:])))
+        return {TopicPartition(topic, int(partition)): int(offset) for topic, partition, offset in entries}
 
     def write(self, offsets: dict[TopicPartition, int]) -> None:
         lines = [str(VERSION), str(len(offsets))]
@@ -85,12 +114,8 @@ class LeaderEpochCheckpointFile:
         self.path = path
 
     def read(self) -> list[tuple[int, int]]:
-        result = []
-        for fields in _read_lines(self.path):
-            if len(fields) != 2 or not all(f.lstrip("-").isdigit() for f in fields):
-                raise CorruptCheckpointError(f"Malformed line in checkpoint file ({self.path}): '{' '.join(fields)}'")
-            result.append((int(fields[0]), int(fields[1])))
-        return result
+        entries = _read_entries(self.path, 2, lambda f: all(map(_INT.fullmatch, f)))
+        return [(int(epoch), int(offset)) for epoch, offset in entries]
 
     def write(self, entries: list[tuple[int, int]]) -> None:
         lines = [str(VERSION), str(len(entries))] + [f"{epoch} {offset}" for epoch, offset in entries]

@@ -1,8 +1,9 @@
 """The file side of the offset and time indexes: a memory-mapped file of fixed-size big-endian entries.
 
-While the segment is active the file is preallocated to ``max_entries`` slots (zeros past the entries) and mapped;
-``trim`` cuts it to exactly the entries, which is how a later open knows how many there are (``length // entry
-size``). Entries are written into the mapping, so they are in the page cache as soon as they are appended; ``flush``
+A newly created file is preallocated to ``max_entries`` slots (zeros past the entries) and mapped; an existing file
+is mapped at its length and trusted to hold ``length // entry size`` entries, so ``trim`` cuts the file to exactly
+its entries when the segment stops being active, and ``resize`` re-expands it when it becomes active again (an
+append past the mapping re-expands it too). Entries are written into the mapping, so they are in the page cache as soon as they are appended; ``flush``
 msyncs. Field 0 of every entry is its sort key (relative offset, timestamp); entries are sorted on it.
 """
 
@@ -24,8 +25,10 @@ class IndexFile:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mmap: mmap.mmap | None = None
         self._length = 0
-        self.entries = os.fstat(self._fd).st_size // self.ENTRY.size
-        self.resize(max(self.max_entries, self.entries) * self.ENTRY.size)
+        self.opened_length = os.fstat(self._fd).st_size
+        """The file's length when opened (a multiple of the entry size unless the file is corrupt)."""
+        self.entries = self.opened_length // self.ENTRY.size
+        self.resize(self.opened_length if self.opened_length else self.max_entries * self.ENTRY.size)
 
     # --- entries -----------------------------------------------------------------------------------------------
 
@@ -50,6 +53,8 @@ class IndexFile:
         return lo - 1
 
     def _put(self, *fields: int) -> None:
+        if (self.entries + 1) * self.ENTRY.size > self._length:
+            self.expand()
         assert self._mmap is not None
         self.ENTRY.pack_into(self._mmap, self.entries * self.ENTRY.size, *fields)
         self.entries += 1
@@ -79,6 +84,15 @@ class IndexFile:
         self._length = length
         if length:
             self._mmap = mmap.mmap(self._fd, length)
+
+    def expand(self) -> None:
+        """Re-expand the file to ``max_entries`` slots (an active segment's index)."""
+        self.resize(max(self.max_entries, self.entries) * self.ENTRY.size)
+
+    def reset(self) -> None:
+        """Drop every entry and re-expand, ready for a rebuild."""
+        self._truncate_entries(0)
+        self.expand()
 
     def trim(self) -> None:
         """Cut the file to its entries, so a later open trusts exactly them."""

@@ -15,7 +15,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,25 +43,31 @@ def _wall_ms() -> int:
 
 
 class LogManager:
+    """The logs of every partition under ``log_dirs``; ``topic_configs`` gives a topic's config (a mapping
+    falls back to ``default_config`` for topics it lacks); ``recovery_threads`` is
+    num.recovery.threads.per.data.dir; ``broker_id`` (when >= 0) is written to and checked against
+    ``meta.properties``."""
+
     def __init__(
         self,
         log_dirs: list[Path],
         default_config: TopicConfig,
-        topic_config: Callable[[str], TopicConfig] | None = None,
+        topic_configs: Mapping[str, TopicConfig] | Callable[[str], TopicConfig] | None = None,
         broker_id: int = -1,
         *,
-        recovery_threads: int = 1,  # per log dir, as num.recovery.threads.per.data.dir
+        recovery_threads: int = 1,
         time_ms: Callable[[], int] = _wall_ms,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config
-        self.topic_config = topic_config or (lambda _topic: default_config)
+        self.topic_configs = topic_configs
         self.broker_id = broker_id
         self.recovery_threads = max(recovery_threads, 1)
         self.time_ms = time_ms
         self.logs: dict[TopicPartition, Log] = {}
         self._locks: list[int] = []
         self._mutex = threading.Lock()
+        self._checkpoint_mutex = threading.Lock()
 
     # --- start-up ----------------------------------------------------------------------------------------------
 
@@ -98,6 +104,14 @@ class LogManager:
                     )
                 self.logs[tp] = partition_log
         log.info("loaded %d logs from %s", len(self.logs), ", ".join(map(str, self.log_dirs)))
+
+    def topic_config(self, topic: str) -> TopicConfig:
+        configs = self.topic_configs
+        if configs is None:
+            return self.default_config
+        if isinstance(configs, Mapping):
+            return configs.get(topic, self.default_config)
+        return configs(topic)
 
     def _open(self, tp: TopicPartition, directory: Path, recovery_point: int, log_start: int, clean: bool) -> Log:
         return Log(
@@ -172,13 +186,9 @@ class LogManager:
     # --- periodic work -----------------------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
-        """Retention for every log with the delete policy; returns the number of segments deleted."""
-        deleted = 0
-        for partition_log in self.all_logs():
-            if partition_log.config.delete:
-                deleted += partition_log.delete_old_segments()
-            partition_log.remove_expired_files()
-        return deleted
+        """Retention for every log (time and size only under the delete policy, the log start offset always), and
+        removal of ``.deleted`` files whose delay passed; returns the number of segments deleted."""
+        return sum(partition_log.delete_old_segments() for partition_log in self.all_logs())
 
     def flush_dirty_logs(self) -> None:
         for partition_log in self.all_logs():
@@ -191,19 +201,21 @@ class LogManager:
         return grouped
 
     def checkpoint_recovery_points(self) -> None:
-        for directory, logs in self._by_dir().items():
-            points = {tp: partition_log.recovery_point for tp, partition_log in logs.items()}
-            OffsetCheckpointFile(directory / RECOVERY_POINT_FILE).write(points)
+        with self._checkpoint_mutex:
+            for directory, logs in self._by_dir().items():
+                points = {tp: partition_log.recovery_point for tp, partition_log in logs.items()}
+                OffsetCheckpointFile(directory / RECOVERY_POINT_FILE).write(points)
 
     def checkpoint_log_start_offsets(self) -> None:
         """Only logs whose start offset moved past their first segment's base offset are listed, as in Kafka."""
-        for directory, logs in self._by_dir().items():
-            starts = {
-                tp: partition_log.log_start_offset
-                for tp, partition_log in logs.items()
-                if partition_log.log_start_offset > partition_log.segments[0].base_offset
-            }
-            OffsetCheckpointFile(directory / LOG_START_OFFSET_FILE).write(starts)
+        with self._checkpoint_mutex:
+            for directory, logs in self._by_dir().items():
+                starts = {
+                    tp: partition_log.log_start_offset
+                    for tp, partition_log in logs.items()
+                    if partition_log.log_start_offset > partition_log.segments[0].base_offset
+                }
+                OffsetCheckpointFile(directory / LOG_START_OFFSET_FILE).write(starts)
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and, last, the clean-shutdown markers."""

@@ -1,9 +1,10 @@
 """One segment of a partition log: the ``.log`` file of batches with its offset and time indexes.
 
-Invariants: the ``.log`` holds whole entries back to back from position 0; ``size`` is its length; every offset
-index entry points at the start of a batch whose last offset it names; an index entry is added before an append
-when more than ``index_interval_bytes`` were appended since the last entry (so the first append to an empty
-segment adds none, and one append adds at most one).
+Invariants: the ``.log`` holds whole entries back to back from position 0 and ``size`` bytes of them (a
+preallocated file is longer, zeros past ``size``, until it is trimmed on roll or close); every offset index entry
+points at the start of a batch whose last offset it names; an index entry is added before an append when more than
+``index_interval_bytes`` were appended since the last entry (so the first append to an empty segment adds none,
+and one append adds at most one); relative offsets (offset - base offset) fit in an int32.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from pathlib import Path
 
 from mq.errors import CorruptRecordError
 from mq.records.batch_header import V2_HEADER_SIZE, BatchHeader, parse_header, validate
+from mq.records.crc import Buffer
 from mq.storage.file_names import DELETED_SUFFIX, index_file, log_file, time_index_file
 from mq.storage.offset_index import OffsetIndex
 from mq.storage.time_index import TimeIndex
 
 HEADER_READ = V2_HEADER_SIZE
 RECOVERY_CHUNK = 8 << 20
+INT_MAX = 2147483647
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ def _wall_ms() -> int:
 
 
 class LogSegment:
+    """A ``.log`` file, kept open as ``fd``, with its offset and time indexes, all named by ``base_offset``."""
+
     def __init__(
         self,
         directory: Path,
@@ -49,6 +54,7 @@ class LogSegment:
         index_interval_bytes: int = 4096,
         max_index_size: int = 10485760,
         rolling_jitter_ms: int = 0,
+        preallocate_bytes: int = 0,
         time_ms: Callable[[], int] = _wall_ms,
     ) -> None:
         self.directory = directory
@@ -56,40 +62,74 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.rolling_jitter_ms = rolling_jitter_ms
         self.log_path = log_file(directory, base_offset)
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
+        if self.size == 0 and preallocate_bytes > 0:
+            os.posix_fallocate(self.fd, 0, preallocate_bytes)
+        os.lseek(self.fd, self.size, os.SEEK_SET)
         self.index = OffsetIndex(index_file(directory, base_offset), base_offset, max_index_size)
         self.time_index = TimeIndex(time_index_file(directory, base_offset), base_offset, max_index_size)
         self.bytes_since_last_index = 0
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
-        self.first_batch_timestamp = -1
+        self._first_batch_timestamp: int | None = None if self.size else -1
         self.created_ms = time_ms()
 
     # --- appends -----------------------------------------------------------------------------------------------
 
-    def append(
-        self, largest_offset: int, largest_timestamp: int, offset_of_largest: int, data: bytes | bytearray
-    ) -> None:
-        """Write ``data`` (whole batches, offsets assigned) at the end; index it per the interval rule."""
-        if self.size == 0 and data:
-            header = parse_header(data, 0, complete=False)
-            self.first_batch_timestamp = header.max_timestamp if header is not None else -1
+    def append(self, largest_offset: int, largest_timestamp: int, offset_of_largest: int, records: Buffer) -> None:
+        """Write ``records`` (whole batches, offsets assigned) at the end with one write; index per the interval
+        rule: the entry names ``largest_offset`` at the position where the records start."""
+        if self.size == 0:
+            first = parse_header(records, 0, complete=False)
+            self._first_batch_timestamp = first.max_timestamp if first is not None else -1
         if largest_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = largest_timestamp, offset_of_largest
         if self.bytes_since_last_index > self.index_interval_bytes:
             self.index.append(largest_offset, self.size)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index = 0
-        written = os.write(self.fd, data)
-        if written != len(data):
-            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        written = os.write(self.fd, records)
+        if written != len(records):
+            os.ftruncate(self.fd, self.size)
+            os.lseek(self.fd, self.size, os.SEEK_SET)
+            raise OSError(f"short write to {self.log_path}: {written} of {len(records)} bytes")
         self.size += written
         self.bytes_since_last_index += written
+
+    def should_roll(
+        self,
+        now_ms: int,
+        incoming_bytes: int,
+        incoming_max_timestamp: int,
+        incoming_max_offset: int,
+        segment_bytes: int,
+        segment_ms: int,
+    ) -> bool:
+        """Kafka's roll rule, checked before an append: the set would not fit in ``segment_bytes``; the segment is
+        non-empty and older than ``segment_ms`` minus the jitter (measured from its first batch's max timestamp to
+        the incoming max timestamp, or from its creation time when the first batch has none); an index is full; or
+        the incoming offsets are too far from the base offset for int32 relative offsets."""
+        if self.size > segment_bytes - incoming_bytes:
+            return True
+        if self.size > 0:
+            if self._first_batch_timestamp is None:
+                first = self.header_at(0)
+                self._first_batch_timestamp = first.max_timestamp if first is not None else -1
+            if self._first_batch_timestamp >= 0:
+                waited = incoming_max_timestamp - self._first_batch_timestamp
+            else:
+                waited = now_ms - self.created_ms
+            if waited > segment_ms - self.rolling_jitter_ms:
+                return True
+        return (
+            self.index.is_full or self.time_index.is_full or not 0 <= incoming_max_offset - self.base_offset <= INT_MAX
+        )
 
     # --- reading -----------------------------------------------------------------------------------------------
 
     def header_at(self, position: int) -> BatchHeader | None:
-        """The header of the entry at ``position`` (positions in the returned header are file positions)."""
+        """The header of the whole entry at ``position`` (its ``position`` is the file position), read with one
+        header-sized pread; None past the end, for a partial entry or for bytes that are no header."""
         data = os.pread(self.fd, HEADER_READ, position)
         try:
             header = parse_header(data, 0, complete=False)
@@ -101,6 +141,7 @@ class LogSegment:
         return header
 
     def headers_from(self, position: int) -> Iterator[BatchHeader]:
+        """Headers of the entries from ``position`` to the end (or to the first unreadable one)."""
         while position < self.size:
             header = self.header_at(position)
             if header is None:
@@ -108,42 +149,49 @@ class LogSegment:
             yield header
             position += header.size
 
-    def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
-        """The first batch at or after ``start_position`` whose last offset is >= ``offset``."""
+    def _batch_for(self, offset: int, starting_position: int = 0) -> BatchHeader | None:
+        """The first batch at or after ``starting_position`` whose last offset is >= ``offset``."""
         _, position = self.index.lookup(offset)
-        for header in self.headers_from(max(position, start_position)):
+        for header in self.headers_from(max(position, starting_position)):
             if header.last_offset >= offset:
                 return header
         return None
 
+    def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, int, int] | None:
+        """(last offset, position, size) of the first batch at or after ``starting_position`` holding an offset
+        >= ``offset``: an index lookup, then a scan of batch headers (never payloads) from there."""
+        header = self._batch_for(offset, starting_position)
+        return None if header is None else (header.last_offset, header.position, header.size)
+
     def read(
         self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = True
-    ) -> tuple[FileSlice, BatchHeader] | None:
-        """Whole batches from the one holding ``start_offset``, at most ``max_size`` bytes (at least one batch
-        when ``min_one_message``) and ending at or before ``max_position``; None when nothing qualifies."""
-        first = self.translate_offset(start_offset)
+    ) -> FileSlice | None:
+        """Whole batches from the one holding ``start_offset``: at most ``max_size`` bytes (but at least that
+        batch when ``min_one_message``), ending at or before ``max_position``. None when nothing qualifies."""
+        first = self._batch_for(start_offset)
         limit = self.size if max_position is None else min(max_position, self.size)
         if first is None or first.position >= limit:
             return None
         if limit - first.position <= max_size:
-            return FileSlice(self.fd, first.position, limit - first.position), first
+            return FileSlice(self.fd, first.position, limit - first.position)
         if first.size > max_size:
-            return (FileSlice(self.fd, first.position, first.size), first) if min_one_message else None
-        _, position = self.index.lookup_position(first.position + max_size)
-        end = max(position, first.position)
+            return FileSlice(self.fd, first.position, first.size) if min_one_message else None
+        bound = first.position + max_size
+        _, position = self.index.lookup_position(bound)
+        end = max(position, first.end_position)
         for header in self.headers_from(end):
-            if header.end_position > min(first.position + max_size, limit):
+            if header.end_position > bound:
                 break
             end = header.end_position
-        return FileSlice(self.fd, first.position, end - first.position), first
+        return FileSlice(self.fd, first.position, end - first.position)
 
-    def find_offset_by_timestamp(self, timestamp: int) -> tuple[BatchHeader, int] | None:
-        """The first batch whose max timestamp is >= ``timestamp``, with its position."""
+    def find_offset_by_timestamp(self, timestamp: int) -> BatchHeader | None:
+        """The first batch whose max timestamp is >= ``timestamp`` (time index, offset index, header scan)."""
         _, offset = self.time_index.lookup(timestamp)
         _, position = self.index.lookup(offset)
         for header in self.headers_from(position):
             if header.max_timestamp >= timestamp:
-                return header, header.position
+                return header
         return None
 
     @property
@@ -164,7 +212,8 @@ class LogSegment:
     # --- recovery and truncation -------------------------------------------------------------------------------
 
     def recover(self, max_message_size: int) -> int:
-        """Validate every entry (size, CRC), rebuild both indexes, truncate at the first invalid or partial entry.
+        """Validate every entry from position 0 (size within ``max_message_size``, CRC, relative offset in range),
+        rebuild both indexes, and truncate the file at the first invalid or partial entry.
 
         Returns the number of bytes truncated.
         """
@@ -172,7 +221,7 @@ class LogSegment:
         self.time_index.reset()
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self.bytes_since_last_index = 0
-        self.first_batch_timestamp = -1
+        self._first_batch_timestamp = -1
         file_size = os.fstat(self.fd).st_size
         position = 0
         read_size = RECOVERY_CHUNK
@@ -182,6 +231,8 @@ class LogSegment:
             try:
                 while (header := parse_header(chunk, consumed, max_message_size)) is not None:
                     validate(chunk, header)
+                    if not 0 <= header.last_offset - self.base_offset <= INT_MAX:
+                        raise CorruptRecordError(f"offset {header.last_offset} does not fit in this segment")
                     self._index_recovered(header, position + consumed)
                     consumed += header.size
                 if consumed == 0:
@@ -195,17 +246,17 @@ class LogSegment:
                 break
             position += consumed
             read_size = RECOVERY_CHUNK
-        valid_end = position
-        truncated = file_size - valid_end
+        truncated = file_size - position
         if truncated:
-            os.ftruncate(self.fd, valid_end)
-        self.size = valid_end
+            os.ftruncate(self.fd, position)
+        self.size = position
+        os.lseek(self.fd, position, os.SEEK_SET)
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, final=True)
         return truncated
 
     def _index_recovered(self, header: BatchHeader, position: int) -> None:
         if position == 0:
-            self.first_batch_timestamp = header.max_timestamp
+            self._first_batch_timestamp = header.max_timestamp
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
         if self.bytes_since_last_index > self.index_interval_bytes:
@@ -215,43 +266,54 @@ class LogSegment:
         self.bytes_since_last_index += header.size
 
     def truncate_to(self, offset: int) -> int:
-        """Remove every batch whose last offset is >= ``offset``; returns bytes removed."""
-        header = self.translate_offset(offset)
+        """Remove every batch whose last offset is >= ``offset`` and re-expand the indexes (the segment becomes
+        the active one); returns the bytes removed."""
+        header = self._batch_for(offset)
+        self.on_become_active()
         if header is None:
             return 0
         removed = self.size - header.position
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         os.ftruncate(self.fd, header.position)
+        os.lseek(self.fd, header.position, os.SEEK_SET)
         self.size = header.position
         self.bytes_since_last_index = 0
-        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        self._load_largest_timestamp()
         if self.size == 0:
-            self.first_batch_timestamp = -1
+            self._first_batch_timestamp = -1
         return removed
+
+    def _load_largest_timestamp(self) -> None:
+        """Max timestamp so far: the last time index entry, then the batches after the offset it names."""
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        _, position = self.index.lookup(self.offset_of_max_timestamp)
+        for header in self.headers_from(position):
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.last_offset
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
-    def time_to_roll(self, now_ms: int, incoming_max_timestamp: int, segment_ms: int) -> bool:
-        """Kafka's time rule: by batch timestamps when both have them, else by the segment's age."""
-        if self.size == 0:
-            return False
-        if self.first_batch_timestamp >= 0 and incoming_max_timestamp >= 0:
-            return incoming_max_timestamp - self.first_batch_timestamp > segment_ms - self.rolling_jitter_ms
-        return now_ms - self.created_ms > segment_ms - self.rolling_jitter_ms
+    def _trim_log(self) -> None:
+        """Cut a preallocated ``.log`` back to its ``size`` bytes of entries."""
+        if os.fstat(self.fd).st_size != self.size:
+            os.ftruncate(self.fd, self.size)
 
     def on_become_inactive(self) -> None:
-        """The segment stopped being active: write the final time index entry and trim both indexes."""
+        """The segment stopped being active (roll, load): append the final time index entry, trim both indexes
+        to their entries and the ``.log`` to its entries."""
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, final=True)
         self.index.trim()
         self.time_index.trim()
+        self._trim_log()
 
     def on_become_active(self) -> None:
-        """The segment is appended to again (after a truncation): re-expand both indexes to their maximum size."""
-        self.index.resize(self.index.max_entries * self.index.ENTRY.size)
-        self.time_index.resize(self.time_index.max_entries * self.time_index.ENTRY.size)
+        """The segment is appended to (again): re-expand both indexes to their maximum size."""
+        self.index.expand()
+        self.time_index.expand()
 
     def flush(self) -> None:
+        """fsync the ``.log`` and msync both indexes."""
         os.fsync(self.fd)
         self.index.flush()
         self.time_index.flush()
@@ -264,8 +326,10 @@ class LogSegment:
         self.time_index.close()
 
     def close(self) -> None:
+        """Trim the indexes and a preallocated ``.log``, and close every file."""
         if self.fd >= 0:
             self._close_indexes()
+            self._trim_log()
             os.close(self.fd)
             self.fd = -1
 
@@ -273,7 +337,7 @@ class LogSegment:
         return [self.log_path, self.index.path, self.time_index.path]
 
     def mark_deleted(self) -> None:
-        """Rename every file to ``*.deleted``; the ``.log`` stays open so reads already handed out still work."""
+        """Rename every file to ``*.deleted``; the ``.log`` stays open so slices already handed out stay valid."""
         self._close_indexes()
         for path in self.paths():
             if path.exists():
@@ -283,6 +347,7 @@ class LogSegment:
         self.time_index.path = self.time_index.path.with_name(self.time_index.path.name + DELETED_SUFFIX)
 
     def delete(self) -> None:
+        """Close the segment and remove its files."""
         self.close()
         for path in self.paths():
             path.unlink(missing_ok=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import struct
-from itertools import pairwise
 from pathlib import Path
 
 from mq.errors import CorruptIndexError
@@ -26,20 +25,29 @@ def read_offset_index(path: Path | str, base_offset: int) -> list[tuple[int, int
     return [(base_offset + rel, pos) for rel, pos in ENTRY.iter_unpack(data[:usable])]
 
 
+def _check(path: Path | str, base_offset: int, length: int, last_relative: int | None) -> None:
+    """Kafka's two checks, in its order: a non-empty index ends at or after the base offset; whole entries."""
+    if last_relative is not None and base_offset + last_relative < base_offset:
+        raise CorruptIndexError(
+            f"Corrupt index found, index file ({os.path.abspath(path)}) has non-zero size but the last offset is "
+            f"{base_offset + last_relative} which is less than the base offset {base_offset}."
+        )
+    if length % ENTRY_SIZE:
+        raise CorruptIndexError(
+            f"Index file {os.path.abspath(path)} is corrupt, found {length} bytes which is neither positive nor a "
+            f"multiple of {ENTRY_SIZE}."
+        )
+
+
 def sanity_check_offset_index(path: Path | str, base_offset: int) -> None:
-    """Kafka's load-time check: length a multiple of 8, and a non-empty index ends at or after the base offset."""
-    size = os.path.getsize(path)
-    if size % ENTRY_SIZE:
-        raise CorruptIndexError(
-            f"Index file {Path(path).name} is corrupt, found {size} bytes which is neither positive nor a multiple "
-            f"of {ENTRY_SIZE}."
-        )
-    entries = read_offset_index(path, base_offset)
-    if entries and entries[-1][0] < base_offset:
-        raise CorruptIndexError(
-            f"Corrupt index found, index file ({path}) has non-zero size but the last offset is "
-            f"{entries[-1][0]} which is less than the base offset {base_offset}."
-        )
+    """Kafka's load-time check of an index file as it is (``length // 8`` entries), read-only."""
+    with open(path, "rb") as f:
+        length = os.fstat(f.fileno()).st_size
+        entries = length // ENTRY_SIZE
+        last = None
+        if entries:
+            last = ENTRY.unpack(os.pread(f.fileno(), ENTRY_SIZE, (entries - 1) * ENTRY_SIZE))[0]
+    _check(path, base_offset, length, last)
 
 
 class OffsetIndex(IndexFile):
@@ -59,16 +67,15 @@ class OffsetIndex(IndexFile):
         return [(self.base_offset + rel, position) for rel, position in self.all_entries()]
 
     def sanity_check(self) -> None:
-        """Kafka's check (last offset >= base offset), and offsets strictly increasing (a zero-filled tail left
-        by a crash fails it)."""
-        offsets = [rel for rel, _ in self.all_entries()]
-        if offsets and offsets[-1] < 0:
+        """Kafka's checks, plus: the last two entries increase. Entries are written strictly increasing, so a
+        zero-filled tail (an index not trimmed before a crash) fails this where Kafka's checks let it pass."""
+        last = self.entry(self.entries - 1)[0] if self.entries else None
+        _check(self.path, self.base_offset, self.opened_length, last)
+        if self.entries >= 2 and last is not None and last <= self.entry(self.entries - 2)[0]:
             raise CorruptIndexError(
-                f"Corrupt index found, index file ({self.path}) has non-zero size but the last offset is "
-                f"{self.base_offset + offsets[-1]} which is less than the base offset {self.base_offset}."
+                f"Corrupt index found, index file ({os.path.abspath(self.path)}) has offsets out of order: "
+                f"{self.base_offset + last} follows {self.base_offset + self.entry(self.entries - 2)[0]}."
             )
-        if any(b <= a for a, b in pairwise(offsets)):
-            raise CorruptIndexError(f"Corrupt index found, index file ({self.path}) has offsets out of order.")
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset, position); offsets must grow. A full index ignores the call (the segment rolls first)."""
@@ -95,6 +102,3 @@ class OffsetIndex(IndexFile):
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
         self._truncate_entries(self._floor(offset - 1 - self.base_offset) + 1)
-
-    def reset(self) -> None:
-        self._truncate_entries(0)

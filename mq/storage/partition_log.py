@@ -1,9 +1,10 @@
 """The log of one partition: ordered segments, offset assignment, reads, rolling, retention, recovery.
 
-Invariants: segments are ordered by base offset and cover ``[log_start_offset, log_end_offset)`` without gaps in
-offsets' order; only the last (active) segment is appended to; ``recovery_point`` is the first offset not yet
-known to be fsynced; appended batches keep their bytes except the patched base offset, partition leader epoch
-and (for LogAppendTime topics) timestamp fields.
+Invariants: segments are ordered by base offset, each holding offsets from its base offset up to the next one's;
+only the last (active) segment is appended to; ``log_start_offset <= log_end_offset``; ``recovery_point`` is the
+first offset not yet known to be fsynced; appended batches keep their bytes except the patched base offset,
+partition leader epoch and (for LogAppendTime topics) timestamp fields — one os.write per appended set, per-batch
+work only. A lock serialises appends, reads, rolls, truncation and retention; fsyncs run outside it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import os
 import random
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from mq.records.batch_header import (
     set_partition_leader_epoch,
     validate,
 )
+from mq.records.legacy import assign_offsets_compressed
 from mq.storage.file_names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -49,11 +52,9 @@ from mq.storage.file_names import (
     file_name,
     offset_from_file_name,
 )
-from mq.storage.log_segment import FileSlice, LogSegment
+from mq.storage.log_segment import INT_MAX, FileSlice, LogSegment
 
 log = logging.getLogger(__name__)
-
-INT_MAX = 2147483647
 
 
 def _wall_ms() -> int:
@@ -62,29 +63,43 @@ def _wall_ms() -> int:
 
 @dataclass(frozen=True)
 class LogAppendInfo:
+    """What an append did: offsets ``first_offset..last_offset`` were written (``num_messages`` of them)."""
+
     first_offset: int
     last_offset: int
     max_timestamp: int
     offset_of_max_timestamp: int
     log_append_time_ms: int
+    """The timestamp written into the batches on a LogAppendTime topic, else -1."""
     log_start_offset: int
     num_messages: int
     valid_bytes: int
 
 
 @dataclass(frozen=True)
+class LogOffsetMetadata:
+    """An offset with where it was found: the segment's base offset and the position of its batch in it."""
+
+    message_offset: int
+    segment_base_offset: int
+    relative_position_in_segment: int
+
+
+@dataclass(frozen=True)
 class FetchDataInfo:
-    fetch_offset: int
+    """The answer to a read: where the fetch offset lies, and the file slice of whole batches (None: nothing)."""
+
+    fetch_offset_metadata: LogOffsetMetadata
     records: FileSlice | None
 
-
-@dataclass
-class _Validated:
-    data: bytearray
-    headers: list[BatchHeader]
+    @property
+    def fetch_offset(self) -> int:
+        return self.fetch_offset_metadata.message_offset
 
 
 class Log:
+    """The log of one partition in ``directory`` (``<topic>-<partition>``)."""
+
     def __init__(
         self,
         directory: Path,
@@ -101,7 +116,7 @@ class Log:
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self.unflushed_messages = 0
+        self._lock = threading.RLock()
         self.last_flush_ms = time_ms()
         directory.mkdir(parents=True, exist_ok=True)
         self._load(recovery_point, log_start_offset, clean_shutdown)
@@ -111,13 +126,14 @@ class Log:
     # --- loading -----------------------------------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> LogSegment:
-        jitter = random.randrange(self.config.segment_jitter_ms) if self.config.segment_jitter_ms > 0 else 0
+        config = self.config
         return LogSegment(
             self.dir,
             base_offset,
-            index_interval_bytes=self.config.index_interval_bytes,
-            max_index_size=self.config.segment_index_bytes,
-            rolling_jitter_ms=jitter,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.segment_index_bytes,
+            rolling_jitter_ms=random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0,
+            preallocate_bytes=config.segment_bytes if config.preallocate else 0,
             time_ms=self.time_ms,
         )
 
@@ -155,23 +171,18 @@ class Log:
                 path.unlink()
         for base in sorted(logs):
             index_path = self.dir / file_name(base, INDEX_SUFFIX)
-            time_index_path = self.dir / file_name(base, TIME_INDEX_SUFFIX)
-            index_missing = not index_path.exists()
-            for path, entry_size in ((index_path, 8), (time_index_path, 12)):
-                if path.exists() and path.stat().st_size % entry_size:
-                    log.warning(
-                        "Found a corrupted index file %s (size not a multiple of %d); rebuilding", path, entry_size
-                    )
-                    path.unlink()
-                    index_missing = True
+            if not index_path.exists():
+                log.info(
+                    "Could not find index file corresponding to log file %s, rebuilding index...",
+                    self.dir / file_name(base, LOG_SUFFIX),
+                )
+                needs_recovery.add(base)
             segment = self._new_segment(base)
             try:
                 segment.index.sanity_check()
                 segment.time_index.sanity_check()
             except CorruptIndexError as exc:
-                log.warning("Found a corrupted index file in %s: %s; rebuilding", self.dir, exc)
-                needs_recovery.add(base)
-            if index_missing:
+                log.warning("Found a corrupted index file due to %s. deleting and rebuilding index...", exc)
                 needs_recovery.add(base)
             self.segments.append(segment)
         if not self.segments:
@@ -183,8 +194,8 @@ class Log:
         for i, segment in enumerate(list(self.segments)):
             if segment.base_offset not in needs_recovery:
                 continue
-            truncated = segment.recover(self.config.max_message_bytes)
-            if truncated:
+            # A batch this log accepted stays valid if max.message.bytes is lowered later: only the file bounds it.
+            if segment.recover(INT_MAX):
                 log.warning(
                     "Corruption found in segment %d of log %s, truncating to offset %d.",
                     segment.base_offset,
@@ -198,6 +209,7 @@ class Log:
         self._bases = [s.base_offset for s in self.segments]
         for segment in self.segments[:-1]:
             segment.on_become_inactive()
+        self.active.on_become_active()
         self.log_end_offset = self.active.read_next_offset()
 
     # --- state -------------------------------------------------------------------------------------------------
@@ -211,34 +223,33 @@ class Log:
         return sum(s.size for s in self.segments)
 
     def update_config(self, config: TopicConfig) -> None:
-        self.config = config
-        for segment in self.segments:
-            segment.index_interval_bytes = config.index_interval_bytes
+        """Take a new topic config; it applies to later appends and to segments rolled from now on."""
+        with self._lock:
+            self.config = config
+            for segment in self.segments:
+                segment.index_interval_bytes = config.index_interval_bytes
 
     def _segment_for(self, offset: int) -> int:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
 
     # --- appends -----------------------------------------------------------------------------------------------
 
-    def _validate(self, records: bytes | bytearray | memoryview, *, from_producer: bool) -> _Validated:
-        data = bytearray(records)
+    def _validate(self, data: bytearray, *, from_producer: bool) -> list[BatchHeader]:
+        """Headers of every entry of ``data``, each checked: size within max.message.bytes, whole, CRC; a
+        producer's v2 batch holds as many records as its offset range, at least one."""
         headers: list[BatchHeader] = []
-        position = 0
+        position, end = 0, len(data)
         max_message = self.config.max_message_bytes
-        while position < len(data):
-            header = parse_header(data, position)
-            if header is None:
-                raise CorruptRecordError(f"record set ends with {len(data) - position} bytes of a partial entry")
+        while position < end:
+            header = parse_header(data, position, complete=False)
+            if header is None or position + header.size > end:
+                raise CorruptRecordError(f"record set ends with {end - position} bytes of a partial entry")
             if header.size > max_message:
                 raise MessageTooLargeError(
                     f"The record batch of {header.size} bytes is larger than max.message.bytes ({max_message})"
                 )
             validate(data, header)
-            if (
-                from_producer
-                and header.magic >= 2
-                and (header.records_count <= 0 or header.records_count != header.last_offset_delta + 1)
-            ):
+            if from_producer and header.magic >= 2 and not 0 < header.records_count == header.last_offset_delta + 1:
                 raise InvalidRecordError(
                     f"Batch record count {header.records_count} does not match its offset range "
                     f"{header.last_offset_delta + 1}"
@@ -247,13 +258,14 @@ class Log:
             position += header.size
         if not headers:
             raise CorruptRecordError("the record set is empty")
-        if len(data) > self.config.segment_bytes:
+        if end > self.config.segment_bytes:
             raise RecordListTooLargeError(
-                f"The record set of {len(data)} bytes is larger than segment.bytes ({self.config.segment_bytes})"
+                f"The record set of {end} bytes is larger than segment.bytes ({self.config.segment_bytes})"
             )
-        return _Validated(data, headers)
+        return headers
 
     def _check_timestamps(self, headers: list[BatchHeader], now: int) -> None:
+        """CreateTime topics: every batch's first and max timestamps within message.timestamp.difference.max.ms."""
         limit = self.config.message_timestamp_difference_max_ms
         if limit >= LONG_MAX or self.config.message_timestamp_type != "CreateTime":
             return
@@ -267,54 +279,57 @@ class Log:
                     )
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
-        """Validate, assign offsets from the log end, and append with one write. Nothing is changed on error."""
-        validated = self._validate(records, from_producer=True)
+        """Validate, assign offsets from the log end by patching a copy of ``records``, and append the set with one
+        write. Raises (MessageTooLargeError, RecordListTooLargeError, CorruptRecordError, InvalidRecordError,
+        InvalidTimestampError) with the log unchanged."""
+        data = bytearray(records)
+        headers = self._validate(data, from_producer=True)
         now = self.time_ms()
-        self._check_timestamps(validated.headers, now)
+        self._check_timestamps(headers, now)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
-        data = validated.data
-        first = offset = self.log_end_offset
-        max_ts, offset_of_max, messages = -1, first, 0
-        if any(h.magic < 2 and h.codec != Codec.NONE for h in validated.headers):
-            data = self._renumber_legacy(data, validated.headers, first)
-            validated = self._validate(data, from_producer=False)
-        for h in validated.headers:
-            if h.magic >= 2:
-                set_offset(data, h.position, offset)
-                set_partition_leader_epoch(data, h.position, leader_epoch)
-                count = h.last_offset_delta + 1
-            elif h.codec == Codec.NONE:
-                set_offset(data, h.position, offset)
-                count = 1
-            else:
-                count = h.offset - offset + 1  # renumbered wrappers already carry their last offset
-            if log_append and h.magic > 0:
-                set_log_append_time(data, h, now)
-            last = offset + count - 1
-            if h.max_timestamp > max_ts:
-                max_ts, offset_of_max = h.max_timestamp, last
-            offset += count
-            messages += count
-        last_offset = offset - 1
-        self._maybe_roll(len(data), max_ts, last_offset)
-        self.active.append(last_offset, max_ts, offset_of_max, data)
-        self.log_end_offset = offset
-        self._after_append(messages)
-        return LogAppendInfo(
-            first,
-            last_offset,
-            max_ts,
-            offset_of_max,
-            now if log_append else -1,
-            self.log_start_offset,
-            messages,
-            len(data),
-        )
+        with self._lock:
+            first = offset = self.log_end_offset
+            if any(h.magic < 2 and h.codec != Codec.NONE for h in headers):
+                data = self._renumber_legacy(data, headers, first)
+                headers = self._validate(data, from_producer=False)
+            max_ts, offset_of_max = -1, first
+            for h in headers:
+                if h.magic >= 2:
+                    set_offset(data, h.position, offset)
+                    set_partition_leader_epoch(data, h.position, leader_epoch)
+                    offset += h.last_offset_delta + 1
+                elif h.codec == Codec.NONE:
+                    set_offset(data, h.position, offset)
+                    offset += 1
+                else:
+                    offset = h.offset + 1  # renumbered wrappers already carry their last offset
+                if log_append and h.magic > 0:
+                    set_log_append_time(data, h, now)
+                if h.max_timestamp > max_ts:
+                    max_ts, offset_of_max = h.max_timestamp, offset - 1
+            last_offset = offset - 1
+            segment = self.active
+            if segment.should_roll(
+                now, len(data), max_ts, last_offset, self.config.segment_bytes, self.config.segment_ms
+            ):
+                segment = self.roll()
+            segment.append(last_offset, max_ts, offset_of_max, data)
+            self.log_end_offset = offset
+            self._flush_if_due()
+            return LogAppendInfo(
+                first,
+                last_offset,
+                max_ts,
+                offset_of_max,
+                now if log_append else -1,
+                self.log_start_offset,
+                offset - first,
+                len(data),
+            )
 
     @staticmethod
     def _renumber_legacy(data: bytearray, headers: list[BatchHeader], first: int) -> bytearray:
-        from mq.records.legacy import assign_offsets_compressed
-
+        """The set with every compressed v0/v1 wrapper rebuilt around inner offsets assigned from ``first``."""
         out = bytearray()
         offset = first
         for h in headers:
@@ -329,195 +344,249 @@ class Log:
         return out
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
-        """Append batches whose offsets the leader assigned; they must continue this log in order."""
-        validated = self._validate(records, from_producer=False)
-        expected = self.log_end_offset
-        max_ts, offset_of_max, messages = -1, expected, 0
-        for h in validated.headers:
-            first = h.offset if h.magic >= 2 or h.codec == Codec.NONE else None
-            if (first is not None and first < expected) or h.last_offset < expected:
-                raise InvalidRecordError(
-                    f"Out of order offsets: batch ending at {h.last_offset} does not follow {expected - 1}"
-                )
-            if h.max_timestamp > max_ts:
-                max_ts, offset_of_max = h.max_timestamp, h.last_offset
-            messages += h.last_offset - expected + 1
-            expected = h.last_offset + 1
-        first_offset = self.log_end_offset
-        self._maybe_roll(len(validated.data), max_ts, expected - 1)
-        self.active.append(expected - 1, max_ts, offset_of_max, validated.data)
-        self.log_end_offset = expected
-        self._after_append(messages)
-        return LogAppendInfo(
-            first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(validated.data)
-        )
+        """Append batches whose offsets the leader assigned. They must start at or after the log end offset and
+        increase, else InvalidRecordError (the log unchanged)."""
+        data = bytearray(records)
+        headers = self._validate(data, from_producer=False)
+        with self._lock:
+            expected = self.log_end_offset
+            first_offset = max_ts = -1
+            offset_of_max = expected
+            messages = 0
+            for h in headers:
+                first = h.offset if h.magic >= 2 or h.codec == Codec.NONE else h.last_offset
+                if first < expected or h.last_offset < first:
+                    raise InvalidRecordError(
+                        f"Out of order offsets found in append to {self.dir.name}: batch {h.offset}..{h.last_offset} "
+                        f"after offset {expected - 1} (non-monotonic)"
+                    )
+                if first_offset < 0:
+                    first_offset = first
+                if h.max_timestamp > max_ts:
+                    max_ts, offset_of_max = h.max_timestamp, h.last_offset
+                messages += h.last_offset - first + 1
+                expected = h.last_offset + 1
+            segment = self.active
+            if segment.should_roll(
+                self.time_ms(), len(data), max_ts, expected - 1, self.config.segment_bytes, self.config.segment_ms
+            ):
+                segment = self.roll(first_offset)
+            segment.append(expected - 1, max_ts, offset_of_max, data)
+            self.log_end_offset = expected
+            self._flush_if_due()
+            return LogAppendInfo(
+                first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(data)
+            )
 
-    def _after_append(self, messages: int) -> None:
-        self.unflushed_messages += messages
-        if self.unflushed_messages >= self.config.flush_messages:
+    def _flush_if_due(self) -> None:
+        """flush.messages: fsync once that many messages are above the recovery point."""
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush()
 
-    def _maybe_roll(self, incoming_bytes: int, incoming_max_timestamp: int, last_offset: int) -> None:
-        segment = self.active
-        config = self.config
-        if (
-            segment.size > config.segment_bytes - incoming_bytes
-            or segment.time_to_roll(self.time_ms(), incoming_max_timestamp, config.segment_ms)
-            or segment.index.is_full
-            or segment.time_index.is_full
-            or last_offset - segment.base_offset > INT_MAX
-        ):
-            self.roll()
-
-    def roll(self) -> LogSegment:
-        """Start a new active segment at the log end offset (no-op for an empty active segment there)."""
-        if self.active.size == 0 and self.active.base_offset == self.log_end_offset:
-            return self.active
-        self.active.on_become_inactive()
-        segment = self._new_segment(self.log_end_offset)
-        self.segments.append(segment)
-        self._bases.append(segment.base_offset)
-        return segment
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment named by the log end offset (or ``expected_next_offset`` when larger); an
+        empty active segment already there is kept. The old one's indexes and file are trimmed."""
+        with self._lock:
+            base = max(self.log_end_offset, expected_next_offset or 0)
+            if self.active.size == 0:
+                if self.active.base_offset == base:
+                    return self.active
+                self.segments.pop().delete()
+                self._bases.pop()
+            else:
+                self.active.on_become_inactive()
+            segment = self._new_segment(base)
+            self.segments.append(segment)
+            self._bases.append(base)
+            return segment
 
     # --- reads -------------------------------------------------------------------------------------------------
 
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> FetchDataInfo:
-        """Whole batches from the one holding ``start_offset``, below ``max_offset`` when given."""
-        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {start_offset} for partition {self.dir.name}, but we only have log "
-                f"segments in the range {self.log_start_offset} to {self.log_end_offset}."
-            )
-        if start_offset == self.log_end_offset or (max_offset is not None and start_offset >= max_offset):
-            return FetchDataInfo(start_offset, None)
-        for i in range(self._segment_for(start_offset), len(self.segments)):
-            segment = self.segments[i]
-            max_position = None
-            if max_offset is not None and (i + 1 == len(self.segments) or self._bases[i + 1] > max_offset):
-                bound = segment.translate_offset(max_offset)
-                max_position = bound.position if bound is not None else None
-            found = segment.read(start_offset, max_bytes, max_position, min_one_message)
-            if found is not None:
-                return FetchDataInfo(start_offset, found[0])
-            if max_position is not None:
-                break
-        return FetchDataInfo(start_offset, None)
+        """Whole batches from the one holding ``start_offset``, from one segment, below ``max_offset`` when given
+        (the high watermark for consumers). OffsetOutOfRangeError outside [log start, log end]."""
+        with self._lock:
+            if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {start_offset} for partition {self.dir.name}, but we only have "
+                    f"log segments in the range {self.log_start_offset} to {self.log_end_offset}."
+                )
+            at_end = LogOffsetMetadata(start_offset, self.active.base_offset, self.active.size)
+            if start_offset == self.log_end_offset or (max_offset is not None and start_offset >= max_offset):
+                return FetchDataInfo(at_end, None)
+            for i in range(self._segment_for(start_offset), len(self.segments)):
+                segment = self.segments[i]
+                max_position = None
+                if max_offset is not None and (i + 1 == len(self.segments) or self._bases[i + 1] > max_offset):
+                    bound = segment.translate_offset(max_offset)
+                    max_position = bound[1] if bound is not None else None
+                found = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if found is not None:
+                    return FetchDataInfo(LogOffsetMetadata(start_offset, segment.base_offset, found.position), found)
+                if max_position is not None:
+                    break
+            return FetchDataInfo(at_end, None)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with a timestamp >= ``timestamp``, or None."""
-        for segment in self.segments:
-            if segment.max_timestamp < timestamp:
-                continue
-            found = segment.find_offset_by_timestamp(timestamp)
-            if found is None:
-                continue
-            header, position = found
-            data = os.pread(segment.fd, header.size, position)
-            parsed = parse_header(data, 0)
-            if parsed is None:
-                continue
-            for record in iter_records(data, parsed):
-                if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                    return record.offset, record.timestamp
-        return None
+        """(offset, timestamp) of the first record at or after the log start with a timestamp >= ``timestamp``,
+        or None. Decodes the records of the one batch found."""
+        with self._lock:
+            for segment in self.segments:
+                if segment.max_timestamp < timestamp:
+                    continue
+                header = segment.find_offset_by_timestamp(timestamp)
+                if header is None:
+                    continue
+                data = os.pread(segment.fd, header.size, header.position)
+                parsed = parse_header(data, 0)
+                if parsed is None:
+                    continue
+                for record in iter_records(data, parsed):
+                    if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                        return record.offset, record.timestamp
+            return None
 
     # --- flush, truncation, retention --------------------------------------------------------------------------
 
-    def flush(self, up_to: int | None = None) -> None:
-        """fsync segments holding offsets below ``up_to`` (default: all) and advance the recovery point."""
-        target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
-        if target <= self.recovery_point and up_to is not None:
-            return
-        for i in range(self._segment_for(self.recovery_point), len(self.segments)):
-            if self.segments[i].base_offset >= target and i > 0:
-                break
-            self.segments[i].flush()
-        self.recovery_point = max(self.recovery_point, target)
-        self.unflushed_messages = 0
-        self.last_flush_ms = self.time_ms()
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync the segments holding offsets from the recovery point up to ``up_to_offset`` (default: the log
+        end) and advance the recovery point to it. The fsyncs run outside the log's lock."""
+        with self._lock:
+            target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
+            if target <= self.recovery_point:
+                return
+            first = self._segment_for(self.recovery_point)
+            dirty = [s for s in self.segments[first:] if s.base_offset < target or s is self.segments[first]]
+        for segment in dirty:
+            if segment.fd >= 0:
+                segment.flush()
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self.last_flush_ms = self.time_ms()
 
     def maybe_flush(self) -> None:
-        """Flush when ``flush.ms`` passed since the last flush and something is unflushed."""
-        if self.unflushed_messages and self.time_ms() - self.last_flush_ms >= self.config.flush_ms:
+        """flush.ms: flush when that long passed since the last flush and something is unflushed."""
+        if self.log_end_offset > self.recovery_point and self.time_ms() - self.last_flush_ms >= self.config.flush_ms:
             self.flush()
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        """Rename the segments' files to ``*.deleted``; they are removed after file.delete.delay.ms."""
+        due = self.time_ms() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.mark_deleted()
+            self._pending_deletes.append((due, segment))
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (a follower catching up with a new leader)."""
-        if offset >= self.log_end_offset:
-            return
-        if offset <= self.log_start_offset:
-            self.truncate_fully_and_start_at(offset)
-            return
-        keep = self._segment_for(offset)
-        for segment in self.segments[keep + 1 :]:
-            segment.delete()
-        del self.segments[keep + 1 :]
-        del self._bases[keep + 1 :]
-        self.active.on_become_active()
-        self.active.truncate_to(offset)
-        self.log_end_offset = self.active.read_next_offset()
-        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        with self._lock:
+            if offset >= self.log_end_offset:
+                return
+            if offset <= self.log_start_offset:
+                self.truncate_fully_and_start_at(offset)
+                return
+            keep = self._segment_for(offset)
+            self._schedule_delete(self.segments[keep + 1 :])
+            del self.segments[keep + 1 :]
+            del self._bases[keep + 1 :]
+            self.active.truncate_to(offset)
+            self.log_end_offset = self.active.read_next_offset()
+            self.recovery_point = min(self.recovery_point, self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        for segment in self.segments:
-            segment.delete()
-        self.segments = [self._new_segment(offset)]
-        self._bases = [offset]
-        self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+        """Drop every segment and start empty at ``offset`` (log start, log end and recovery point)."""
+        with self._lock:
+            self._schedule_delete(self.segments)
+            self.segments = [self._new_segment(offset)]
+            self._bases = [offset]
+            self.log_end_offset = self.log_start_offset = self.recovery_point = offset
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
-        """Move the log start offset forward (DeleteRecords); segments wholly below it go at the next retention."""
-        if offset <= self.log_start_offset:
-            return False
-        self.log_start_offset = min(offset, self.log_end_offset)
-        return True
+        """Move the log start offset forward (DeleteRecords), at most to the log end; segments wholly below it
+        go at the next retention pass. Returns whether it moved."""
+        with self._lock:
+            if offset <= self.log_start_offset:
+                return False
+            self.log_start_offset = min(offset, self.log_end_offset)
+            return True
 
-    def delete_old_segments(self) -> int:
-        """Apply retention.ms, retention.bytes and the log start offset; returns the number of segments deleted."""
-        now = self.time_ms()
-        config = self.config
-        doomed: list[LogSegment] = []
-        remaining = self.size_in_bytes - config.retention_bytes
+    def _deletable(self, predicate: Callable[[LogSegment, int | None], bool], upper_bound: int) -> int:
+        """How many segments from the oldest satisfy ``predicate(segment, next base offset or None)``: stopping at
+        the first that does not, at one holding offsets at or above ``upper_bound``, or at an empty active one."""
+        count = 0
         for i, segment in enumerate(self.segments):
-            next_base = self._bases[i + 1] if i + 1 < len(self.segments) else self.log_end_offset
-            by_time = config.retention_ms >= 0 and now - segment.largest_timestamp_ms > config.retention_ms
-            by_size = config.retention_bytes >= 0 and remaining - segment.size >= 0
-            by_start = next_base <= self.log_start_offset
-            if not (by_time or by_size or by_start) or segment.size == 0:
+            next_base = self._bases[i + 1] if i + 1 < len(self.segments) else None
+            end = self.log_end_offset if next_base is None else next_base
+            if end > upper_bound or not predicate(segment, next_base) or (next_base is None and segment.size == 0):
                 break
-            doomed.append(segment)
-            remaining -= segment.size
-        if not doomed:
+            count += 1
+        return count
+
+    def _delete_oldest(self, count: int) -> int:
+        if count == 0:
             return 0
-        if doomed[-1] is self.active:
+        if count == len(self.segments):
             self.roll()
-        for segment in doomed:
-            self.segments.remove(segment)
-            segment.mark_deleted()
-            self._pending_deletes.append((now + config.file_delete_delay_ms, segment))
-        self._bases = [s.base_offset for s in self.segments]
+        doomed = self.segments[:count]
+        del self.segments[:count]
+        del self._bases[:count]
+        self._schedule_delete(doomed)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        self.remove_expired_files()
-        return len(doomed)
+        return count
+
+    def delete_old_segments(self, high_watermark: int | None = None) -> int:
+        """Retention: oldest segments go while they breach retention.ms (by largest timestamp, or mtime without
+        timestamps), then retention.bytes (keeping at most that many bytes), then lie wholly below the log start
+        offset; time and size only under the delete policy. Only segments below ``high_watermark`` (default: the
+        log end) go; the active one only by time or size, and after a roll. Returns the number deleted."""
+        with self._lock:
+            upper = self.log_end_offset if high_watermark is None else high_watermark
+            config = self.config
+            deleted = 0
+            if config.delete and config.retention_ms >= 0:
+                now = self.time_ms()
+                deleted += self._delete_oldest(
+                    self._deletable(lambda s, _: now - s.largest_timestamp_ms > config.retention_ms, upper)
+                )
+            if config.delete and config.retention_bytes >= 0:
+                excess = self.size_in_bytes - config.retention_bytes
+
+                def over_size(segment: LogSegment, _: int | None) -> bool:
+                    nonlocal excess
+                    if excess - segment.size < 0:
+                        return False
+                    excess -= segment.size
+                    return True
+
+                if excess > 0:
+                    deleted += self._delete_oldest(self._deletable(over_size, upper))
+            start = self.log_start_offset
+            deleted += self._delete_oldest(
+                self._deletable(lambda _, next_base: next_base is not None and next_base <= start, upper)
+            )
+            self.remove_expired_files()
+            return deleted
 
     def remove_expired_files(self) -> None:
-        """Physically remove ``*.deleted`` segments whose ``file.delete.delay.ms`` has passed."""
-        now = self.time_ms()
-        due = [(t, s) for t, s in self._pending_deletes if t <= now]
-        self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
-        for _, segment in due:
+        """Physically remove ``*.deleted`` segments whose file.delete.delay.ms has passed."""
+        with self._lock:
+            now = self.time_ms()
+            due = [s for t, s in self._pending_deletes if t <= now]
+            self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
+        for segment in due:
             segment.delete()
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        for segment in self.segments:
-            segment.close()
-        for _, segment in self._pending_deletes:
-            segment.delete()
-        self._pending_deletes = []
+        """Close every segment (trimming indexes and preallocated files); pending deletions happen now."""
+        with self._lock:
+            for segment in self.segments:
+                segment.close()
+            for _, segment in self._pending_deletes:
+                segment.delete()
+            self._pending_deletes = []
 
     def delete(self) -> None:
         """Close and remove the whole partition directory."""

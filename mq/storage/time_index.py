@@ -26,27 +26,41 @@ def read_time_index(path: Path | str, base_offset: int) -> list[tuple[int, int]]
 
 
 def sanity_check_time_index(path: Path | str, base_offset: int) -> None:
-    size = os.path.getsize(path)
-    if size % ENTRY_SIZE:
-        raise CorruptIndexError(
-            f"Time index file {Path(path).name} is corrupt, found {size} bytes which is neither positive nor a "
-            f"multiple of {ENTRY_SIZE}."
-        )
-    _check(read_time_index(path, base_offset), path, base_offset)
+    """Kafka's load-time check of a time index file as it is (``length // 12`` entries), read-only."""
+    with open(path, "rb") as f:
+        length = os.fstat(f.fileno()).st_size
+        entries = length // ENTRY_SIZE
+        first = last = None
+        if entries:
+            first = ENTRY.unpack(os.pread(f.fileno(), ENTRY_SIZE, 0))
+            last = ENTRY.unpack(os.pread(f.fileno(), ENTRY_SIZE, (entries - 1) * ENTRY_SIZE))
+    _check(path, base_offset, length, first, last)
 
 
-def _check(entries: list[tuple[int, int]], path: Path | str, base_offset: int) -> None:
-    if not entries:
-        return
-    if entries[-1][0] < entries[0][0]:
+def _check(
+    path: Path | str,
+    base_offset: int,
+    length: int,
+    first: tuple[int, int] | None,
+    last: tuple[int, int] | None,
+) -> None:
+    """Kafka's checks in its order; ``first``/``last`` are raw (timestamp, relative offset) entries."""
+    where = os.path.abspath(path)
+    if first is not None and last is not None:
+        if last[0] < first[0]:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({where}) has non-zero size but the last timestamp is "
+                f"{last[0]} which is less than the first timestamp {first[0]}"
+            )
+        if base_offset + last[1] < base_offset:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({where}) has non-zero size but the last offset is "
+                f"{base_offset + last[1]} which is less than the base offset {base_offset}"
+            )
+    if length % ENTRY_SIZE:
         raise CorruptIndexError(
-            f"Corrupt time index found, time index file ({path}) has non-zero size but the last timestamp is "
-            f"{entries[-1][0]} which is less than the first timestamp {entries[0][0]}"
-        )
-    if entries[-1][1] < base_offset:
-        raise CorruptIndexError(
-            f"Corrupt time index found, time index file ({path}) has non-zero size but the last offset is "
-            f"{entries[-1][1]} which is less than the base offset {base_offset}"
+            f"Time index file {where} is corrupt, found {length} bytes which is neither positive nor a multiple of "
+            f"{ENTRY_SIZE}."
         )
 
 
@@ -71,8 +85,12 @@ class TimeIndex(IndexFile):
         return timestamp, self.base_offset + rel
 
     def sanity_check(self) -> None:
-        entries = [(ts, self.base_offset + rel) for ts, rel in self.all_entries()]
-        _check(entries, self.path, self.base_offset)
+        """Kafka's checks on the entries as opened (a zero-filled tail fails: timestamp 0 < the first one)."""
+        first = last = None
+        if self.entries:
+            (ts0, rel0), (ts1, rel1) = self.entry(0), self.entry(self.entries - 1)
+            first, last = (ts0, rel0), (ts1, rel1)
+        _check(self.path, self.base_offset, self.opened_length, first, last)
 
     def maybe_append(self, timestamp: int, offset: int, *, final: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is above the last one; ``final`` may use the reserved slot."""
@@ -93,6 +111,3 @@ class TimeIndex(IndexFile):
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose offset is >= ``offset``."""
         self._truncate_entries(self._floor(offset - 1 - self.base_offset, field=1) + 1)
-
-    def reset(self) -> None:
-        self._truncate_entries(0)

@@ -45,7 +45,16 @@ def test_offset_index_preallocation_rounds_down_and_reexpands(tmp_path: Path) ->
     index.close()
     assert path.stat().st_size == 16
     reopened = OffsetIndex(path, 100, max_index_size=1001)
+    assert reopened.entries == 2 and path.stat().st_size == 16  # an existing file is trusted as it is
+    reopened.expand()  # the active segment's index is re-expanded at load
     assert reopened.entries == 2 and path.stat().st_size == 1000
+    assert reopened.lookup(200) == (107, 20)
+    reopened.trim()
+    appended = OffsetIndex(path, 100, max_index_size=1001)
+    appended.append(110, 30)  # an append past the mapping re-expands too
+    assert appended.entries == 3 and path.stat().st_size == 1000
+    appended.close()
+    assert read_offset_index(path, 100) == [(103, 10), (107, 20), (110, 30)]
 
 
 def test_offset_index_lookup_edges(tmp_path: Path) -> None:
@@ -71,16 +80,25 @@ def test_full_index(tmp_path: Path) -> None:
     assert index.entries == 2
 
 
-def test_offset_index_sanity_check(tmp_path: Path) -> None:
-    path = tmp_path / "00000000000000000000.index"
-    path.write_bytes(b"\x00" * 13)
-    with pytest.raises(CorruptIndexError, match="found 13 bytes which is neither positive nor a multiple of 8"):
-        sanity_check_offset_index(path, 0)
-    path.write_bytes(bytes.fromhex("0000000300000000"))
-    sanity_check_offset_index(path, 0)
-    path.write_bytes(bytes.fromhex("fffffff600000000"))
-    with pytest.raises(CorruptIndexError, match="the last offset is 0 which is less than the base offset 10"):
+def test_offset_index_sanity_check_texts(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000010.index"
+    path.write_bytes(bytes.fromhex("0000000300000000") + b"\x00" * 5)
+    with pytest.raises(CorruptIndexError) as caught:
         sanity_check_offset_index(path, 10)
+    assert str(caught.value) == (
+        f"Index file {path} is corrupt, found 13 bytes which is neither positive nor a multiple of 8."
+    )
+    path.write_bytes(bytes.fromhex("0000000300000000"))
+    sanity_check_offset_index(path, 10)
+    path.write_bytes(bytes.fromhex("fffffff600000000") + b"\x00" * 3)  # Kafka checks the last offset first
+    with pytest.raises(CorruptIndexError) as caught:
+        sanity_check_offset_index(path, 10)
+    assert str(caught.value) == (
+        f"Corrupt index found, index file ({path}) has non-zero size but the last offset is 0 which is less than "
+        "the base offset 10."
+    )
+    path.write_bytes(b"")
+    sanity_check_offset_index(path, 10)
 
 
 def test_time_index_entry_bytes_and_reserved_slot(tmp_path: Path) -> None:
@@ -105,11 +123,28 @@ def test_time_index_entry_bytes_and_reserved_slot(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_time_index_sanity_check(tmp_path: Path) -> None:
+def test_time_index_sanity_check_texts(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.timeindex"
     path.write_bytes(bytes.fromhex("0000015d3ef7980000000005") + bytes(12))
-    with pytest.raises(CorruptIndexError, match="last timestamp is 0 which is less than the first timestamp"):
+    with pytest.raises(CorruptIndexError) as caught:
         sanity_check_time_index(path, 0)
+    assert str(caught.value) == (
+        f"Corrupt time index found, time index file ({path}) has non-zero size but the last timestamp is 0 which "
+        "is less than the first timestamp 1500000000000"
+    )
+    path.write_bytes(bytes.fromhex("0000015d3ef79800fffffffe"))
+    with pytest.raises(CorruptIndexError) as caught:
+        sanity_check_time_index(path, 0)
+    assert str(caught.value) == (
+        f"Corrupt time index found, time index file ({path}) has non-zero size but the last offset is -2 which is "
+        "less than the base offset 0"
+    )
+    path.write_bytes(bytes.fromhex("0000015d3ef7980000000005") + bytes(5))
+    with pytest.raises(CorruptIndexError) as caught:
+        sanity_check_time_index(path, 0)
+    assert str(caught.value) == (
+        f"Time index file {path} is corrupt, found 17 bytes which is neither positive nor a multiple of 12."
+    )
 
 
 def test_index_entries_reach_the_mapped_file_at_once(tmp_path: Path) -> None:
@@ -147,7 +182,13 @@ def test_resize_keeps_entries_and_rounds_down(tmp_path: Path) -> None:
 def test_a_zero_filled_tail_fails_the_index_sanity_check(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.index"
     path.write_bytes(bytes.fromhex("0000000500001048") + bytes(16))  # untrimmed after a crash
+    sanity_check_offset_index(path, 0)  # Kafka's own checks let it pass: the last offset is the base offset
     index = OffsetIndex(path, 0)
-    with pytest.raises(CorruptIndexError, match="out of order"):
+    with pytest.raises(CorruptIndexError, match="out of order: 0 follows 0"):
         index.sanity_check()
     index.close()
+    path.write_bytes(bytes.fromhex("0000000500001048" "0000000900002000"))
+    trimmed = OffsetIndex(path, 0)
+    trimmed.sanity_check()
+    trimmed.close()
+
