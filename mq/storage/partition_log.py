@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mq.config import LONG_MAX, TopicConfig
 from mq.errors import (
@@ -61,9 +62,9 @@ def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True)
-class LogAppendInfo:
-    """What an append did: offsets ``first_offset..last_offset`` were written (``num_messages`` of them)."""
+class LogAppendInfo(NamedTuple):
+    """What an append did: offsets ``first_offset..last_offset`` were written (``num_messages`` of them). A named
+    tuple: built once per append, it is the cheapest immutable record."""
 
     first_offset: int
     last_offset: int
@@ -185,8 +186,6 @@ class Log:
                 log.warning("Found a corrupted index file due to %s. deleting and rebuilding index...", exc)
                 needs_recovery.add(base)
             self.segments.append(segment)
-        if not self.segments:
-            self.segments.append(self._new_segment(max(log_start_offset, 0)))
         self._bases = [s.base_offset for s in self.segments]
         if not clean_shutdown:
             start = max(bisect.bisect_right(self._bases, recovery_point) - 1, 0)
@@ -206,6 +205,8 @@ class Log:
                     later.delete()
                 del self.segments[i + 1 :]
                 break
+        if not self.segments:
+            self.segments.append(self._new_segment(max(log_start_offset, 0)))
         self._bases = [s.base_offset for s in self.segments]
         for segment in self.segments[:-1]:
             segment.on_become_inactive()

@@ -18,7 +18,7 @@ from mq.errors import (
     RecordListTooLargeError,
 )
 from mq.records import iter_records
-from mq.records.batch_header import iter_headers, parse_header
+from mq.records.batch_header import iter_headers, parse_header, set_offset, set_partition_leader_epoch
 from mq.records.crc import crc32c
 from mq.storage.offset_index import read_offset_index
 from mq.storage.partition_log import Log
@@ -306,3 +306,135 @@ def test_a_segment_active_again_after_truncation_indexes_new_appends(tmp_path: P
     assert log.active.index.pairs() == [(5, len(batch) * 2)]
     log.close()
     assert read_offset_index(tmp_path / "t-0" / "00000000000000000003.index", 3) == [(5, len(batch) * 2)]
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [v2_batch(3), v2_batch(4, codec=1), legacy_batch(0, 3), legacy_batch(1, 3)],
+    ids=["v2", "v2-gzip", "v0", "v1"],
+)
+def test_stored_bytes_are_the_produced_bytes_with_offsets_patched(tmp_path: Path, batch: bytes) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig())
+    log.append_as_leader(v2_batch(2), 7)
+    info = log.append_as_leader(batch, 7)
+    stored = read_all(log, info.first_offset)
+    expected = bytearray(batch)
+    for i, header in enumerate(iter_headers(batch)):
+        set_offset(expected, header.position, info.first_offset + (i if header.magic < 2 else 0))
+        if header.magic >= 2:
+            set_partition_leader_epoch(expected, header.position, 7)
+    assert stored == bytes(expected)
+    assert offsets_in(stored) == list(range(info.first_offset, info.last_offset + 1))
+
+
+def test_fetch_data_info_says_where_the_offset_is(tmp_path: Path) -> None:
+    batch = v2_batch(2)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 2))
+    for _ in range(3):
+        log.append_as_leader(batch, 0)
+    info = log.read(3, 1 << 20)
+    assert info.fetch_offset == 3
+    assert (
+        info.fetch_offset_metadata.segment_base_offset,
+        info.fetch_offset_metadata.relative_position_in_segment,
+    ) == (
+        0,
+        len(batch),
+    )
+    at_end = log.read(6, 1 << 20).fetch_offset_metadata
+    assert (at_end.message_offset, at_end.segment_base_offset, at_end.relative_position_in_segment) == (
+        6,
+        4,
+        len(batch),
+    )
+    assert offsets_in(read_all(log, 4)) == [4, 5]  # a read stays in one segment
+    assert offsets_in(read_all(log, 2, max_offset=4)) == [2, 3]  # bounded in an earlier segment
+    assert log.read(4, 1 << 20, max_offset=4).records is None
+
+
+def test_roll_names_the_new_segment_by_the_log_end_offset(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig())
+    log.append_as_leader(v2_batch(3), 0)
+    assert log.roll().base_offset == 3
+    assert log.roll().base_offset == 3  # an empty active segment is kept
+    log.append_as_leader(v2_batch(2), 0)
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    assert sorted(p.name for p in (tmp_path / "t-0").glob("*.log")) == [
+        "00000000000000000000.log",
+        "00000000000000000003.log",
+    ]
+
+
+def test_follower_rolls_at_an_offset_beyond_int32_of_the_base(tmp_path: Path) -> None:
+    follower = Log(tmp_path / "f-0", TopicConfig())
+    follower.append_as_follower(v2_batch(1))
+    far = bytearray(v2_batch(2))
+    set_offset(far, 0, 2**31 + 10)
+    info = follower.append_as_follower(bytes(far))
+    assert (info.first_offset, info.last_offset) == (2**31 + 10, 2**31 + 11)
+    assert [s.base_offset for s in follower.segments] == [0, 2**31 + 10]
+    assert follower.log_end_offset == 2**31 + 12
+    behind = bytearray(v2_batch(1))
+    set_offset(behind, 0, 5)
+    with pytest.raises(InvalidRecordError, match="non-monotonic"):
+        follower.append_as_follower(bytes(behind))
+
+
+def test_roll_when_the_time_index_is_full(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(segment_index_bytes=36, index_interval_bytes=0))
+    for i in range(5):
+        log.append_as_leader(v2_batch(1, timestamp=TS + i), 0)
+    # offset index: 4 slots; time index: 3 slots, full at 2 entries, reached by the third append
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    assert offsets_in(read_to_end(log)) == list(range(5))
+
+
+def test_the_log_start_offset_never_deletes_the_active_segment(tmp_path: Path) -> None:
+    batch = v2_batch(1)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 2, retention_ms=-1))
+    for _ in range(3):
+        log.append_as_leader(batch, 0)
+    assert log.maybe_increment_log_start_offset(100)
+    assert log.log_start_offset == 3  # at most the log end
+    assert log.delete_old_segments() == 1
+    assert [s.base_offset for s in log.segments] == [2]
+    assert log.log_start_offset == 3
+
+
+def test_retention_stops_at_the_high_watermark(tmp_path: Path) -> None:
+    clock = Clock(TS + 10_000)
+    batch = v2_batch(1, timestamp=TS)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch) * 2, retention_ms=5000), time_ms=clock)
+    for _ in range(6):
+        log.append_as_leader(batch, 0)
+    assert log.delete_old_segments(high_watermark=3) == 1  # segment 2 holds offset 3, not yet replicated
+    assert [s.base_offset for s in log.segments] == [2, 4]
+    assert log.delete_old_segments(high_watermark=6) == 2
+    assert [s.base_offset for s in log.segments] == [6] and log.log_start_offset == 6
+
+
+def test_compacted_topics_keep_old_segments(tmp_path: Path) -> None:
+    clock = Clock(TS + 10_000)
+    batch = v2_batch(1, timestamp=TS)
+    config = TopicConfig(segment_bytes=len(batch) * 2, retention_ms=1, retention_bytes=1, cleanup_policy="compact")
+    log = Log(tmp_path / "t-0", config, time_ms=clock)
+    for _ in range(5):
+        log.append_as_leader(batch, 0)
+    assert log.delete_old_segments() == 0
+    log.maybe_increment_log_start_offset(2)
+    assert log.delete_old_segments() == 1  # the log start offset applies under any policy
+
+
+def test_truncated_segments_are_removed_after_the_delay(tmp_path: Path) -> None:
+    clock = Clock()
+    batch = v2_batch(1)
+    log = Log(tmp_path / "t-0", TopicConfig(segment_bytes=len(batch), file_delete_delay_ms=50), time_ms=clock)
+    for _ in range(3):
+        log.append_as_leader(batch, 0)
+    log.truncate_to(1)
+    assert [s.base_offset for s in log.segments] == [0, 1] and log.active.size == 0
+    assert (tmp_path / "t-0" / "00000000000000000002.log.deleted").exists()
+    clock.now += 50
+    log.remove_expired_files()
+    assert not list((tmp_path / "t-0").glob("*.deleted"))
+    assert log.append_as_leader(batch, 0).first_offset == 1

@@ -255,3 +255,94 @@ def test_an_empty_directory_starts_at_the_log_start_offset(tmp_path: Path) -> No
     assert log.append_as_leader(v2_batch(2), 0).first_offset == 40
     assert (tmp_path / "t-0" / "00000000000000000040.log").exists()
     log.close()
+
+
+def test_checkpoint_errors_carry_kafkas_texts(tmp_path: Path) -> None:
+    path = tmp_path / "replication-offset-checkpoint"
+    checkpoint = OffsetCheckpointFile(path)
+    where = os.path.abspath(path)
+    cases = {
+        "2\n0\n": f"Unrecognized version of the checkpoint file ({where}): 0",
+        "x\n0\n": f"Malformed line in checkpoint file ({where}): 'x'",
+        "0\ntwo\n": f"Malformed line in checkpoint file ({where}): 'two'",
+        "0\n1\nt 0 1 2\n": f"Malformed line in checkpoint file ({where}): 't 0 1 2'",
+        "0\n2\nt 0 1\n\n": f"Malformed line in checkpoint file ({where}): ''",
+        "0\n2\nt 0 1\n": f"Expected 2 entries in checkpoint file ({where}), but found only 1",
+    }
+    for text, message in cases.items():
+        path.write_text(text)
+        with pytest.raises(CorruptCheckpointError) as caught:
+            checkpoint.read()
+        assert str(caught.value) == message, text
+    for text in ("", "0\n"):
+        path.write_text(text)
+        assert checkpoint.read() == {}
+    path.write_text("0\n2\nmy-topic 0\t15 \nmy-topic 1 -1\n")
+    assert checkpoint.read() == {TopicPartition("my-topic", 0): 15, TopicPartition("my-topic", 1): -1}
+
+
+def test_log_manager_checkpoints_and_clean_marker(tmp_path: Path) -> None:
+    batch = v2_batch(1)
+    small = TopicConfig(segment_bytes=len(batch) * 2, retention_ms=-1)
+    manager = LogManager([tmp_path], CONFIG, {"small": small}, broker_id=1, recovery_threads=3)
+    manager.startup()
+    meta = (tmp_path / "meta.properties").read_text().splitlines()
+    assert meta[0] == "#" and meta[1].startswith("#") and meta[2:] == ["version=0", "broker.id=1"]
+    log = manager.get_or_create_log(TopicPartition("small", 0), manager.topic_config("small"))
+    assert log.config == small and manager.topic_config("other") == CONFIG
+    for _ in range(5):
+        log.append_as_leader(batch, 0)
+    log.maybe_increment_log_start_offset(3)
+    assert manager.cleanup_logs() == 1
+    manager.shutdown()
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n1\nsmall 0 5\n"
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n1\nsmall 0 3\n"
+    active = sorted((tmp_path / "small-0").glob("*.log"))[-1]
+    with open(active, "ab") as out:  # after a clean shutdown the tail is trusted, not recovered
+        out.write(b"\x00" * 20)
+    again = LogManager([tmp_path], CONFIG, lambda topic: small, broker_id=1)
+    again.startup()
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()
+    reloaded = again.logs[TopicPartition("small", 0)]
+    assert (reloaded.log_start_offset, reloaded.recovery_point) == (3, reloaded.log_end_offset)
+    assert active.read_bytes().endswith(b"\x00" * 20)
+    again.shutdown()
+
+
+def test_many_partitions_recover_in_worker_threads(tmp_path: Path) -> None:
+    for p in range(6):
+        build_log(tmp_path / f"t-{p}", batches=6)
+        with open(sorted((tmp_path / f"t-{p}").glob("*.log"))[-1], "ab") as out:
+            out.write(b"\xee" * (p + 1))
+    manager = LogManager([tmp_path], CONFIG, recovery_threads=4)
+    manager.startup()  # no marker and no checkpoint: every log is recovered from its start
+    assert len(manager.logs) == 6
+    for log in manager.all_logs():
+        assert not log_bytes(log.dir).endswith(b"\xee")
+        assert log.log_end_offset == sum(1 + i % 3 for i in range(6))
+    manager.shutdown()
+
+
+def test_preallocated_log_survives_close_and_crash(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=1 << 16, preallocate=True)
+    log = Log(tmp_path / "t-0", config)
+    for i in range(4):
+        log.append_as_leader(v2_batch(2, timestamp=TS + i), 0)
+    active = log.active.log_path
+    assert active.stat().st_size == 1 << 16
+    written = log.active.size
+    log.close()
+    assert active.stat().st_size == written
+    reopened = Log(tmp_path / "t-0", config, clean_shutdown=True)
+    assert reopened.log_end_offset == 8
+    reopened.append_as_leader(v2_batch(2), 0)
+    os.close(reopened.active.fd)  # a crash with the preallocated zeros still there
+    recovered = Log(tmp_path / "t-0", config)
+    assert recovered.log_end_offset == 10
+    assert offsets_of(recovered) == list(range(10))
+    recovered.close()
+
+
+def offsets_of(log: Log) -> list[int]:
+    data = log_bytes(log.dir)
+    return [o for h in iter_headers(data) for o in range(h.offset, h.next_offset)]
