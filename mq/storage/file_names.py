@@ -28,15 +28,15 @@ def file_name(offset: int, suffix: str) -> str:
     return f"{offset:020d}{suffix}"
 
 
-def log_file(directory: Path, offset: int) -> Path:
+def log_file_name(directory: Path, offset: int) -> Path:
     return directory / file_name(offset, LOG_SUFFIX)
 
 
-def index_file(directory: Path, offset: int) -> Path:
+def index_file_name(directory: Path, offset: int) -> Path:
     return directory / file_name(offset, INDEX_SUFFIX)
 
 
-def time_index_file(directory: Path, offset: int) -> Path:
+def time_index_file_name(directory: Path, offset: int) -> Path:
     return directory / file_name(offset, TIME_INDEX_SUFFIX)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from mq.errors import CorruptRecordError
 from mq.records.batch_header import V2_HEADER_SIZE, BatchHeader, parse_header, validate
 from mq.records.crc import Buffer
-from mq.storage.file_names import DELETED_SUFFIX, index_file, log_file, time_index_file
+from mq.storage.file_names import DELETED_SUFFIX, index_file_name, log_file_name, time_index_file_name
 from mq.storage.offset_index import OffsetIndex
 from mq.storage.time_index import TimeIndex
 
@@ -61,14 +61,14 @@ class LogSegment:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.rolling_jitter_ms = rolling_jitter_ms
-        self.log_path = log_file(directory, base_offset)
+        self.log_path = log_file_name(directory, base_offset)
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         if self.size == 0 and preallocate_bytes > 0:
             os.posix_fallocate(self.fd, 0, preallocate_bytes)
         os.lseek(self.fd, self.size, os.SEEK_SET)
-        self.index = OffsetIndex(index_file(directory, base_offset), base_offset, max_index_size)
-        self.time_index = TimeIndex(time_index_file(directory, base_offset), base_offset, max_index_size)
+        self.index = OffsetIndex(index_file_name(directory, base_offset), base_offset, max_index_size)
+        self.time_index = TimeIndex(time_index_file_name(directory, base_offset), base_offset, max_index_size)
         self.bytes_since_last_index = 0
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
         self._first_batch_timestamp: int | None = None if self.size else -1

@@ -5,7 +5,15 @@ from pathlib import Path
 import pytest
 
 from mq.errors import CorruptIndexError, KafkaStorageError
-from mq.storage.file_names import delete_dir_name, file_name, offset_from_file_name, parse_partition_dir
+from mq.storage.file_names import (
+    delete_dir_name,
+    file_name,
+    index_file_name,
+    log_file_name,
+    offset_from_file_name,
+    parse_partition_dir,
+    time_index_file_name,
+)
 from mq.storage.offset_index import OffsetIndex, read_offset_index, sanity_check_offset_index
 from mq.storage.time_index import TimeIndex, read_time_index, sanity_check_time_index
 from mq.topic_partition import TopicPartition
@@ -13,6 +21,10 @@ from mq.topic_partition import TopicPartition
 
 def test_file_names() -> None:
     assert file_name(368769, ".log") == "00000000000000368769.log"
+    assert log_file_name(Path("/d"), 5) == Path("/d/00000000000000000005.log")
+    assert index_file_name(Path("/d"), 5).name == "00000000000000000005.index"
+    assert time_index_file_name(Path("/d"), 5).name == "00000000000000000005.timeindex"
+    assert parse_partition_dir("a-b-c-12.0a1b2c3d4e5f60718293a4b5c6d7e8f9-future") == TopicPartition("a-b-c", 12)
     assert offset_from_file_name("00000000000000000042.index") == 42
     assert parse_partition_dir("my-topic-3") == TopicPartition("my-topic", 3)
     assert parse_partition_dir("t-0.0a1b2c3d4e5f60718293a4b5c6d7e8f9-delete") == TopicPartition("t", 0)
@@ -187,8 +199,7 @@ def test_a_zero_filled_tail_fails_the_index_sanity_check(tmp_path: Path) -> None
     with pytest.raises(CorruptIndexError, match="out of order: 0 follows 0"):
         index.sanity_check()
     index.close()
-    path.write_bytes(bytes.fromhex("0000000500001048" "0000000900002000"))
+    path.write_bytes(bytes.fromhex("00000005000010480000000900002000"))
     trimmed = OffsetIndex(path, 0)
     trimmed.sanity_check()
     trimmed.close()
-
