@@ -78,7 +78,7 @@ class TopicConfig:
     )
     min_compaction_lag_ms: int = _key("min.compaction.lag.ms", 0, "shortest a record stays uncompacted", minimum=0)
     min_insync_replicas: int = _key("min.insync.replicas", 1, "in-sync replicas an acks=all produce needs", minimum=1)
-    preallocate: bool = _key("preallocate", False, "accepted for compatibility; mq does not preallocate .log files")
+    preallocate: bool = _key("preallocate", False, "preallocate segment files to segment.bytes")
     retention_bytes: int = _key(
         "retention.bytes", -1, "partition size kept before deleting old segments; -1 = no limit"
     )

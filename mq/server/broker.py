@@ -166,7 +166,13 @@ class KafkaServer:
         if self.broker_id < 0:
             stored = stored_broker_id(log_dirs)
             self.broker_id = stored if stored is not None else generate_broker_id(self.store)
-        self.log_manager = LogManager(log_dirs, config.topic_defaults(), self.topic_config, broker_id=self.broker_id)
+        self.log_manager = LogManager(
+            log_dirs,
+            config.topic_defaults(),
+            self.topic_config,
+            broker_id=self.broker_id,
+            recovery_threads=config.num_recovery_threads_per_data_dir,
+        )
         await loop.run_in_executor(None, self.log_manager.startup)
         high_watermarks: dict[TopicPartition, int] = {}
         for directory in log_dirs:
