@@ -238,9 +238,7 @@ class BrokerConfig:
     log_segment_delete_delay_ms: int = _key(
         "log.segment.delete.delay.ms", 60000, "delay before a deleted segment is removed", minimum=0
     )
-    log_preallocate: bool = _key(
-        "log.preallocate", False, "accepted for compatibility; mq does not preallocate .log files"
-    )
+    log_preallocate: bool = _key("log.preallocate", False, "preallocate segment files to log.segment.bytes")
     log_message_timestamp_type: str = _key(
         "log.message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime", choices=TIMESTAMP_TYPES
     )
