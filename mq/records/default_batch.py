@@ -15,8 +15,9 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 
-from mq.errors import CorruptRecordError
+from mq.errors import CorruptRecordError, UnsupportedCompressionError
 from mq.records.batch_header import (
+    CODEC_MASK,
     CONTROL_BIT,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
@@ -157,56 +158,88 @@ def build_control_batch(
     return builder.build()
 
 
+def batch_codec(header: BatchHeader) -> Codec:
+    """The codec of a v2 batch; UnsupportedCompressionError for the undefined ids 5-7."""
+    codec_id = header.attributes & CODEC_MASK
+    if codec_id > Codec.ZSTD:
+        raise UnsupportedCompressionError(
+            f"batch at position {header.position} uses unknown compression codec {codec_id}"
+        )
+    return Codec(codec_id)
+
+
 def iter_batch_records(buf: Buffer, header: BatchHeader) -> Iterator[Record]:
-    """Every record of the v2 batch described by ``header``, decompressing its records area when needed."""
-    start = header.position + V2_HEADER_SIZE
-    area: Buffer = memoryview(buf)[start : header.end_position]
-    if header.codec != Codec.NONE:
-        area = decompress(header.codec, area, 2)
+    """Every record of the v2 batch described by ``header``, decompressing its records area when needed.
+
+    CorruptRecordError when the records area does not hold exactly ``recordsCount`` well-formed records.
+    """
+    codec = batch_codec(header)
+    if header.records_count < 0:
+        raise CorruptRecordError(f"batch at position {header.position} has a negative record count")
+    area = memoryview(buf)[header.position + V2_HEADER_SIZE : header.end_position]
+    if codec != Codec.NONE:
+        area = memoryview(decompress(codec, area, 2))
+    area_size = len(area)
+    base_offset = header.offset
     log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    first_timestamp = header.first_timestamp
+    base_sequence = header.base_sequence
     position = 0
-    for _ in range(header.records_count):
+    for index in range(header.records_count):
         length, position = decode_varint(area, position)
         end = position + length
-        if length < 0 or end > len(area):
-            raise CorruptRecordError(f"record of {length} bytes runs past the end of batch at {header.position}")
-        attributes = area[position]
-        timestamp_delta, p = decode_varint(area, position + 1)
-        offset_delta, p = decode_varint(area, p)
-        key, p = _read_bytes(area, p)
-        value, p = _read_bytes(area, p)
-        count, p = decode_varint(area, p)
+        if length < 1 or end > area_size:
+            raise CorruptRecordError(
+                f"record {index} of batch at position {header.position} has length {length}, "
+                f"{area_size - position} bytes remain"
+            )
+        record = area[position:end]
+        timestamp_delta, p = decode_varint(record, 1)
+        offset_delta, p = decode_varint(record, p)
+        key, p = _read_bytes(record, p)
+        value, p = _read_bytes(record, p)
+        count, p = decode_varint(record, p)
+        if count < 0:
+            raise CorruptRecordError(f"record {index} of batch at position {header.position} has {count} headers")
         headers = []
         for _ in range(count):
-            raw_key, p = _read_bytes(area, p)
+            raw_key, p = _read_bytes(record, p)
             if raw_key is None:
-                raise CorruptRecordError("record header with a null key")
-            header_value, p = _read_bytes(area, p)
+                raise CorruptRecordError(f"record {index} of batch at position {header.position} has a null header key")
+            header_value, p = _read_bytes(record, p)
             headers.append((raw_key.decode("utf-8", "replace"), header_value))
-        if p != end:
-            raise CorruptRecordError(f"record length {length} does not match its fields in batch at {header.position}")
+        if p != length:
+            raise CorruptRecordError(
+                f"record {index} of batch at position {header.position} has length {length} "
+                f"but its fields take {p} bytes"
+            )
         position = end
-        sequence = -1 if header.base_sequence < 0 else (header.base_sequence + offset_delta) % SEQUENCE_MODULUS
         yield Record(
-            header.offset + offset_delta,
-            header.max_timestamp if log_append else header.first_timestamp + timestamp_delta,
+            base_offset + offset_delta,
+            header.max_timestamp if log_append else first_timestamp + timestamp_delta,
             key,
             value,
             tuple(headers),
-            sequence,
+            -1 if base_sequence < 0 else (base_sequence + offset_delta) % SEQUENCE_MODULUS,
             None,
             True,
-            attributes,
+            record[0],
         )
-    if position != len(area):
-        raise CorruptRecordError(f"batch at {header.position} has {len(area) - position} bytes after its records")
+    if position != area_size:
+        raise CorruptRecordError(
+            f"batch at position {header.position} has {area_size - position} bytes after its "
+            f"{header.records_count} records"
+        )
 
 
-def _read_bytes(area: Buffer, position: int) -> tuple[bytes | None, int]:
+def _read_bytes(area: memoryview, position: int) -> tuple[bytes | None, int]:
+    """A varint-length-prefixed byte string (length -1 = None) and the position after it."""
     length, position = decode_varint(area, position)
     if length < 0:
+        if length != -1:
+            raise CorruptRecordError(f"invalid field length {length} in a record")
         return None, position
     end = position + length
     if end > len(area):
-        raise CorruptRecordError("record field runs past the end of the batch")
+        raise CorruptRecordError("record field runs past the end of its record")
     return bytes(area[position:end]), end

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from mq.errors import CorruptRecordError
+from mq.errors import CorruptRecordError, UnsupportedCompressionError
 from mq.records.batch_header import (
     CODEC_MASK,
     LOG_OVERHEAD,
@@ -66,7 +66,7 @@ class LegacyBatchBuilder:
         if magic not in (0, 1):
             raise ValueError(f"legacy message sets have magic 0 or 1, not {magic}")
         if codec == Codec.ZSTD:
-            raise ValueError("zstd needs message format v2")
+            raise UnsupportedCompressionError("zstd compression needs message format v2")
         self.magic = magic
         self.codec = Codec(codec)
         self.base_offset = base_offset
@@ -86,6 +86,8 @@ class LegacyBatchBuilder:
                 encode_message(self.base_offset + i, self.magic, type_bit, ts, k, v)
                 for i, (ts, k, v) in enumerate(self._records)
             )
+        if not self._records:
+            return b""
         return _wrap(self.magic, self.codec, type_bit, self.base_offset, self._records)
 
 
@@ -122,17 +124,31 @@ def _message_fields(buf: Buffer, header: BatchHeader) -> tuple[bytes | None, byt
     return fields[0], fields[1]
 
 
-def _inner_messages(buf: Buffer, wrapper: BatchHeader) -> tuple[bytes, list[BatchHeader]]:
+def wrapper_codec(header: BatchHeader) -> Codec:
+    """The codec of a v0/v1 message; UnsupportedCompressionError for ids 4-7 (zstd needs v2)."""
+    codec_id = header.attributes & CODEC_MASK
+    if codec_id >= Codec.ZSTD:
+        raise UnsupportedCompressionError(
+            f"message at position {header.position} uses compression codec {codec_id}, unknown to format v{header.magic}"
+        )
+    return Codec(codec_id)
+
+
+def _inner_messages(buf: Buffer, wrapper: BatchHeader, codec: Codec) -> tuple[bytes, list[BatchHeader]]:
+    """The decompressed inner message set of a wrapper and the headers of its messages.
+
+    CorruptRecordError for a null value, a truncated inner message, nested compression or a different magic.
+    """
     _, value = _message_fields(buf, wrapper)
     if value is None:
         raise CorruptRecordError(f"compressed wrapper at position {wrapper.position} has a null value")
-    inner = decompress(wrapper.codec, value, wrapper.magic)
+    inner = decompress(codec, value, wrapper.magic)
     headers = list(iter_headers(inner))
     consumed = headers[-1].end_position if headers else 0
     if consumed != len(inner):
         raise CorruptRecordError(f"compressed wrapper at position {wrapper.position} holds a truncated message")
     for h in headers:
-        if h.codec != Codec.NONE:
+        if h.attributes & CODEC_MASK:
             raise CorruptRecordError(f"compressed wrapper at position {wrapper.position} nests compression")
         if h.magic != wrapper.magic:
             raise CorruptRecordError(f"compressed wrapper at position {wrapper.position} mixes message formats")
@@ -140,21 +156,29 @@ def _inner_messages(buf: Buffer, wrapper: BatchHeader) -> tuple[bytes, list[Batc
 
 
 def iter_legacy_records(buf: Buffer, header: BatchHeader) -> Iterator[Record]:
-    """The message itself when uncompressed, else the wrapper's inner messages with absolute offsets."""
-    if header.codec == Codec.NONE:
+    """The message itself when uncompressed, else the wrapper's inner messages with absolute offsets.
+
+    v1 inner offsets are shifted by ``wrapper offset - last inner offset`` when that is not negative (relative
+    offsets); otherwise, as for a wrapper offset of 0 or v0, they are taken as absolute. Inner messages of a
+    LogAppendTime wrapper all carry the wrapper's timestamp.
+    """
+    codec = wrapper_codec(header)
+    if codec == Codec.NONE:
         key, value = _message_fields(buf, header)
         valid = crc32(memoryview(buf)[header.crc_start : header.end_position]) == header.crc
         yield Record(header.offset, header.max_timestamp, key, value, (), -1, header.crc, valid, header.attributes)
         return
-    inner, headers = _inner_messages(buf, header)
+    inner, headers = _inner_messages(buf, header, codec)
     if not headers:
         return
-    relative = header.magic == 1 and header.offset != 0
-    shift = header.offset - headers[-1].offset if relative else 0
+    shift = header.offset - headers[-1].offset if header.magic == 1 else 0
+    if shift < 0:
+        shift = 0
     log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    view = memoryview(inner)
     for h in headers:
         key, value = _message_fields(inner, h)
-        valid = crc32(memoryview(inner)[h.crc_start : h.end_position]) == h.crc
+        valid = crc32(view[h.crc_start : h.end_position]) == h.crc
         timestamp = header.max_timestamp if log_append else h.max_timestamp
         yield Record(h.offset + shift, timestamp, key, value, (), -1, h.crc, valid, h.attributes)
 
@@ -163,16 +187,25 @@ def assign_offsets_compressed(entry: Buffer, base_offset: int) -> tuple[bytes, i
     """A producer's compressed wrapper with offsets from ``base_offset``, and its inner message count.
 
     v1 wrappers whose inner offsets are the relative 0..n-1 only get a new wrapper offset (no CRC covers it);
-    anything else (v0, or inner offsets not relative) is decompressed, renumbered and recompressed.
+    anything else (v0, or v1 inner offsets that are not relative) is decompressed, renumbered and recompressed with
+    the same codec, timestamp type and inner timestamps. CorruptRecordError when ``entry`` is not exactly one
+    compressed message, holds no messages, or an inner message fails its CRC.
     """
     header = parse_header(entry, 0)
-    if header is None or header.end_position != len(entry) or header.codec == Codec.NONE:
-        raise CorruptRecordError("expected exactly one compressed message")
-    inner, headers = _inner_messages(entry, header)
+    if header is None or header.end_position != len(entry) or header.magic >= 2:
+        raise CorruptRecordError("expected exactly one v0/v1 message")
+    codec = wrapper_codec(header)
+    if codec == Codec.NONE:
+        raise CorruptRecordError("expected a compressed message")
+    inner, headers = _inner_messages(entry, header, codec)
     count = len(headers)
     if count == 0:
         raise CorruptRecordError("compressed message set holds no messages")
-    if header.magic == 1 and [h.offset for h in headers] == list(range(count)):
+    view = memoryview(inner)
+    for h in headers:
+        if crc32(view[h.crc_start : h.end_position]) != h.crc:
+            raise CorruptRecordError(f"inner message at offset {h.offset} is corrupt (stored crc = {h.crc})")
+    if header.magic == 1 and all(h.offset == i for i, h in enumerate(headers)):
         patched = bytearray(entry)
         _INT64.pack_into(patched, 0, base_offset + count - 1)
         return bytes(patched), count
@@ -181,4 +214,4 @@ def assign_offsets_compressed(entry: Buffer, base_offset: int) -> tuple[bytes, i
         key, value = _message_fields(inner, h)
         records.append((h.max_timestamp, key, value))
     type_bit = header.attributes & TIMESTAMP_TYPE_BIT if header.magic == 1 else 0
-    return _wrap(header.magic, Codec(header.attributes & CODEC_MASK), type_bit, base_offset, records), count
+    return _wrap(header.magic, codec, type_bit, base_offset, records), count

@@ -19,6 +19,8 @@ _MARKER = struct.Struct(">hi")
 
 @dataclass(slots=True)
 class Record:
+    """One record (v2) or message (v0/v1, inner messages of a wrapper) with its absolute offset."""
+
     offset: int
     timestamp: int
     """Effective timestamp: for LogAppendTime entries, the batch's (or wrapper's) timestamp."""
@@ -32,18 +34,21 @@ class Record:
     is_valid: bool = True
     """v0/v1: the stored CRC matches the message."""
     attributes: int = 0
+    """v0/v1: the message's attributes byte; v2: the record's attributes byte (unused by Kafka, 0)."""
 
 
 def control_key(kind: int) -> bytes:
+    """The key of a control record of type ``kind`` (version 0)."""
     return _KEY.pack(0, kind)
 
 
 def end_txn_marker(coordinator_epoch: int) -> bytes:
+    """The value of an ABORT/COMMIT control record (version 0)."""
     return _MARKER.pack(0, coordinator_epoch)
 
 
 def parse_control_key(key: bytes | None) -> int:
-    """The control type of a control record's key."""
+    """The control type of a control record's key: ABORT (0), COMMIT (1), or any other type as stored."""
     if key is None or len(key) < _KEY.size:
         raise CorruptRecordError("control record key is shorter than 4 bytes")
     return int(_KEY.unpack_from(key)[1])

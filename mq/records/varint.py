@@ -1,7 +1,9 @@
 """Zigzag varints of the v2 record format (protobuf ``sint32``/``sint64``).
 
 ``n`` is stored as ``(n << 1) ^ (n >> 63)`` in little-endian groups of 7 bits, the high bit of each byte marking
-continuation: -1 -> ``01``, 0 -> ``00``, 5 -> ``0a``, 300 -> ``d8 04``.
+continuation: -1 -> ``01``, 0 -> ``00``, 5 -> ``0a``, 300 -> ``d8 04``. A varint (int32) takes at most 5 bytes, a
+varlong (int64) at most 10; zigzag makes both encodings identical for values in the int32 range, so one pair of
+functions serves both.
 """
 
 from __future__ import annotations
@@ -10,10 +12,18 @@ from mq.errors import CorruptRecordError
 
 Buffer = bytes | bytearray | memoryview
 
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+MAX_VARLONG_BYTES = 10
+
 
 def encode_varint(value: int) -> bytes:
-    """Zigzag-encode a signed 64-bit integer."""
-    n = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    """Zigzag-encode a signed integer in the int64 range (ValueError outside it)."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{value} is outside the int64 range of a varlong")
+    n = (value << 1) ^ (value >> 63)
+    if n < 0x80:
+        return bytes((n,))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -23,16 +33,26 @@ def encode_varint(value: int) -> bytes:
 
 
 def decode_varint(buf: Buffer, position: int) -> tuple[int, int]:
-    """(value, position after it) of the zigzag varint at ``position``; CorruptRecordError if it runs off the end."""
-    result = 0
-    shift = 0
-    end = len(buf)
-    while True:
-        if position >= end or shift > 63:
-            raise CorruptRecordError("varint runs past the end of the record data")
+    """(value, position after it) of the zigzag varint at ``position``.
+
+    CorruptRecordError if it runs past the end of ``buf`` or over 10 bytes.
+    """
+    try:
         byte = buf[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), position
-        shift += 7
+            return (byte >> 1) ^ -(byte & 1), position + 1
+        result = byte & 0x7F
+        shift = 7
+        position += 1
+        while True:
+            byte = buf[position]
+            position += 1
+            result |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                result &= 0xFFFFFFFFFFFFFFFF
+                return (result >> 1) ^ -(result & 1), position
+            shift += 7
+            if shift >= 7 * MAX_VARLONG_BYTES:
+                raise CorruptRecordError(f"varint longer than {MAX_VARLONG_BYTES} bytes")
+    except IndexError:
+        raise CorruptRecordError("varint runs past the end of the record data") from None
