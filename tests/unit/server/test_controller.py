@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mq.errors import ErrorCode
 from mq.server.controller import LEADER_DURING_DELETE, Controller, PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.admin_zk_client import AdminZkClient
-from mq.zk.codecs import BrokerRegistration, ControllerInfo, PartitionState
+from mq.zk.codecs import (
+    BrokerRegistration,
+    ControllerInfo,
+    PartitionState,
+    encode_partition_list,
+    encode_reassignment,
+)
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
 
@@ -113,3 +120,115 @@ def test_restarted_controller_keeps_existing_state() -> None:
     controller.startup()
     assert controller.context.epoch == 2
     assert [i.leader_epoch for _, infos in recorder.leader_and_isr for i in infos] == [4]
+
+
+def isr_change(zk: KafkaZkClient, topic: str, partition: int, isr: list[int]) -> None:
+    """What a leader does when followers catch up: write the state, then an ISR change notification."""
+    state, version = zk.get_partition_state(topic, partition)  # type: ignore[misc]
+    zk.set_partition_state(topic, partition, PartitionState(state.leader, state.leader_epoch, isr, 1), version)
+    zk.store.create(paths.ISR_CHANGE_PREFIX, encode_partition_list([(topic, partition)]), sequence=True)
+
+
+def test_reassignment_grows_waits_for_the_isr_then_shrinks() -> None:
+    zk, controller, recorder = setup([1, 2, 3])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    recorder.leader_and_isr.clear()
+    zk.store.create(paths.REASSIGN_PARTITIONS, encode_reassignment([("t", 0, [2, 3])]))
+    grown = zk.get_topic_assignment("t")
+    assert grown is not None
+    assert (grown.partitions[0], grown.adding_replicas, grown.removing_replicas) == ([2, 3, 1], {0: [3]}, {0: [1]})
+    assert {b for b, _ in recorder.leader_and_isr} == {1, 2, 3}
+    assert zk.store.exists(paths.REASSIGN_PARTITIONS) is not None
+    state, _ = zk.get_partition_state("t", 0)  # type: ignore[misc]
+    assert (state.leader, state.leader_epoch) == (1, 1)
+
+    recorder.stop_replica.clear()
+    isr_change(zk, "t", 0, [1, 2, 3])
+    done = zk.get_topic_assignment("t")
+    assert done is not None
+    assert (done.partitions[0], done.adding_replicas, done.removing_replicas) == ([2, 3], {}, {})
+    state, _ = zk.get_partition_state("t", 0)  # type: ignore[misc]
+    assert (state.leader, state.isr, state.leader_epoch) == (2, [2, 3], 2)
+    assert recorder.stop_replica == [(1, [TopicPartition("t", 0)], True)]
+    assert zk.store.exists(paths.REASSIGN_PARTITIONS) is None
+    assert not controller.context.reassigning
+
+
+def test_reassignment_resumes_after_controller_failover() -> None:
+    zk, old, _ = setup([1, 2, 3])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    zk.store.create(paths.REASSIGN_PARTITIONS, encode_reassignment([("t", 0, [3, 2])]))
+    old.active = False  # the old controller is gone; it had started the move
+    old.startup = old._elect = lambda: None  # type: ignore[method-assign]
+    zk.store.delete(paths.CONTROLLER)
+    successor = Controller(zk, 2, Channel(Recorder()), lambda fn: fn())
+    successor.startup()
+    assert successor.context.reassigning == {TopicPartition("t", 0): [3, 2]}
+    isr_change(zk, "t", 0, [1, 2, 3])
+    done = zk.get_topic_assignment("t")
+    assert done is not None and done.partitions[0] == [3, 2]
+    state = zk.get_partition_state("t", 0)[0]  # type: ignore[index]
+    assert (state.leader, state.isr, state.controller_epoch) == (3, [2, 3], 2)  # first live target replica in the ISR
+
+
+def test_reassignment_of_unknown_partition_is_dropped() -> None:
+    zk, _, _ = setup([1])
+    AdminZkClient(zk).create_topic("t", 1, 1)
+    zk.store.create(paths.REASSIGN_PARTITIONS, encode_reassignment([("t", 7, [1]), ("nope", 0, [1])]))
+    assert zk.store.exists(paths.REASSIGN_PARTITIONS) is None
+
+
+def test_controlled_shutdown_moves_leadership_and_shrinks_isrs() -> None:
+    zk, controller, _ = setup([1, 2, 3])
+    admin = AdminZkClient(zk)
+    admin.create_topic("t", 0, 0, replica_assignment={0: [1, 2], 1: [2, 1]})
+    admin.create_topic("single", 0, 0, replica_assignment={0: [1]})
+    remaining = controller.controlled_shutdown(1)
+    assert remaining == [TopicPartition("single", 0)]
+    assert zk.get_partition_state("t", 0)[0] == PartitionState(2, 1, [2], 1)  # type: ignore[index]
+    assert zk.get_partition_state("t", 1)[0] == PartitionState(2, 1, [2], 1)  # type: ignore[index]
+    # A broker in controlled shutdown is not elected when another leader fails.
+    zk.store.delete(paths.broker(2))
+    assert zk.get_partition_state("t", 0)[0].leader == -1  # type: ignore[index]
+
+
+def test_preferred_and_unclean_elections_report_per_partition() -> None:
+    zk, controller, _ = setup([1, 2])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2], 1: [2, 1]})
+    zk.set_partition_state("t", 0, PartitionState(2, 3, [2, 1], 1), 0)
+    controller._load_topic("t")
+    results = controller.elect_leaders([TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 9)], 0)
+    assert results[TopicPartition("t", 0)] == (ErrorCode.NONE, None)
+    assert results[TopicPartition("t", 1)][0] == ErrorCode.ELECTION_NOT_NEEDED
+    assert results[TopicPartition("t", 9)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert zk.get_partition_state("t", 0)[0] == PartitionState(1, 4, [2, 1], 1)  # type: ignore[index]
+    assert controller.elect_leaders([TopicPartition("t", 0)], 1)[TopicPartition("t", 0)][0] == (
+        ErrorCode.ELECTION_NOT_NEEDED
+    )
+
+
+def test_unclean_election_picks_a_live_replica_outside_the_isr() -> None:
+    zk, controller, _ = setup([1, 2])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    zk.set_partition_state("t", 0, PartitionState(-1, 5, [3], 1), 0)
+    controller._load_topic("t")
+    assert controller.elect_leaders([TopicPartition("t", 0)], 1) == {TopicPartition("t", 0): (ErrorCode.NONE, None)}
+    assert zk.get_partition_state("t", 0)[0] == PartitionState(1, 6, [1], 1)  # type: ignore[index]
+
+
+def test_auto_rebalance_moves_leadership_back_to_preferred_replicas() -> None:
+    zk, controller, _ = setup([1, 2])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2], 1: [2, 1]})
+    zk.set_partition_state("t", 0, PartitionState(2, 1, [1, 2], 1), 0)
+    controller._load_topic("t")
+    controller.check_leader_imbalance(10)
+    assert zk.get_partition_state("t", 0)[0].leader == 1  # type: ignore[index]
+
+
+def test_resigned_controller_ignores_events_until_elected_again() -> None:
+    zk, controller, _ = setup([1])
+    controller.active = False
+    AdminZkClient(zk).create_topic("t", 1, 1)
+    assert zk.get_partition_state("t", 0) is None
+    zk.store.delete(paths.CONTROLLER)
+    assert controller.active and zk.get_partition_state("t", 0) is not None
