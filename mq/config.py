@@ -256,6 +256,12 @@ class BrokerConfig:
         "replica.high.watermark.checkpoint.interval.ms", 5000, "how often high watermarks are checkpointed"
     )
     controlled_shutdown_enable: bool = _key("controlled.shutdown.enable", True, "move leadership away before stopping")
+    controlled_shutdown_max_retries: int = _key(
+        "controlled.shutdown.max.retries", 3, "attempts to move leadership away before stopping anyway", minimum=0
+    )
+    controlled_shutdown_retry_backoff_ms: int = _key(
+        "controlled.shutdown.retry.backoff.ms", 5000, "wait between controlled shutdown attempts", minimum=0
+    )
     auto_leader_rebalance_enable: bool = _key(
         "auto.leader.rebalance.enable", True, "elect preferred leaders when imbalanced"
     )
