@@ -20,19 +20,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mq.client.connection import BrokerConnection
 from mq.config import BrokerConfig, TopicConfig, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
+from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.controller import Controller, ControllerChannel
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
+from mq.server.handlers.controller_requests import controller_apis
 from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.inter_broker import inter_broker_apis
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
+from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import SocketServer
@@ -48,7 +52,8 @@ from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.codecs import BrokerRegistration, PartitionState, decode_config_change, encode_partition_list
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
-from mq.zk.store import BadVersionError, MetadataStore, NoNodeError
+from mq.zk.store import BadVersionError, MetadataStore, NoNodeError, StoreError
+from mq.zk.zk_store import ZooKeeperStore
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,7 @@ METADATA_FILE = "metadata-tree.json"
 PID_FILE = "mq-server.pid"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 RESERVED_BROKER_MAX_ID = 1000
+CONTROL_REQUEST_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -147,8 +153,6 @@ class KafkaServer:
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
         if config.zookeeper_connect:
-            from mq.zk.zk_store import ZooKeeperStore
-
             connect = config.zookeeper_connect
             self.store = await loop.run_in_executor(
                 None,
@@ -181,41 +185,6 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             config, self.broker_id, self.log_manager, self.topic_config, high_watermarks
         )
-        admin = self.admin = AdminZkClient(self.zk)
-        dispatcher = ApiDispatcher()
-        for api in [
-            produce_api(self.replica_manager),
-            fetch_api(self.replica_manager),
-            *offsets_apis(self.replica_manager),
-            metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
-            *admin_topic_apis(admin, self.cache, config),
-            *configs_apis(admin, config),
-            *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
-            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache)),
-        ]:
-            dispatcher.add(api)
-        dispatcher.add(api_versions_api(dispatcher))
-        listener = parse_listener(config.listeners)
-        self.server = SocketServer(
-            listener.host,
-            listener.port,
-            dispatcher,
-            max_request_bytes=config.socket_request_max_bytes,
-            send_buffer_bytes=config.socket_send_buffer_bytes,
-            receive_buffer_bytes=config.socket_receive_buffer_bytes,
-        )
-        _, port = await self.server.start()
-        advertised = parse_listener(config.advertised_listeners or config.listeners)
-        host = advertised.host or socket.gethostname()
-        self.bound = Listener(listener.name, host, port if advertised.port in (0, listener.port) else advertised.port)
-        self.zk.register_broker(
-            BrokerRegistration(
-                self.broker_id,
-                [f"{self.bound.name}://{self.bound.host}:{self.bound.port}"],
-                config.broker_rack,
-                int(time.time() * 1000),
-            )
-        )
 
         def post(fn: Callable[[], None]) -> None:
             loop.call_soon_threadsafe(fn)
@@ -241,6 +210,45 @@ class KafkaServer:
             post,
             lambda topic: self.topic_config(topic).unclean_leader_election_enable,
         )
+        admin = self.admin = AdminZkClient(self.zk)
+        dispatcher = ApiDispatcher()
+        for api in [
+            produce_api(self.replica_manager),
+            fetch_api(self.replica_manager),
+            *offsets_apis(self.replica_manager),
+            metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
+            *admin_topic_apis(admin, self.cache, config),
+            *configs_apis(admin, config),
+            *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
+            *controller_apis(self.controller),
+            *reassignment_apis(self.zk),
+            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache)),
+        ]:
+            dispatcher.add(api)
+        dispatcher.add(api_versions_api(dispatcher))
+        listener = parse_listener(config.listeners)
+        self.server = SocketServer(
+            listener.host,
+            listener.port,
+            dispatcher,
+            max_request_bytes=config.socket_request_max_bytes,
+            send_buffer_bytes=config.socket_send_buffer_bytes,
+            receive_buffer_bytes=config.socket_receive_buffer_bytes,
+        )
+        _, port = await self.server.start()
+        advertised = parse_listener(config.advertised_listeners or config.listeners)
+        host = advertised.host or socket.gethostname()
+        self.bound = Listener(listener.name, host, port if advertised.port in (0, listener.port) else advertised.port)
+        self._registration = BrokerRegistration(
+            self.broker_id,
+            [f"{self.bound.name}://{self.bound.host}:{self.bound.port}"],
+            config.broker_rack,
+            int(time.time() * 1000),
+        )
+        self.zk.register_broker(self._registration)
+        if isinstance(self.store, ZooKeeperStore):
+            self.store.on_new_session(lambda: post(self._on_new_session))
+
         self.controller.startup()
 
         def on_config_changes(children: list[str]) -> bool:
@@ -252,6 +260,17 @@ class KafkaServer:
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
         log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, self.bound.host, port, cluster_id)
         return self.bound
+
+    def _on_new_session(self) -> None:
+        """The ZooKeeper session expired and a new one began: register again and stop acting as controller (the
+        controller role is contested anew through the ``/controller`` watch)."""
+        assert self.zk is not None
+        log.warning("ZooKeeper session of broker %d expired; registering again", self.broker_id)
+        try:
+            self.zk.register_broker(self._registration)
+        except StoreError as exc:
+            log.error("re-registration of broker %d failed: %s", self.broker_id, exc)
+        self.controller.resign()
 
     def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         registration = self.controller.context.live_brokers.get(broker_id)
@@ -302,6 +321,13 @@ class KafkaServer:
                 self._tasks.append(asyncio.get_running_loop().create_task(loop()))
 
         every(config.log_retention_check_interval_ms, self.log_manager.cleanup_logs, "retention")
+        if config.auto_leader_rebalance_enable:
+            threshold = config.leader_imbalance_per_broker_percentage
+            every(
+                config.leader_imbalance_check_interval_seconds * 1000,
+                lambda: self.controller.check_leader_imbalance(threshold),
+                "leader rebalance",
+            )
         every(config.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs, "flush")
         every(
             config.log_flush_offset_checkpoint_interval_ms,
@@ -336,8 +362,53 @@ class KafkaServer:
     async def wait_for_stop(self) -> None:
         await self._stopping.wait()
 
+    async def _controlled_shutdown(self) -> None:
+        """Kafka's controlled shutdown: replica fetchers stop (so no leader re-adds this broker to an ISR), then the
+        controller moves leadership off this broker; retried while partitions remain or the controller is
+        unreachable, up to ``controlled.shutdown.max.retries`` times."""
+        config = self.config
+        if config.standalone or not config.controlled_shutdown_enable or self.replica_manager is None:
+            return
+        if self.replica_manager.fetchers is not None:
+            await self.replica_manager.fetchers.shutdown()
+        for attempt in range(1, config.controlled_shutdown_max_retries + 1):
+            try:
+                remaining = await self._request_controlled_shutdown()
+            except (KafkaError, OSError, TimeoutError) as exc:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt, exc)
+            else:
+                if not remaining:
+                    log.info("Controlled shutdown of broker %d succeeded", self.broker_id)
+                    return
+                log.warning("controlled shutdown attempt %d: %d partitions still led here", attempt, len(remaining))
+            if attempt < config.controlled_shutdown_max_retries:
+                await asyncio.sleep(config.controlled_shutdown_retry_backoff_ms / 1000)
+        log.warning("Controlled shutdown of broker %d did not move every partition; stopping anyway", self.broker_id)
+
+    async def _request_controlled_shutdown(self) -> list[str]:
+        """Send ControlledShutdown to the controller (or act directly when this broker is it); returns the partitions
+        this broker still leads."""
+        if self.controller.active:
+            return [str(tp) for tp in self.controller.controlled_shutdown(self.broker_id)]
+        endpoint = self.cache.brokers.get(self.cache.controller_id)
+        if endpoint is None:
+            raise KafkaError("no controller is known", ErrorCode.NOT_CONTROLLER)
+        connection = BrokerConnection(
+            endpoint.host, endpoint.port, node_id=endpoint.broker_id, client_id=f"broker-{self.broker_id}-shutdown"
+        )
+        try:
+            body = {"broker_id": self.broker_id, "broker_epoch": -1}
+            response = await asyncio.wait_for(connection.send(CONTROLLED_SHUTDOWN, body), CONTROL_REQUEST_TIMEOUT_S)
+        finally:
+            await connection.close()
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError("controlled shutdown refused", ErrorCode(response.error_code))
+        return [f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions]
+
     async def shutdown(self) -> None:
         log.info("mq broker %d shutting down", self.broker_id)
+        if self.server is not None and self.zk is not None:
+            await self._controlled_shutdown()
         if self.server is not None:
             await self.server.stop()
         if self.cluster_channel is not None:

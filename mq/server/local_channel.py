@@ -4,6 +4,7 @@ LeaderAndIsr, UpdateMetadata and StopReplica over the wire to the other brokers,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -128,6 +129,7 @@ class ClusterChannel:
                 except Exception as exc:
                     log.warning("controller request %d to broker %d failed (%s); retrying", api_key, broker_id, exc)
                     await asyncio.sleep(min(0.1 * (attempt + 1), 1.0))
+            queue.task_done()
 
     def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
         leaders = {info.leader for info in partitions}
@@ -159,7 +161,11 @@ class ClusterChannel:
         body = {"delete_partitions": delete, "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()]}
         self._enqueue(broker_id, STOP_REPLICA, body)
 
-    async def close(self) -> None:
+    async def close(self, drain_timeout_s: float = 5.0) -> None:
+        """Deliver what is queued (bounded by ``drain_timeout_s``: a broker that does not answer is given up), then
+        stop; a controller's last decisions, such as those of its own controlled shutdown, reach the brokers."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(q.join() for q in self._queues.values())), drain_timeout_s)
         for task in self._tasks.values():
             task.cancel()
         if self._tasks:

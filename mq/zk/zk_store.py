@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError as KazooBadVersion
 from kazoo.exceptions import NodeExistsError as KazooNodeExists
 from kazoo.exceptions import NoNodeError as KazooNoNode
@@ -117,11 +117,17 @@ class ZooKeeperStore(MetadataStore):
 
         ChildrenWatch(self.client, path, relay)
 
-    def on_session_lost(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` when the session is lost (its ephemeral nodes are gone and must be re-created)."""
+    def on_new_session(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on kazoo's thread) once a new session replaces an expired one: this session's
+        ephemeral nodes are gone and must be created again. Watches set through this store re-arm by themselves."""
+        expired = False
 
         def listener(state: str) -> None:
-            if state == "LOST":
+            nonlocal expired
+            if state == KazooState.LOST:
+                expired = True
+            elif state == KazooState.CONNECTED and expired:
+                expired = False
                 callback()
 
         self.client.add_listener(listener)

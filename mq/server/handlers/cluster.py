@@ -1,4 +1,4 @@
-"""InitProducerId (idempotent producers), DescribeCluster and ElectLeaders."""
+"""InitProducerId (idempotent producers) and DescribeCluster."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from mq.server.metadata_cache import MetadataCache
 from mq.server.producer_id_manager import ProducerIdManager
 
 MAX_PRODUCER_EPOCH = 32767
-PREFERRED_ELECTION = 0
 NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
@@ -50,34 +49,7 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[
             "brokers": [],
         }
 
-    async def elect_leaders(context: RequestContext, request: Any) -> dict[str, Any]:
-        """Preferred election is a no-op where the preferred replica already leads (always, on one broker)."""
-        requested = request.topic_partitions
-        if requested is None:
-            pairs = [(t, p) for t, info in sorted(cache.topics.items()) for p in sorted(info.partitions)]
-        else:
-            pairs = [(t.topic, int(p)) for t in requested for p in t.partitions]
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for topic, partition in pairs:
-            info = cache.topics.get(topic)
-            state = None if info is None else info.partitions.get(partition)
-            if state is None:
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
-            elif state.replicas and state.leader == state.replicas[0]:
-                code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
-            else:
-                code, message = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "Failed to elect leader for partition."
-            by_topic.setdefault(topic, []).append(
-                {"partition_id": partition, "error_code": code, "error_message": message}
-            )
-        results = [{"topic": t, "partition_result": r} for t, r in by_topic.items()]
-        return {"throttle_time": 0, "error_code": 0, "replica_election_results": results}
-
-    def elect_leaders_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        return {"throttle_time": 0, "error_code": code, "replica_election_results": []}
-
     return [
         Api(ApiKey.INIT_PRODUCER_ID, 0, 4, init_producer_id, init_error),
         Api(ApiKey.DESCRIBE_CLUSTER, 0, 1, describe_cluster, describe_cluster_error),
-        Api(ApiKey.ELECT_LEADERS, 0, 2, elect_leaders, elect_leaders_error),
     ]

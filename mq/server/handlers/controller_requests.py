@@ -1,0 +1,55 @@
+"""Requests only the active controller answers: ElectLeaders and ControlledShutdown (NOT_CONTROLLER elsewhere;
+clients then look the controller up again)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
+from mq.server.api_dispatch import Api, RequestContext
+from mq.server.controller import PREFERRED, Controller
+from mq.topic_partition import TopicPartition
+
+
+def controller_apis(controller: Controller) -> list[Api]:
+    async def elect_leaders(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not controller.active:
+            return elect_leaders_error(context, request, ErrorCode.NOT_CONTROLLER)
+        requested = request.topic_partitions
+        partitions = (
+            None if requested is None else [TopicPartition(t.topic, int(p)) for t in requested for p in t.partitions]
+        )
+        results = controller.elect_leaders(partitions, int(getattr(request, "election_type", PREFERRED)))
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, (code, message) in results.items():
+            if partitions is None and code == ErrorCode.ELECTION_NOT_NEEDED:
+                continue  # an election over every partition reports only what it did or could not do
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_id": tp.partition, "error_code": code, "error_message": message}
+            )
+        results_by_topic = [{"topic": t, "partition_result": r} for t, r in by_topic.items()]
+        return {"throttle_time": 0, "error_code": ErrorCode.NONE, "replica_election_results": results_by_topic}
+
+    def elect_leaders_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "replica_election_results": []}
+
+    async def controlled_shutdown(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not controller.active:
+            return controlled_shutdown_error(context, request, ErrorCode.NOT_CONTROLLER)
+        broker_id = int(request.broker_id)
+        if broker_id not in controller.context.live_brokers:
+            return controlled_shutdown_error(context, request, ErrorCode.BROKER_NOT_AVAILABLE)
+        remaining = controller.controlled_shutdown(broker_id)
+        return {
+            "error_code": ErrorCode.NONE,
+            "remaining_partitions": [{"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining],
+        }
+
+    def controlled_shutdown_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"error_code": code, "remaining_partitions": []}
+
+    return [
+        Api(ApiKey.ELECT_LEADERS, 0, 2, elect_leaders, elect_leaders_error),
+        Api(ApiKey.CONTROLLED_SHUTDOWN, 3, 3, controlled_shutdown, controlled_shutdown_error),
+    ]
