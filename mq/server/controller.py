@@ -85,6 +85,8 @@ class ControllerContext:
     assignments: dict[str, TopicAssignment] = field(default_factory=dict)
     states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
+    deleting_on: dict[str, set[int]] = field(default_factory=dict)
+    """Per topic being deleted, the brokers whose replicas have not been deleted yet."""
     reassigning: dict[TopicPartition, list[int]] = field(default_factory=dict)
     """Target replicas of the partitions being reassigned."""
     shutting_down: set[int] = field(default_factory=set)
@@ -282,6 +284,7 @@ class Controller:
         self.context.shutting_down &= live - born
         changed = self._elect_leaders(lambda state: bool(dead & ({state.leader} | set(state.isr))) or state.leader < 0)
         if born:
+            self._resume_deletions()
             restarted = [
                 tp for tp in self.context.states if born & set(self.context.replicas(tp)) and tp not in changed
             ]
@@ -588,6 +591,10 @@ class Controller:
             self.context.deleting.add(topic)
             self._delete_topic(topic)
 
+    def _resume_deletions(self) -> None:
+        for topic in sorted(self.context.deleting):
+            self._delete_topic(topic)
+
     # --- actions -----------------------------------------------------------------------------------------------
 
     def _partitions_without_state(self) -> list[TopicPartition]:
@@ -620,6 +627,8 @@ class Controller:
     def _announce_leadership(self, partitions: list[TopicPartition]) -> None:
         by_broker: dict[int, list[PartitionStateInfo]] = {}
         for tp in partitions:
+            if tp.topic in self.context.deleting:
+                continue
             info = self.context.info(tp)
             for broker_id in info.replicas:
                 if broker_id in self.context.live_brokers:
@@ -628,24 +637,36 @@ class Controller:
             self.channel.leader_and_isr(broker_id, infos)
 
     def _send_update_metadata(self, partitions: list[TopicPartition], brokers: dict[int, BrokerRegistration]) -> None:
-        infos = [self.context.info(tp) for tp in partitions if tp in self.context.states]
+        infos = [
+            self.context.info(tp)
+            for tp in partitions
+            if tp in self.context.states and tp.topic not in self.context.deleting
+        ]
         for broker_id in sorted(brokers):
             self.channel.update_metadata(broker_id, infos, list(brokers.values()), self.broker_id)
 
     def _delete_topic(self, topic: str) -> None:
+        """Brokers drop the topic from their metadata, live replicas are stopped and deleted; the znodes go once
+        every replica has been deleted, so a replica on a broker that is down is deleted when it returns (the
+        deletion stays pending, and a new controller resumes it)."""
         partitions = [tp for tp in self.context.states if tp.topic == topic]
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp in partitions:
             for broker_id in self.context.replicas(tp):
                 by_broker.setdefault(broker_id, []).append(tp)
+        pending = self.context.deleting_on.setdefault(topic, set(by_broker))
         for broker_id, tps in sorted(by_broker.items()):
-            if broker_id in self.context.live_brokers:
+            if broker_id in self.context.live_brokers and broker_id in pending:
                 self.channel.stop_replica(broker_id, tps, delete=True)
+                pending.discard(broker_id)
         deleted = [
             PartitionStateInfo(tp, None, LEADER_DURING_DELETE, -1, (), (), -1, self.context.epoch) for tp in partitions
         ]
         for broker_id in sorted(self.context.live_brokers):
             self.channel.update_metadata(broker_id, deleted, list(self.context.live_brokers.values()), self.broker_id)
+        if pending:
+            log.info("deletion of topic %s waits for brokers %s", topic, sorted(pending))
+            return
         self.zk.delete_topic_nodes(topic)
         self._forget_topic(topic)
 
@@ -655,6 +676,7 @@ class Controller:
             del self.context.states[tp]
             self.context.reassigning.pop(tp, None)
         self.context.deleting.discard(topic)
+        self.context.deleting_on.pop(topic, None)
 
 
 def _with(by_partition: dict[int, list[int]], partition: int, replicas: list[int]) -> dict[int, list[int]]:

@@ -232,3 +232,19 @@ def test_resigned_controller_ignores_events_until_elected_again() -> None:
     assert zk.get_partition_state("t", 0) is None
     zk.store.delete(paths.CONTROLLER)
     assert controller.active and zk.get_partition_state("t", 0) is not None
+
+
+def test_deletion_waits_for_replicas_on_brokers_that_are_down() -> None:
+    zk, controller, recorder = setup([1, 2])
+    admin = AdminZkClient(zk)
+    admin.create_topic("t", 0, 0, replica_assignment={0: [1, 2, 3]})
+    admin.delete_topic("t")
+    assert recorder.stop_replica == [(1, [TopicPartition("t", 0)], True), (2, [TopicPartition("t", 0)], True)]
+    assert zk.get_all_topics() == ["t"] and zk.get_topics_marked_for_deletion() == ["t"]
+    recorder.stop_replica.clear()
+    recorder.leader_and_isr.clear()
+    zk.register_broker(BrokerRegistration(3, ["PLAINTEXT://127.0.0.1:9095"]))
+    assert recorder.stop_replica == [(3, [TopicPartition("t", 0)], True)]
+    assert recorder.leader_and_isr == []
+    assert zk.get_all_topics() == [] and zk.get_topics_marked_for_deletion() == []
+    assert not controller.context.deleting
