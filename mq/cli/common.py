@@ -12,10 +12,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from mq.config import parse_properties
 from mq.errors import KafkaError
 from mq.zk.store import StoreError
 
@@ -71,3 +73,29 @@ def handle_errors(fn: F) -> F:
 
 def echo_json(document: Any) -> None:
     click.echo(json.dumps(document, separators=(",", ":")))
+
+
+ADMIN_CLIENT_KEYS = {"client.id": ("client_id", str), "request.timeout.ms": ("request_timeout_ms", int)}
+"""Admin client properties (``--admin.config`` / ``--command-config``) mq's admin client acts on; the others are
+accepted and reported as ignored."""
+
+
+def admin_client_options(path: str | None) -> dict[str, Any]:
+    """Keyword arguments for ``AsyncAdmin``/``SyncAdmin`` from a Kafka-style admin client properties file."""
+    if path is None:
+        return {}
+    try:
+        properties = parse_properties(Path(path).read_text(encoding="utf-8"), path)
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+    options: dict[str, Any] = {}
+    for key, value in properties.items():
+        if key in ADMIN_CLIENT_KEYS:
+            name, kind = ADMIN_CLIENT_KEYS[key]
+            try:
+                options[name] = kind(value)
+            except ValueError:
+                raise ToolError(f"invalid value '{value}' for {key} in {path}", EXIT_USAGE) from None
+        elif key != "bootstrap.servers":
+            click.echo(f"Warning: ignoring admin client property {key}", err=True)
+    return options

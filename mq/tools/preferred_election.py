@@ -1,7 +1,8 @@
 """``mq preferred-replica-election``: Kafka's PreferredReplicaLeaderElectionCommand on the metadata tree.
 
-It writes ``/admin/preferred_replica_election`` with the partitions (all of them, or those of the JSON file) that
-exist; the controller moves leadership to each partition's first replica where possible and removes the znode.
+With ``--zookeeper`` it writes ``/admin/preferred_replica_election`` with the partitions (all of them, or those of
+the JSON file) that exist; the controller moves leadership to each partition's first replica where possible and
+removes the znode. With ``--bootstrap-server`` it sends ElectLeaders (preferred) and reports each partition's outcome.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from mq.client.admin import ElectionResult
+from mq.errors import ErrorCode
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.codecs import encode_partition_list
@@ -69,3 +72,25 @@ def start_preferred_election(zk: KafkaZkClient, wanted: list[TopicPartition] | N
     outcome.lines.append(f"Created preferred replica election path with {data.decode()}")
     outcome.lines.append(f"Successfully started preferred replica election for partitions {_set(chosen)}")
     return outcome
+
+
+def render_admin_election(results: dict[TopicPartition, ElectionResult]) -> tuple[list[str], int]:
+    """Lines of an ElectLeaders(PREFERRED) answer as the AdminClient path of Kafka's tool prints them, and the number
+    of partitions whose preferred replica could not be elected."""
+    succeeded = [tp for tp, r in sorted(results.items()) if r.error == ErrorCode.NONE]
+    noop = [tp for tp, r in sorted(results.items()) if r.error == ErrorCode.ELECTION_NOT_NEEDED]
+    failed = [
+        (tp, r) for tp, r in sorted(results.items()) if r.error not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)
+    ]
+    lines = []
+    if succeeded:
+        lines.append(
+            f"Successfully completed preferred leader election for partitions {', '.join(map(str, succeeded))}"
+        )
+    if noop:
+        lines.append(f"Preferred replica already elected for partitions {', '.join(map(str, noop))}")
+    for tp, result in failed:
+        lines.append(
+            f"Error completing preferred leader election for partition: {tp}: {result.error.name}: {result.message or ''}"
+        )
+    return lines, len(failed)

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from mq.tools.preferred_election import ElectionCommandError, parse_election_json, start_preferred_election
+from mq.client.admin import ElectionResult
+from mq.errors import ErrorCode
+from mq.tools.preferred_election import (
+    ElectionCommandError,
+    parse_election_json,
+    render_admin_election,
+    start_preferred_election,
+)
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.admin_zk_client import AdminZkClient
@@ -30,3 +37,19 @@ def test_all_partitions_and_in_progress() -> None:
     assert decode_partition_list(zk.store.get(paths.PREFERRED_REPLICA_ELECTION)[0]) == [("t", 0), ("t", 1)]
     with pytest.raises(ElectionCommandError, match="currently in progress"):
         start_preferred_election(zk, None)
+
+
+def test_admin_election_lines_name_each_outcome() -> None:
+    results = {
+        TopicPartition("b", 0): ElectionResult(ErrorCode.NONE),
+        TopicPartition("a", 1): ElectionResult(ErrorCode.NONE),
+        TopicPartition("a", 0): ElectionResult(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed"),
+        TopicPartition("c", 0): ElectionResult(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "not in the isr"),
+    }
+    lines, failed = render_admin_election(results)
+    assert lines == [
+        "Successfully completed preferred leader election for partitions a-1, b-0",
+        "Preferred replica already elected for partitions a-0",
+        "Error completing preferred leader election for partition: c-0: PREFERRED_LEADER_NOT_AVAILABLE: not in the isr",
+    ]
+    assert failed == 1
