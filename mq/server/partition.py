@@ -161,7 +161,7 @@ class Partition:
         """A follower fetched from ``fetch_offset``: record its position, maybe advance the HW.
 
         A follower outside the ISR that has reached the high watermark is a candidate to join it
-        (``isr_candidates``); the caller writes the change, as only the leader may.
+        (``isr_to_expand``); the caller writes the change, as only the leader may.
         """
         state = self.remote_replicas.get(replica_id)
         if state is None:
@@ -171,12 +171,14 @@ class Partition:
             state.last_caught_up_ms = self.time_ms()
         return self.maybe_increment_high_watermark()
 
-    def isr_to_expand(self) -> frozenset[int] | None:
-        """The ISR with every caught-up follower added, or None when nobody is to be added."""
-        joining = {
-            r for r, s in self.remote_replicas.items() if r not in self.isr and s.log_end_offset >= self.high_watermark
-        }
-        return self.isr | joining if joining and self.is_leader else None
+    def isr_to_expand(self, replica_id: int) -> frozenset[int] | None:
+        """The ISR with ``replica_id`` added when that follower, not in the ISR, has just fetched from at least the
+        high watermark; None otherwise. Only a fetch proves a follower is alive, so a replica that stopped fetching
+        (a broker in controlled shutdown, say) is never re-added on the strength of an old position."""
+        state = self.remote_replicas.get(replica_id)
+        if not self.is_leader or state is None or replica_id in self.isr:
+            return None
+        return self.isr | {replica_id} if state.log_end_offset >= self.high_watermark else None
 
     def isr_to_shrink(self, lag_time_max_ms: int) -> frozenset[int] | None:
         """The ISR without followers that have not caught up for ``lag_time_max_ms``, or None."""

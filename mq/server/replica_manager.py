@@ -133,7 +133,7 @@ class ReplicaManager:
     def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
         if partition.update_follower_fetch(replica_id, fetch_offset):
             self._wake_fetchers()  # the high watermark moved: acks=all produces may complete
-        expanded = partition.isr_to_expand()
+        expanded = partition.isr_to_expand(replica_id)
         if expanded is not None:
             self._change_isr(partition, expanded)
 
