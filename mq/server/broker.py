@@ -369,8 +369,9 @@ class KafkaServer:
         config = self.config
         if config.standalone or not config.controlled_shutdown_enable or self.replica_manager is None:
             return
-        if self.replica_manager.fetchers is not None:
-            await self.replica_manager.fetchers.shutdown()
+        fetchers, self.replica_manager.fetchers = self.replica_manager.fetchers, None  # followers stay stopped
+        if fetchers is not None:
+            await fetchers.shutdown()
         for attempt in range(1, config.controlled_shutdown_max_retries + 1):
             try:
                 remaining = await self._request_controlled_shutdown()
