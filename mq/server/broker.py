@@ -320,7 +320,13 @@ class KafkaServer:
             if interval_ms < 2**31:
                 self._tasks.append(asyncio.get_running_loop().create_task(loop()))
 
-        every(config.log_retention_check_interval_ms, self.log_manager.cleanup_logs, "retention")
+        replica_manager = self.replica_manager
+        assert replica_manager is not None
+        every(
+            config.log_retention_check_interval_ms,
+            lambda: self.log_manager.cleanup_logs(replica_manager.high_watermarks()),
+            "retention",
+        )
         if config.auto_leader_rebalance_enable:
             threshold = config.leader_imbalance_per_broker_percentage
             every(

@@ -185,10 +185,18 @@ class LogManager:
 
     # --- periodic work -----------------------------------------------------------------------------------------
 
-    def cleanup_logs(self) -> int:
+    def cleanup_logs(self, high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
         """Retention for every log (time and size only under the delete policy, the log start offset always), and
-        removal of ``.deleted`` files whose delay passed; returns the number of segments deleted."""
-        return sum(partition_log.delete_old_segments() for partition_log in self.all_logs())
+        removal of ``.deleted`` files whose delay passed; returns the number of segments deleted. With
+        ``high_watermarks``, nothing at or above a partition's high watermark is deleted, and a log missing from it
+        (not yet hosted by the replica manager) is left alone."""
+        if high_watermarks is None:
+            return sum(partition_log.delete_old_segments() for partition_log in self.all_logs())
+        return sum(
+            partition_log.delete_old_segments(high_watermarks[tp])
+            for tp, partition_log in list(self.logs.items())
+            if tp in high_watermarks
+        )
 
     def flush_dirty_logs(self) -> None:
         for partition_log in self.all_logs():

@@ -346,3 +346,17 @@ def test_preallocated_log_survives_close_and_crash(tmp_path: Path) -> None:
 def offsets_of(log: Log) -> list[int]:
     data = log_bytes(log.dir)
     return [o for h in iter_headers(data) for o in range(h.offset, h.next_offset)]
+
+
+def test_retention_stops_at_each_partitions_high_watermark(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=200, retention_bytes=0)
+    manager = LogManager([tmp_path], config, broker_id=1)
+    manager.startup()
+    logs = [manager.get_or_create_log(TopicPartition("t", p), config) for p in range(3)]
+    for log in logs:
+        for _ in range(4):
+            log.append_as_leader(v2_batch(3), 0)
+            log.roll()
+    assert manager.cleanup_logs({TopicPartition("t", 0): 0, TopicPartition("t", 1): 6}) == 2
+    assert [log.log_start_offset for log in logs] == [0, 6, 0]  # t-2 is not hosted: left alone
+    manager.shutdown()
