@@ -222,7 +222,7 @@ class KafkaServer:
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *reassignment_apis(self.zk),
-            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache)),
+            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache, self.zk)),
         ]:
             dispatcher.add(api)
         dispatcher.add(api_versions_api(dispatcher))

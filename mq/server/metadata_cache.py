@@ -84,6 +84,8 @@ class MetadataCache:
         entry = self.topics.get(topic)
         if entry is None:
             entry = self.topics[topic] = TopicInfo(topic, topic_id)
+        elif entry.topic_id is None:
+            entry.topic_id = topic_id
         entry.partitions[partition] = info
         self._notify()
 

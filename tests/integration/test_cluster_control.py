@@ -15,6 +15,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
+from mq.client.sync import SyncAdmin
 from mq.zk.codecs import ControllerInfo, encode_reassignment
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
@@ -225,6 +226,10 @@ def test_automatic_rebalance_returns_leadership_to_preferred_replicas(start_clus
     cluster.broker(victim).start()
     assert wait_for(lambda: cluster.state("balanced", led_by_victim).leader == victim, timeout=60)
     assert [cluster.state("balanced", p).leader for p in range(3)] == [1, 2, 3]
+    topic_id = cluster.zk.get_topic_assignment("balanced").topic_id
+    for broker_id in (1, 2, 3):  # every broker's Metadata answer carries the topic id
+        with SyncAdmin(cluster.bootstrap(broker_id)) as admin:
+            assert [t.topic_id for t in admin.call("describe_topics", ["balanced"])] == [topic_id]
 
 
 def test_a_broker_whose_session_expired_registers_again_and_the_controller_resigns(start_cluster) -> None:

@@ -16,13 +16,14 @@ from mq.server.local_channel import apply_update_metadata
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import TopicPartition
+from mq.zk.kafka_zk_client import KafkaZkClient
 
 
-def _infos(request: Any) -> list[PartitionStateInfo]:
+def _infos(request: Any, topic_ids: dict[str, str | None] | None = None) -> list[PartitionStateInfo]:
     return [
         PartitionStateInfo(
             TopicPartition(topic.topic_name, p.partition_index),
-            None,
+            (topic_ids or {}).get(topic.topic_name),
             p.leader,
             p.leader_epoch,
             tuple(p.isr),
@@ -35,8 +36,16 @@ def _infos(request: Any) -> list[PartitionStateInfo]:
     ]
 
 
-def inter_broker_apis(replica_manager: ReplicaManager, cache: MetadataCache) -> list[Api]:
+def inter_broker_apis(replica_manager: ReplicaManager, cache: MetadataCache, zk: KafkaZkClient) -> list[Api]:
     newest_epoch = [0]
+
+    def topic_id(topic: str) -> str | None:
+        """The topic's id: cached, else read once from its znode (the inter-broker requests do not carry it)."""
+        known = cache.topics.get(topic)
+        if known is not None and known.topic_id is not None:
+            return known.topic_id
+        assignment = zk.get_topic_assignment(topic)
+        return None if assignment is None else assignment.topic_id
 
     def stale(request: Any) -> bool:
         if request.controller_epoch < newest_epoch[0]:
@@ -66,7 +75,8 @@ def inter_broker_apis(replica_manager: ReplicaManager, cache: MetadataCache) -> 
             for b in request.live_brokers
             if b.endpoints
         ]
-        apply_update_metadata(cache, _infos(request), brokers, request.controller_id)
+        topic_ids = {t.topic_name: topic_id(t.topic_name) for t in request.topic_states}
+        apply_update_metadata(cache, _infos(request, topic_ids), brokers, request.controller_id)
         return {"error_code": ErrorCode.NONE}
 
     def update_metadata_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
