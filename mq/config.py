@@ -57,11 +57,17 @@ class TopicConfig:
     flush_messages: int = _key("flush.messages", LONG_MAX, "fsync after this many appended messages", minimum=1)
     flush_ms: int = _key("flush.ms", LONG_MAX, "fsync when the oldest unflushed append is this old", minimum=0)
     follower_replication_throttled_replicas: str = _key(
-        "follower.replication.throttled.replicas", "", "partition:broker pairs throttled as followers, or *"
+        "follower.replication.throttled.replicas",
+        "",
+        "partition:broker pairs throttled as followers, or *",
+        kind="replicas",
     )
     index_interval_bytes: int = _key("index.interval.bytes", 4096, "bytes between offset index entries", minimum=0)
     leader_replication_throttled_replicas: str = _key(
-        "leader.replication.throttled.replicas", "", "partition:broker pairs throttled as leaders, or *"
+        "leader.replication.throttled.replicas",
+        "",
+        "partition:broker pairs throttled as leaders, or *",
+        kind="replicas",
     )
     max_compaction_lag_ms: int = _key(
         "max.compaction.lag.ms", LONG_MAX, "longest a record stays uncompacted", minimum=1
@@ -252,6 +258,12 @@ class BrokerConfig:
     replica_fetch_wait_max_ms: int = _key("replica.fetch.wait.max.ms", 500, "follower fetch long-poll time")
     replica_fetch_min_bytes: int = _key("replica.fetch.min.bytes", 1, "follower fetch minimum bytes")
     num_replica_fetchers: int = _key("num.replica.fetchers", 1, "fetchers per source broker", minimum=1)
+    replication_quota_window_num: int = _key(
+        "replication.quota.window.num", 11, "samples kept to measure replication throttle rates", minimum=1
+    )
+    replication_quota_window_size_seconds: int = _key(
+        "replication.quota.window.size.seconds", 1, "length of one replication throttle sample", minimum=1
+    )
     replica_high_watermark_checkpoint_interval_ms: int = _key(
         "replica.high.watermark.checkpoint.interval.ms", 5000, "how often high watermarks are checkpointed"
     )
@@ -380,6 +392,55 @@ class BrokerConfig:
         return cls(**parsed, explicit_keys=frozenset(values) | frozenset(extra))
 
 
+@dataclass(frozen=True)
+class DynamicBrokerConfig:
+    """Broker keys changed at runtime through ``/config/brokers/<id>`` and ``/config/brokers/<default>``
+    (AlterConfigs on a BROKER resource); a per-broker value wins over the cluster default."""
+
+    leader_replication_throttled_rate: int = _key(
+        "leader.replication.throttled.rate",
+        LONG_MAX,
+        "bytes/s a leader sends for throttled replicas",
+        minimum=0,
+    )
+    follower_replication_throttled_rate: int = _key(
+        "follower.replication.throttled.rate",
+        LONG_MAX,
+        "bytes/s a follower fetches for throttled replicas",
+        minimum=0,
+    )
+
+    def with_overrides(self, overrides: Mapping[str, str], source: str = "broker config") -> DynamicBrokerConfig:
+        """A copy with ``overrides`` applied; an unknown key or a bad value raises ConfigError."""
+        return dataclasses.replace(
+            self, **_parse_values(DynamicBrokerConfig, overrides, source, "dynamic broker config")
+        )
+
+
+DYNAMIC_BROKER_CONFIG_KEYS: frozenset[str] = frozenset(
+    f.metadata["key"] for f in dataclasses.fields(DynamicBrokerConfig)
+)
+
+_THROTTLED_REPLICA = re.compile(r"\d+:\d+")
+
+
+def parse_throttled_replicas(text: str) -> list[tuple[int, int]] | None:
+    """A ``*.replication.throttled.replicas`` value as (partition, broker) pairs; None for ``*`` (every replica).
+    Raises ValueError unless the text is ``*`` or ``partition:broker`` pairs separated by commas (or empty)."""
+    if text.strip() == "*":
+        return None
+    pairs: list[tuple[int, int]] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not _THROTTLED_REPLICA.fullmatch(item):
+            raise ValueError(item)
+        partition, _, broker = item.partition(":")
+        pairs.append((int(partition), int(broker)))
+    return pairs
+
+
 _LINE_CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
 
 
@@ -438,9 +499,20 @@ def _parse_value(f: dataclasses.Field[Any], text: str, source: str) -> Any:
             raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected {expected}") from None
         if meta["minimum"] is not None and number < meta["minimum"]:
             raise ConfigError(f"invalid value '{text}' for {key} in {source}: must be at least {meta['minimum']}")
+        if number > LONG_MAX:
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: must be at most {LONG_MAX}")
         return number
     if meta["choices"] is not None and text not in meta["choices"]:
         raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected one of {', '.join(meta['choices'])}")
+    if meta["kind"] == "replicas":
+        try:
+            parse_throttled_replicas(text)
+        except ValueError:
+            raise ConfigError(
+                f"invalid value '{text}' for {key} in {source}: expected * or partitionId:brokerId pairs separated "
+                "by commas"
+            ) from None
+        return text
     if meta["kind"] == "policy":
         parts = [p.strip() for p in text.split(",")]
         if not parts or any(p not in CLEANUP_POLICIES for p in parts):
