@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from mq.config import TopicConfig
+from mq.config import DynamicBrokerConfig, TopicConfig
 from mq.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -25,6 +25,15 @@ from mq.zk.store import NodeExistsError
 
 def _metric_name(topic: str) -> str:
     return topic.replace(".", "_")
+
+
+DEFAULT_BROKER_ENTITY = "<default>"
+"""Entity name of the cluster-wide dynamic broker config, ``/config/brokers/<default>``."""
+
+
+def broker_entity(broker_id: int | None) -> str:
+    """The ``/config/brokers`` child for one broker, or for the cluster default when ``broker_id`` is None."""
+    return DEFAULT_BROKER_ENTITY if broker_id is None else str(broker_id)
 
 
 class AdminZkClient:
@@ -183,3 +192,12 @@ class AdminZkClient:
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
         self.validate_topic_config(config)
         self.zk.set_entity_config("topics", topic, dict(config))
+
+    def validate_broker_config(self, config: Mapping[str, str]) -> None:
+        """Raises ConfigError (INVALID_CONFIG) for a key that cannot change at runtime or an ill-typed value."""
+        DynamicBrokerConfig().with_overrides(config, source="the request")
+
+    def change_broker_config(self, broker_id: int | None, config: Mapping[str, str]) -> None:
+        """Replace the dynamic config of broker ``broker_id`` (None: the cluster default) and notify every broker."""
+        self.validate_broker_config(config)
+        self.zk.set_entity_config("brokers", broker_entity(broker_id), dict(config))
