@@ -20,6 +20,7 @@ from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTo
 from mq.server.controller import PartitionStateInfo
 from mq.server.partition import AppendResult, Partition
 from mq.server.replica_fetcher import ReplicaFetcherManager
+from mq.server.replication_quota import ReplicationQuotas
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class ReplicaManager:
         self.isr_writer: Callable[[Partition, frozenset[int]], bool] | None = None
         """Set in cluster mode: records a leader's ISR change in the metadata tree; False when it lost the race."""
         self._appended = asyncio.Event()
+        self.quotas = ReplicationQuotas(config, broker_id)
+        """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
 
     # --- controller decisions ----------------------------------------------------------------------------------
 
@@ -203,6 +206,14 @@ class ReplicaManager:
                 partition = self.leader_partition(request.tp)
                 if replica_id >= 0:
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
+                    if self._leader_throttled(partition, replica_id):
+                        results[request.tp] = FetchResult(
+                            ErrorCode.NONE,
+                            partition.high_watermark,
+                            partition.last_stable_offset,
+                            partition.log_start_offset,
+                        )
+                        continue
                 limit = min(request.max_bytes, max(remaining, 0))
                 info = partition.read(
                     request.fetch_offset,
@@ -223,6 +234,19 @@ class ReplicaManager:
                 results[request.tp] = FetchResult(exc.code)
         return results
 
+    def _leader_throttled(self, partition: Partition, replica_id: int) -> bool:
+        """Kafka's leader-side throttle: a follower outside the ISR fetching a throttled partition gets no records
+        while the leader quota is exceeded. In-sync followers, unthrottled partitions and consumers never wait."""
+        quota = self.quotas.leader
+        return replica_id not in partition.isr and quota.is_throttled(partition.tp) and quota.is_quota_exceeded()
+
+    def _record_leader_throttled(self, results: dict[TopicPartition, FetchResult]) -> None:
+        """Count the bytes a follower fetch sends for throttled partitions against the leader quota."""
+        quota = self.quotas.leader
+        sent = sum(r.records.length for tp, r in results.items() if r.records is not None and quota.is_throttled(tp))
+        if sent:
+            quota.record(sent)
+
     async def fetch(
         self,
         requests: list[FetchRequestPartition],
@@ -242,6 +266,8 @@ class ReplicaManager:
             failed = any(r.error != ErrorCode.NONE for r in results.values())
             remaining = deadline - loop.time()
             if available >= min_bytes or failed or remaining <= 0:
+                if replica_id >= 0:
+                    self._record_leader_throttled(results)
                 return results
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), remaining)
