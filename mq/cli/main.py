@@ -18,6 +18,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.preferred_election:preferred_replica_election",
         "Move leadership back to each partition's preferred replica.",
     ),
+    "reassign-partitions": (
+        "mq.cli.reassign_partitions:reassign_partitions",
+        "Generate, execute, verify, cancel or list partition reassignments.",
+    ),
+    "leader-election": ("mq.cli.leader_election:leader_election", "Elect preferred or unclean leaders of partitions."),
     "get-offsets": ("mq.cli.console:get_offsets", "Print the latest, earliest or by-time offset of partitions."),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",

@@ -77,6 +77,15 @@ class ElectionResult:
 
 
 @dataclass(frozen=True, slots=True)
+class OngoingReassignment:
+    """A partition being reassigned: its current (enlarged) replica list and the replicas joining and leaving."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterDescription:
     cluster_id: str | None
     controller_id: int
@@ -334,6 +343,47 @@ class AsyncAdmin:
             TopicPartition(r.topic, int(p.partition_id)): ElectionResult(ErrorCode(p.error_code), p.error_message)
             for r in response.replica_election_results
             for p in r.partition_result
+        }
+
+    async def alter_partition_reassignments(
+        self, moves: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ElectionResult]:
+        """Start (a replica list) or cancel (None) each partition's reassignment; the outcome is per partition."""
+        by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for tp, replicas in moves.items():
+            by_topic[tp.topic].append(
+                {"partition_index": tp.partition, "replicas": None if replicas is None else list(replicas)}
+            )
+        body = {"timeout": self.timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = await self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
+        if response.error_code != ErrorCode.NONE:
+            raise kafka_error(response.error_code, response.error_message, "alter partition reassignments")
+        return {
+            TopicPartition(t.name, int(p.partition_index)): ElectionResult(ErrorCode(p.error_code), p.error_message)
+            for t in response.responses
+            for p in t.partitions
+        }
+
+    async def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OngoingReassignment]:
+        """Ongoing reassignments of ``partitions`` (None: of every partition)."""
+        topics: list[dict[str, Any]] | None = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for tp in partitions:
+                by_topic[tp.topic].append(tp.partition)
+            topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        body = {"timeout": self.timeout_ms, "topics": topics}
+        response = await self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body)
+        if response.error_code != ErrorCode.NONE:
+            raise kafka_error(response.error_code, response.error_message, "list partition reassignments")
+        return {
+            TopicPartition(t.name, int(p.partition_index)): OngoingReassignment(
+                tuple(map(int, p.replicas)), tuple(map(int, p.adding_replicas)), tuple(map(int, p.removing_replicas))
+            )
+            for t in response.topics
+            for p in t.partitions
         }
 
 

@@ -14,9 +14,11 @@ from mq.zk.codecs import (
     TopicAssignment,
     decode_cluster_id,
     decode_entity_config,
+    decode_reassignment,
     encode_cluster_id,
     encode_config_change,
     encode_entity_config,
+    encode_reassignment,
     new_topic_id,
 )
 from mq.zk.store import MetadataStore, NodeExistsError, NoNodeError
@@ -106,6 +108,17 @@ class KafkaZkClient:
             return self.store.get_children(paths.DELETE_TOPICS)
         except NoNodeError:
             return []
+
+    # --- reassignment -------------------------------------------------------------------------------------------
+
+    def get_partition_reassignment(self) -> list[tuple[str, int, list[int]]] | None:
+        """The moves in ``/admin/reassign_partitions``, or None when no reassignment is pending."""
+        data = self.store.get_or_none(paths.REASSIGN_PARTITIONS)
+        return None if data is None else decode_reassignment(data)
+
+    def create_partition_reassignment(self, moves: list[tuple[str, int, list[int]]]) -> None:
+        """Create ``/admin/reassign_partitions``; NodeExistsError while one is pending."""
+        self.store.create(paths.REASSIGN_PARTITIONS, encode_reassignment(moves), makepath=True)
 
     # --- partition state ---------------------------------------------------------------------------------------
 

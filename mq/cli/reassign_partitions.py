@@ -1,0 +1,311 @@
+"""``mq reassign-partitions``: move partition replicas between brokers, as kafka-reassign-partitions does."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_client_options, handle_errors
+from mq.tools import reassign_partitions as tool
+from mq.tools.reassign_partitions import Assignment, PartitionProgress, ReassignCommandError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+
+
+def _usage(message: str) -> ToolError:
+    return ToolError(message, EXIT_USAGE)
+
+
+def _check_usage(action: str, options: dict[str, object], zookeeper: bool) -> None:
+    """Kafka's option rules: each action's required file, and options only some actions accept."""
+    needs = {
+        "generate": ("topics-to-move-json-file", "broker-list"),
+        "execute": ("reassignment-json-file",),
+        "verify": ("reassignment-json-file",),
+        "cancel": ("reassignment-json-file",),
+        "list": (),
+    }
+    for name in needs[action]:
+        if options[name] is None:
+            raise _usage(f'Missing required argument "[{name}]"')
+    allowed = {
+        "throttle": ("execute",),
+        "additional": ("execute",),
+        "wait": ("execute",),
+        "disable-rack-aware": ("generate",),
+        "preserve-throttles": ("verify", "cancel"),
+        "broker-list": ("generate",),
+        "topics-to-move-json-file": ("generate",),
+        "reassignment-json-file": ("execute", "verify", "cancel"),
+    }
+    for name, actions in allowed.items():
+        value = options[name]
+        if value not in (None, False, -1) and action not in actions:
+            raise _usage(f'Option "[{name}]" can\'t be used with action "[{action}]"')
+    if zookeeper and action in ("cancel", "list"):
+        raise _usage(f'Option "[zookeeper]" can\'t be used with action "[{action}]"; use --bootstrap-server')
+
+
+@click.command("reassign-partitions", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--zookeeper", metavar="HOST:PORT[,...][/CHROOT]", help="Work on the cluster's ZooKeeper (2.5 output).")
+@click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Work through the brokers' admin APIs.")
+@click.option("--command-config", type=click.Path(dir_okay=False), help="Admin client properties file.")
+@click.option("--generate", "do_generate", is_flag=True, help="Propose an assignment of the topics to the brokers.")
+@click.option("--execute", "do_execute", is_flag=True, help="Start the reassignment of --reassignment-json-file.")
+@click.option("--verify", "do_verify", is_flag=True, help="Report each partition's status; clear throttles when done.")
+@click.option("--cancel", "do_cancel", is_flag=True, help="Revert the partitions' ongoing reassignments.")
+@click.option("--list", "do_list", is_flag=True, help="List ongoing reassignments.")
+@click.option("--reassignment-json-file", type=click.Path(dir_okay=False), help="Target replicas per partition.")
+@click.option("--topics-to-move-json-file", type=click.Path(dir_okay=False), help="Topics for --generate.")
+@click.option("--broker-list", metavar="0,1,2", help="Brokers --generate spreads the topics over.")
+@click.option("--disable-rack-aware", is_flag=True, help="Ignore broker racks in --generate.")
+@click.option("--throttle", type=int, default=-1, show_default=True, help="Replication limit in bytes/s (execute).")
+@click.option("--additional", is_flag=True, help="Execute even though other reassignments are running.")
+@click.option("--preserve-throttles", is_flag=True, help="Verify or cancel without removing throttles.")
+@click.option("--wait", is_flag=True, help="After --execute, show progress until done, then verify.")
+@click.option("--wait-interval", type=float, default=1.0, show_default=True, help="Seconds between progress polls.")
+@handle_errors
+def reassign_partitions(
+    zookeeper: str | None,
+    bootstrap_server: str | None,
+    command_config: str | None,
+    do_generate: bool,
+    do_execute: bool,
+    do_verify: bool,
+    do_cancel: bool,
+    do_list: bool,
+    reassignment_json_file: str | None,
+    topics_to_move_json_file: str | None,
+    broker_list: str | None,
+    disable_rack_aware: bool,
+    throttle: int,
+    additional: bool,
+    preserve_throttles: bool,
+    wait: bool,
+    wait_interval: float,
+) -> None:
+    """Generate, execute, verify, cancel or list partition reassignments.
+
+    --wait (beyond Kafka) follows an --execute: each partition's progress is the share of its new replicas that
+    have joined the ISR (a replica joins once it has caught up with the leader's log end); the rate is partitions
+    completed per second and the ETA extrapolates it. A rich display on a terminal, a plain line per poll when
+    piped; it ends by running --verify.
+
+    Exit codes: 0 success (verify: nothing failed, some may still be in progress), 1 the operation failed or a
+    partition ended with other replicas than requested, 2 bad usage.
+    """
+    chosen = [
+        a for a, flag in zip(ACTIONS, (do_generate, do_execute, do_verify, do_cancel, do_list), strict=True) if flag
+    ]
+    if len(chosen) != 1:
+        raise _usage("Command must include exactly one action: --generate, --execute, --verify, --cancel, or --list")
+    action = chosen[0]
+    if bootstrap_server is None and zookeeper is None:
+        raise _usage("Please specify --bootstrap-server")
+    if bootstrap_server is not None and zookeeper is not None:
+        click.echo(
+            "Warning: ignoring deprecated --zookeeper option because --bootstrap-server was specified.  The "
+            "--zookeeper option will be removed in a future version of Kafka.",
+            err=True,
+        )
+        zookeeper = None
+    options: dict[str, object] = {
+        "topics-to-move-json-file": topics_to_move_json_file,
+        "broker-list": broker_list,
+        "reassignment-json-file": reassignment_json_file,
+        "throttle": throttle,
+        "additional": additional,
+        "wait": wait,
+        "disable-rack-aware": disable_rack_aware,
+        "preserve-throttles": preserve_throttles,
+    }
+    _check_usage(action, options, zookeeper is not None)
+    topics: list[str] = []
+    brokers: list[int] = []
+    target: Assignment = {}
+    try:
+        if action == "generate":
+            assert topics_to_move_json_file is not None and broker_list is not None
+            topics = tool.parse_topics_to_move(_read(topics_to_move_json_file))
+            brokers = tool.parse_broker_list(broker_list)
+        elif action != "list":
+            assert reassignment_json_file is not None
+            target = tool.parse_reassignment(_read(reassignment_json_file))
+        if zookeeper is not None:
+            ok = _zookeeper(
+                zookeeper,
+                action,
+                target,
+                throttle,
+                wait,
+                wait_interval,
+                lambda zk: tool.zk_generate(zk, topics, brokers, not disable_rack_aware),
+            )
+        else:
+            assert bootstrap_server is not None
+            ok = _bootstrap(
+                bootstrap_server,
+                command_config,
+                action,
+                target,
+                throttle=throttle,
+                additional=additional,
+                preserve_throttles=preserve_throttles,
+                wait=wait,
+                wait_interval=wait_interval,
+                generate=lambda admin: tool.generate(
+                    admin.replicas(topics),
+                    topics,
+                    brokers,
+                    _racks(admin),
+                    rack_aware=not disable_rack_aware,
+                ),
+            )
+    except ReassignCommandError as exc:
+        raise ToolError(str(exc)) from None
+    if not ok:
+        sys.exit(EXIT_FAILED)
+
+
+def _echo(lines: Sequence[str]) -> None:
+    for line in lines:
+        click.echo(line)
+
+
+def _racks(admin: tool.SyncReassignAdmin) -> dict[int, str | None]:
+    return {b.node_id: b.rack for b in admin.admin.call("describe_cluster").brokers}
+
+
+def _zookeeper(
+    connect: str,
+    action: str,
+    target: Assignment,
+    throttle: int,
+    wait: bool,
+    interval: float,
+    generate: Callable[..., list[str]],
+) -> bool:
+    from mq.zk.kafka_zk_client import KafkaZkClient
+    from mq.zk.zk_store import ZooKeeperStore
+
+    store = ZooKeeperStore(connect, session_timeout_ms=30000)
+    try:
+        zk = KafkaZkClient(store)
+        if action == "generate":
+            _echo(generate(zk))
+            return True
+        if action == "verify":
+            lines, ok = tool.zk_verify(zk, target)
+            _echo(lines)
+            return ok
+        original = tool.zk_assignment(zk, {tp.topic for tp in target})
+        lines, started = tool.zk_execute(zk, target, throttle)
+        _echo(lines)
+        if not (started and wait):
+            return started or throttle >= 0
+        _follow(lambda: tool.zk_progress(zk, target, original), interval)
+        lines, ok = tool.zk_verify(zk, target)
+        _echo(lines)
+        return ok
+    finally:
+        store.close()
+
+
+def _bootstrap(
+    bootstrap_server: str,
+    command_config: str | None,
+    action: str,
+    target: Assignment,
+    *,
+    throttle: int,
+    additional: bool,
+    preserve_throttles: bool,
+    wait: bool,
+    wait_interval: float,
+    generate: Callable[[tool.SyncReassignAdmin], list[str]],
+) -> bool:
+    from mq.client.sync import SyncAdmin
+
+    with SyncAdmin(bootstrap_server, **admin_client_options(command_config)) as sync:
+        admin = tool.SyncReassignAdmin(sync)
+        if action == "generate":
+            _echo(generate(admin))
+            return True
+        if action == "list":
+            _echo(tool.list_lines(admin.ongoing()))
+            return True
+        if action == "verify":
+            lines, ok = tool.verify(admin, target, preserve_throttles)
+            _echo(lines)
+            return ok
+        if action == "cancel":
+            lines, ok = tool.cancel(admin, target, preserve_throttles)
+            _echo(lines)
+            return ok
+        original = admin.replicas({tp.topic for tp in target})
+        lines, ok = tool.execute(admin, target, throttle, additional)
+        _echo(lines)
+        if not (ok and wait):
+            return ok
+        _follow(lambda: tool.admin_progress(admin, target, original), wait_interval)
+        lines, ok = tool.verify(admin, target)
+        _echo(lines)
+        return ok
+
+
+def _follow(poll: Callable[[], list[PartitionProgress]], interval: float) -> None:
+    """Poll until every partition is done: a rich live table on a terminal, a plain summary line otherwise."""
+    start = time.monotonic()
+    if not sys.stdout.isatty():
+        while True:
+            items = poll()
+            click.echo(tool.progress_line(items, time.monotonic() - start))
+            if all(p.done for p in items):
+                return
+            time.sleep(interval)
+    from rich.console import Console
+    from rich.live import Live
+
+    with Live(console=Console(), refresh_per_second=4) as live:
+        while True:
+            items = poll()
+            live.update(_table(items, time.monotonic() - start))
+            if all(p.done for p in items):
+                return
+            time.sleep(interval)
+
+
+def _table(items: Sequence[PartitionProgress], elapsed: float) -> Table:
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+
+    table = Table(title=tool.progress_line(items, elapsed), title_justify="left")
+    for column in ("Partition", "Target", "Replicas", "New replicas in sync", "", "State"):
+        table.add_column(column)
+    for p in items:
+        total = max(len(p.joining), 1)
+        synced = len(p.in_sync) if p.joining else (1 if p.done else 0)
+        table.add_row(
+            str(p.tp),
+            ",".join(map(str, p.target)),
+            ",".join(map(str, p.replicas)),
+            f"{len(p.in_sync)}/{len(p.joining)}",
+            ProgressBar(total=total, completed=synced, width=20),
+            "done" if p.done else "catching up" if len(p.in_sync) < len(p.joining) else "moving leadership",
+        )
+    return table

@@ -1,0 +1,621 @@
+"""``mq reassign-partitions``: Kafka's ReassignPartitionsCommand.
+
+Two paths meet the same controller. ``--zookeeper`` writes ``/admin/reassign_partitions`` (JSON v1) and throttles as
+dynamic configs in ``/config/brokers/<id>`` and ``/config/topics/<t>``, printing what Kafka 2.5 prints.
+``--bootstrap-server`` uses AlterPartitionReassignments, ListPartitionReassignments and IncrementalAlterConfigs,
+printing what Kafka 2.6+ prints. Every function returns the lines to print; failures raise ``ReassignCommandError``
+worded as Kafka words them.
+
+Throttles (for the partitions whose replica list changes): both rate keys on every broker of the old and new replica
+sets; ``leader.replication.throttled.replicas`` = ``partition:broker`` of every pre-move replica and
+``follower.replication.throttled.replicas`` = ``partition:broker`` of every replica being added, per topic.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mq.client.admin import AlterOp, ElectionResult, OngoingReassignment, ResourceType
+from mq.client.cluster import TopicMetadata
+from mq.client.sync import SyncAdmin
+from mq.errors import ErrorCode
+from mq.topic_partition import TopicPartition
+from mq.zk.assignment import AssignmentError, assign_replicas
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.store import NodeExistsError
+
+Assignment = dict[TopicPartition, list[int]]
+
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIRS_RATE)
+TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+
+ROLLBACK_HEADER = "Current partition replica assignment"
+ROLLBACK_FOOTER = "Save this to use as the --reassignment-json-file option during rollback"
+
+
+class ReassignCommandError(Exception):
+    """A failure worded as Kafka's tool words it."""
+
+
+# --- JSON ------------------------------------------------------------------------------------------------------------
+
+
+def _document(text: str, what: str) -> dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ReassignCommandError(f"Unable to parse the {what} JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ReassignCommandError(f"Unable to parse the {what} JSON: not a JSON object")
+    version = document.get("version", 1)
+    if version != 1:
+        raise ReassignCommandError(f"Not supported version field value {version}")
+    return document
+
+
+def parse_topics_to_move(text: str) -> list[str]:
+    """Topic names of a ``{"topics": [{"topic": T}], "version": 1}`` file, in file order."""
+    try:
+        topics = [str(entry["topic"]) for entry in _document(text, "topics-to-move").get("topics") or []]
+    except (KeyError, TypeError):
+        raise ReassignCommandError("Unable to parse the topics-to-move JSON: every entry needs a topic") from None
+    duplicates = _duplicates(topics)
+    if duplicates:
+        raise ReassignCommandError(f"List of topics to reassign contains duplicate entries: {','.join(duplicates)}")
+    return topics
+
+
+def _duplicates(items: Sequence[Any]) -> list[Any]:
+    seen: set[Any] = set()
+    repeated: list[Any] = []
+    for item in items:
+        if item in seen and item not in repeated:
+            repeated.append(item)
+        seen.add(item)
+    return repeated
+
+
+def _bracket(tp: TopicPartition) -> str:
+    return f"[{tp.topic},{tp.partition}]"
+
+
+def parse_reassignment(text: str) -> Assignment:
+    """Target replicas per partition, in file order, validated as Kafka validates them.
+
+    ``log_dirs`` must match ``replicas`` in length; only ``"any"`` is accepted, since mq does not move a replica
+    between the log directories of one broker.
+    """
+    entries = _document(text, "reassignment").get("partitions") or []
+    result: Assignment = {}
+    order: list[TopicPartition] = []
+    try:
+        for entry in entries:
+            tp = TopicPartition(str(entry["topic"]), int(entry["partition"]))
+            replicas = [int(b) for b in entry["replicas"]]
+            log_dirs = entry.get("log_dirs")
+            if log_dirs is not None:
+                if len(log_dirs) != len(replicas):
+                    raise ReassignCommandError(
+                        f"Size of replicas list {_java_list(replicas)} is different from size of log dirs list "
+                        f"{_java_list(log_dirs)} for partition {tp}"
+                    )
+                moved = [d for d in log_dirs if d != "any"]
+                if moved:
+                    raise ReassignCommandError(
+                        f"Moving replicas between log directories is not supported: {tp} asks for {moved[0]}"
+                    )
+            order.append(tp)
+            result[tp] = replicas
+    except (KeyError, TypeError, ValueError):
+        raise ReassignCommandError(
+            "Unable to parse the reassignment JSON: every entry needs topic, partition and replicas"
+        ) from None
+    if not order:
+        raise ReassignCommandError("Partition reassignment data file is empty")
+    duplicated = _duplicates(order)
+    if duplicated:
+        raise ReassignCommandError(
+            f"Partition reassignment contains duplicate topic partitions: {','.join(map(_bracket, duplicated))}"
+        )
+    for tp, replicas in result.items():
+        repeated = _duplicates(replicas)
+        if repeated:
+            raise ReassignCommandError(
+                f"Partition replica lists may not contain duplicate entries: {_bracket(tp)} contains multiple "
+                f"entries for {','.join(map(str, repeated))}"
+            )
+    return result
+
+
+def _java_list(items: Iterable[Any]) -> str:
+    return "[" + ", ".join(map(str, items)) + "]"
+
+
+def format_reassignment(assignment: Mapping[TopicPartition, Sequence[int]]) -> str:
+    """Compact one-line JSON sorted by topic then partition, each entry with one ``"any"`` log dir per replica."""
+    partitions = [
+        {"topic": tp.topic, "partition": tp.partition, "replicas": list(r), "log_dirs": ["any"] * len(r)}
+        for tp, r in sorted(assignment.items())
+    ]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def parse_broker_list(text: str) -> list[int]:
+    try:
+        brokers = [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise ReassignCommandError(f"Invalid broker list: {text}") from None
+    repeated = _duplicates(brokers)
+    if repeated:
+        raise ReassignCommandError(f"Broker list contains duplicate entries: {','.join(map(str, repeated))}")
+    return brokers
+
+
+def _csv(items: Iterable[int]) -> str:
+    return ",".join(map(str, items))
+
+
+def _tps(tps: Iterable[TopicPartition]) -> str:
+    return ",".join(map(str, tps))
+
+
+# --- generate --------------------------------------------------------------------------------------------------------
+
+
+def generate(
+    current: Assignment,
+    topics: Sequence[str],
+    brokers: Sequence[int],
+    racks: Mapping[int, str | None],
+    *,
+    rack_aware: bool = True,
+    rng: random.Random | None = None,
+) -> list[str]:
+    """Kafka's ``--generate``: the current assignment of ``topics`` and a proposal spreading each topic over
+    ``brokers`` (those of them registered in ``racks``) with its partition count and replication factor."""
+    for topic in topics:
+        if not any(tp.topic == topic for tp in current):
+            raise ReassignCommandError(f"Topic {topic} not found")
+    chosen = sorted(b for b in brokers if b in racks)
+    known = {b: r for b, r in racks.items() if b in chosen and r is not None}
+    proposed: Assignment = {}
+    wanted = {tp: r for tp, r in current.items() if tp.topic in topics}
+    for topic in topics:
+        partitions = sorted(tp.partition for tp in wanted if tp.topic == topic)
+        factor = len(wanted[TopicPartition(topic, partitions[0])])
+        try:
+            placed = assign_replicas(
+                chosen, len(partitions), factor, racks=known if rack_aware and known else None, rng=rng
+            )
+        except AssignmentError as exc:
+            raise ReassignCommandError(str(exc)) from None
+        proposed.update({TopicPartition(topic, p): r for p, r in placed.items()})
+    return [
+        ROLLBACK_HEADER,
+        format_reassignment(wanted),
+        "",
+        "Proposed partition reassignment configuration",
+        format_reassignment(proposed),
+    ]
+
+
+# --- throttles -------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Throttles:
+    """Dynamic configs that throttle the replication traffic of a reassignment."""
+
+    brokers: dict[int, dict[str, str]] = field(default_factory=dict)
+    topics: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def throttles_for(current: Assignment, target: Assignment, rate: int) -> Throttles:
+    """The configs of ``--throttle rate`` for the partitions of ``target`` whose replica list changes."""
+    leaders: dict[str, list[tuple[int, int]]] = {}
+    followers: dict[str, list[tuple[int, int]]] = {}
+    brokers: set[int] = set()
+    for tp, replicas in sorted(target.items()):
+        old = current.get(tp, [])
+        if old == replicas:
+            continue
+        brokers.update(old, replicas)
+        leaders.setdefault(tp.topic, []).extend((tp.partition, b) for b in sorted(old))
+        followers.setdefault(tp.topic, []).extend((tp.partition, b) for b in sorted(set(replicas) - set(old)))
+    throttles = Throttles()
+    for broker in sorted(brokers):
+        throttles.brokers[broker] = {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)}
+    for topic in sorted(leaders):
+        throttles.topics[topic] = {
+            LEADER_REPLICAS: ",".join(f"{p}:{b}" for p, b in leaders[topic]),
+            FOLLOWER_REPLICAS: ",".join(f"{p}:{b}" for p, b in followers[topic]),
+        }
+    return throttles
+
+
+def _rollback_block(current: Assignment, target: Assignment) -> list[str]:
+    return [ROLLBACK_HEADER, "", format_reassignment({tp: current[tp] for tp in target}), "", ROLLBACK_FOOTER]
+
+
+# --- ZooKeeper path (Kafka 2.5 output) -------------------------------------------------------------------------------
+
+
+def zk_assignment(zk: KafkaZkClient, topics: Iterable[str] | None = None) -> Assignment:
+    """Replica lists of every partition of ``topics`` (None: all topics) from ``/brokers/topics``."""
+    result: Assignment = {}
+    for topic in zk.get_all_topics() if topics is None else topics:
+        assignment = zk.get_topic_assignment(topic)
+        if assignment is not None:
+            result.update({TopicPartition(topic, p): r for p, r in assignment.partitions.items()})
+    return result
+
+
+def _missing_and_unknown(current: Assignment, target: Assignment, brokers: Iterable[int]) -> None:
+    missing = [tp for tp in target if tp not in current]
+    if missing:
+        raise ReassignCommandError(f"The proposed assignment contains non-existent partitions: {_tps(missing)}")
+    live = set(brokers)
+    unknown = sorted({b for r in target.values() for b in r} - live)
+    if unknown:
+        raise ReassignCommandError(f"The proposed assignment contains non-existent brokerIDs: {_csv(unknown)}")
+
+
+def zk_generate(zk: KafkaZkClient, topics: Sequence[str], brokers: Sequence[int], rack_aware: bool) -> list[str]:
+    racks = {b: r.rack for b, r in zk.get_all_brokers().items()}
+    return generate(zk_assignment(zk, topics), topics, brokers, racks, rack_aware=rack_aware)
+
+
+def zk_set_throttles(zk: KafkaZkClient, throttles: Throttles) -> None:
+    """Merge the throttle configs into each entity's dynamic config, with a change notification each."""
+    for broker, values in throttles.brokers.items():
+        config = zk.get_entity_config("brokers", str(broker))
+        zk.set_entity_config("brokers", str(broker), {**config, **values})
+    for topic, values in throttles.topics.items():
+        config = zk.get_entity_config("topics", topic)
+        zk.set_entity_config("topics", topic, {**config, **values})
+
+
+def zk_execute(zk: KafkaZkClient, target: Assignment, throttle: int = -1) -> tuple[list[str], bool]:
+    """Create ``/admin/reassign_partitions``; returns the lines and whether a reassignment was started."""
+    current = zk_assignment(zk, {tp.topic for tp in target})
+    if zk.get_partition_reassignment() is not None:
+        lines = ["There is an existing assignment running."]
+        if throttle >= 0:
+            zk_set_throttles(zk, throttles_for(current, target, throttle))
+            lines.append(f"The inter-broker throttle limit was set to {throttle} B/s")
+        return lines, False
+    _missing_and_unknown(current, target, zk.get_all_brokers())
+    lines = _rollback_block(current, target)
+    if throttle >= 0:
+        lines.append(
+            "Warning: You must run Verify periodically, until the reassignment completes, to ensure the throttle is "
+            "removed. You can also alter the throttle by rerunning the Execute command passing a new value."
+        )
+        zk_set_throttles(zk, throttles_for(current, target, throttle))
+        lines.append(f"The inter-broker throttle limit was set to {throttle} B/s")
+    try:
+        zk.create_partition_reassignment([(tp.topic, tp.partition, r) for tp, r in target.items()])
+    except NodeExistsError:
+        raise ReassignCommandError("There is an existing assignment running.") from None
+    lines.append("Successfully started reassignment of partitions.")
+    return lines, True
+
+
+def zk_clear_throttles(zk: KafkaZkClient, topics: Iterable[str]) -> bool:
+    """Remove the throttle keys from every broker and from ``topics``; True when any was set."""
+    removed = False
+    entities: list[tuple[str, str, tuple[str, ...]]]
+    entities = [("brokers", str(b), BROKER_THROTTLE_KEYS) for b in sorted(zk.get_all_brokers())]
+    entities += [("topics", t, TOPIC_THROTTLE_KEYS) for t in sorted(set(topics))]
+    for entity_type, name, keys in entities:
+        config = zk.get_entity_config(entity_type, name)
+        if any(k in config for k in keys):
+            zk.set_entity_config(entity_type, name, {k: v for k, v in config.items() if k not in keys})
+            removed = True
+    return removed
+
+
+def zk_verify(zk: KafkaZkClient, target: Assignment) -> tuple[list[str], bool]:
+    """Kafka 2.5's status lines; returns them and False when some partition failed (ended with other replicas).
+    Throttles are removed once no partition is still in progress."""
+    pending = {TopicPartition(t, p) for t, p, _ in zk.get_partition_reassignment() or []}
+    current = zk_assignment(zk, {tp.topic for tp in target})
+    lines = ["Status of partition reassignment: "]
+    in_progress = False
+    failed = False
+    for tp, replicas in target.items():
+        if tp in pending:
+            lines.append(f"Reassignment of partition {tp} is still in progress")
+            in_progress = True
+        elif current.get(tp) == replicas:
+            lines.append(f"Reassignment of partition {tp} completed successfully")
+        else:
+            lines.append(
+                f"ERROR: Assigned replicas ({_csv(current.get(tp, []))}) don't match the list of replicas for "
+                f"reassignment ({_csv(replicas)}) for partition {tp}"
+            )
+            lines.append(f"Reassignment of partition {tp} failed")
+            failed = True
+    if not in_progress and zk_clear_throttles(zk, {tp.topic for tp in target}):
+        lines.append("Throttle was removed.")
+    return lines, not failed
+
+
+# --- bootstrap-server path (Kafka 2.6+ output) -----------------------------------------------------------------------
+
+
+class ReassignAdmin(Protocol):
+    """What the bootstrap path needs from the cluster (an adapter over ``SyncAdmin`` in production)."""
+
+    def replicas(self, topics: Iterable[str]) -> Assignment:
+        """Current replica lists of every partition of the topics that exist."""
+
+    def broker_ids(self) -> list[int]: ...
+
+    def ongoing(self) -> dict[TopicPartition, OngoingReassignment]: ...
+
+    def alter(self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, ElectionResult]: ...
+
+    def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:
+        """Set (a value) or delete (None) dynamic config keys of one broker or one topic."""
+
+    def dynamic_broker_keys(self, broker: int, keys: Sequence[str]) -> list[str]:
+        """Which of ``keys`` are set as dynamic configs on ``broker``."""
+
+    def isr(self, topics: Iterable[str]) -> dict[TopicPartition, list[int]]:
+        """In-sync replicas of every partition of the topics that exist."""
+
+
+DYNAMIC_BROKER_CONFIG = 2
+"""Kafka's ConfigSource of a per-broker dynamic config."""
+
+
+class SyncReassignAdmin:
+    """``ReassignAdmin`` over a ``SyncAdmin``."""
+
+    def __init__(self, admin: SyncAdmin) -> None:
+        self.admin = admin
+
+    def _describe(self, topics: Iterable[str]) -> list[TopicMetadata]:
+        known = set(self.admin.list_topics())
+        return self.admin.call("describe_topics", sorted(t for t in set(topics) if t in known))  # type: ignore[no-any-return]
+
+    def replicas(self, topics: Iterable[str]) -> Assignment:
+        return {
+            TopicPartition(t.name, p.partition): list(p.replicas) for t in self._describe(topics) for p in t.partitions
+        }
+
+    def isr(self, topics: Iterable[str]) -> dict[TopicPartition, list[int]]:
+        return {TopicPartition(t.name, p.partition): list(p.isr) for t in self._describe(topics) for p in t.partitions}
+
+    def broker_ids(self) -> list[int]:
+        return [b.node_id for b in self.admin.call("describe_cluster").brokers]
+
+    def ongoing(self) -> dict[TopicPartition, OngoingReassignment]:
+        return self.admin.call("list_partition_reassignments")  # type: ignore[no-any-return]
+
+    def alter(self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, ElectionResult]:
+        return self.admin.call("alter_partition_reassignments", moves)  # type: ignore[no-any-return]
+
+    def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:
+        resource = (ResourceType.BROKER, str(broker)) if broker is not None else (ResourceType.TOPIC, str(topic))
+        operations = {k: (AlterOp.DELETE if v is None else AlterOp.SET, v) for k, v in changes.items()}
+        self.admin.call("incremental_alter_configs", *resource, operations)
+
+    def dynamic_broker_keys(self, broker: int, keys: Sequence[str]) -> list[str]:
+        entries = self.admin.call("describe_configs", ResourceType.BROKER, str(broker), list(keys))
+        return [e.name for e in entries if e.name in keys and e.source == DYNAMIC_BROKER_CONFIG]
+
+
+def execute(
+    admin: ReassignAdmin, target: Assignment, throttle: int = -1, additional: bool = False
+) -> tuple[list[str], bool]:
+    """Start the reassignment; returns the lines and whether every partition's request was accepted."""
+    if admin.ongoing() and not additional:
+        raise ReassignCommandError(
+            "Cannot execute because there is an existing partition assignment.  Use --additional to override this "
+            "and create a new partition assignment in addition to the existing one. The --additional flag can also "
+            "be used to change the throttle by resubmitting the current reassignment."
+        )
+    current = admin.replicas({tp.topic for tp in target})
+    for tp in target:
+        if tp not in current:
+            raise ReassignCommandError(f"Unable to find partition: {tp}")
+    brokers = set(admin.broker_ids())
+    for broker in sorted({b for r in target.values() for b in r}):
+        if broker not in brokers:
+            raise ReassignCommandError(f"Unknown broker id {broker}")
+    lines = _rollback_block(current, target)
+    if throttle >= 0:
+        lines.append(
+            "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
+            "is removed."
+        )
+        throttles = throttles_for(current, target, throttle)
+        for broker, values in throttles.brokers.items():
+            admin.set_configs(broker, None, values)
+        for topic, values in throttles.topics.items():
+            admin.set_configs(None, topic, values)
+        lines.append(f"The inter-broker throttle limit was set to {throttle} B/s")
+    results = admin.alter(target)
+    failed = {tp: r for tp, r in sorted(results.items()) if r.error != ErrorCode.NONE}
+    if failed:
+        lines.append("Error reassigning partition(s):")
+        lines.extend(f"{tp}: {r.message or r.error.name}" for tp, r in failed.items())
+        return lines, False
+    started = sorted(target)
+    noun = "reassignment" if len(started) == 1 else "reassignments"
+    lines.append(f"Successfully started partition {noun} for {_tps(started)}")
+    return lines, True
+
+
+def clear_throttles(admin: ReassignAdmin, topics: Iterable[str]) -> list[str]:
+    """Delete the throttle keys set on any broker and on ``topics``, as 2.6+ prints it."""
+    brokers = sorted(admin.broker_ids())
+    for broker in brokers:
+        present = admin.dynamic_broker_keys(broker, BROKER_THROTTLE_KEYS)
+        if present:
+            admin.set_configs(broker, None, dict.fromkeys(present))
+    lines = [f"Clearing broker-level throttles on brokers {_csv(brokers)}"]
+    for topic in sorted(set(topics)):
+        admin.set_configs(None, topic, dict.fromkeys(TOPIC_THROTTLE_KEYS))
+        lines.append(f"Clearing topic-level throttles on topic {topic}")
+    return lines
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    """One partition of a verify: ``state`` is ``complete``, ``in_progress`` or ``different``."""
+
+    tp: TopicPartition
+    state: str
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+
+
+def status_line(status: PartitionStatus) -> str:
+    if status.state == "complete":
+        return f"Reassignment of partition {status.tp} is complete."
+    if status.state == "in_progress":
+        return f"Reassignment of partition {status.tp} is still in progress."
+    return (
+        f"There is no active reassignment of partition {status.tp}, but replica set is {_csv(status.replicas)} "
+        f"rather than {_csv(status.target)}."
+    )
+
+
+def statuses(admin: ReassignAdmin, target: Assignment) -> list[PartitionStatus]:
+    ongoing = admin.ongoing()
+    current = admin.replicas({tp.topic for tp in target})
+    result = []
+    for tp, replicas in sorted(target.items()):
+        now = tuple(current.get(tp, ()))
+        if tp in ongoing:
+            state = "in_progress"
+        elif list(now) == replicas:
+            state = "complete"
+        else:
+            state = "different"
+        result.append(PartitionStatus(tp, state, now, tuple(replicas)))
+    return result
+
+
+def verify(admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False) -> tuple[list[str], bool]:
+    """Status lines sorted by partition, then the throttle clearing when nothing is in progress; returns them and
+    False when some partition has no active reassignment but another replica set."""
+    found = statuses(admin, target)
+    lines = ["Status of partition reassignment:", *map(status_line, found)]
+    if not preserve_throttles and all(s.state != "in_progress" for s in found):
+        lines += clear_throttles(admin, {tp.topic for tp in target})
+    return lines, all(s.state != "different" for s in found)
+
+
+def cancel(admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False) -> tuple[list[str], bool]:
+    """Revert each listed partition's ongoing reassignment to its original replicas."""
+    results = admin.alter(dict.fromkeys(target))
+    cancelled = [tp for tp, r in sorted(results.items()) if r.error == ErrorCode.NONE]
+    failed = {
+        tp: r
+        for tp, r in sorted(results.items())
+        if r.error not in (ErrorCode.NONE, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
+    }
+    if failed:
+        lines = ["Error cancelling partition reassignment for:"]
+        lines += [f"{tp}: {r.message or r.error.name}" for tp, r in failed.items()]
+        return lines, False
+    if cancelled:
+        lines = [f"Successfully cancelled partition reassignments for: {_tps(cancelled)}"]
+    else:
+        lines = ["None of the specified partition reassignments are active."]
+    if not preserve_throttles:
+        lines += clear_throttles(admin, {tp.topic for tp in target})
+    return lines, True
+
+
+def list_lines(ongoing: Mapping[TopicPartition, OngoingReassignment]) -> list[str]:
+    if not ongoing:
+        return ["No partition reassignments found."]
+    return ["Current partition reassignments:"] + [
+        f"{tp}: replicas: {_csv(r.replicas)}. adding: {_csv(r.adding)}. removing: {_csv(r.removing)}."
+        for tp, r in sorted(ongoing.items())
+    ]
+
+
+# --- progress of an executed reassignment ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionProgress:
+    """How far one partition's reassignment has got: its new replicas catch up by joining the ISR."""
+
+    tp: TopicPartition
+    target: tuple[int, ...]
+    replicas: tuple[int, ...]
+    joining: tuple[int, ...]
+    """Target replicas not in the original replica list."""
+    in_sync: tuple[int, ...]
+    """Those of ``joining`` already in the ISR."""
+    done: bool
+
+
+def progress_of(
+    target: Assignment,
+    original: Assignment,
+    replicas: Mapping[TopicPartition, Sequence[int]],
+    isr: Mapping[TopicPartition, Sequence[int]],
+    pending: Iterable[TopicPartition],
+) -> list[PartitionProgress]:
+    """Each partition's progress: done when it is no longer pending and its replicas are the target's."""
+    waiting = set(pending)
+    result = []
+    for tp, wanted in sorted(target.items()):
+        joining = tuple(b for b in wanted if b not in original.get(tp, []))
+        now = tuple(replicas.get(tp, ()))
+        done = tp not in waiting and list(now) == wanted
+        synced = joining if done else tuple(b for b in joining if b in isr.get(tp, ()))
+        result.append(PartitionProgress(tp, tuple(wanted), now, joining, synced, done))
+    return result
+
+
+def admin_progress(admin: ReassignAdmin, target: Assignment, original: Assignment) -> list[PartitionProgress]:
+    topics = {tp.topic for tp in target}
+    return progress_of(target, original, admin.replicas(topics), admin.isr(topics), admin.ongoing())
+
+
+def zk_progress(zk: KafkaZkClient, target: Assignment, original: Assignment) -> list[PartitionProgress]:
+    isr: dict[TopicPartition, list[int]] = {}
+    for tp in target:
+        state = zk.get_partition_state(tp.topic, tp.partition)
+        if state is not None:
+            isr[tp] = list(state[0].isr)
+    pending = [TopicPartition(t, p) for t, p, _ in zk.get_partition_reassignment() or []]
+    return progress_of(target, original, zk_assignment(zk, {tp.topic for tp in target}), isr, pending)
+
+
+def eta_seconds(done: int, total: int, elapsed: float) -> float | None:
+    """Remaining time at the rate partitions have completed so far; None before the first completes."""
+    if done == 0 or elapsed <= 0:
+        return None
+    return (total - done) * elapsed / done
+
+
+def progress_line(items: Sequence[PartitionProgress], elapsed: float) -> str:
+    """One plain summary line: partitions done, new replicas in sync, rate and ETA."""
+    done = sum(1 for p in items if p.done)
+    joining = sum(len(p.joining) for p in items)
+    synced = sum(len(p.in_sync) for p in items)
+    eta = eta_seconds(done, len(items), elapsed)
+    rate = done / elapsed if elapsed > 0 else 0.0
+    return (
+        f"[{elapsed:.0f}s] {done}/{len(items)} partitions reassigned, {synced}/{joining} new replicas in sync, "
+        f"{rate:.2f} partitions/s, ETA {'unknown' if eta is None else f'{eta:.0f}s'}"
+    )
