@@ -4,7 +4,8 @@ Invariants: segments are ordered by base offset, each holding offsets from its b
 only the last (active) segment is appended to; ``log_start_offset <= log_end_offset``; ``recovery_point`` is the
 first offset not yet known to be fsynced; appended batches keep their bytes except the patched base offset,
 partition leader epoch and (for LogAppendTime topics) timestamp fields — one os.write per appended set, per-batch
-work only. A lock serialises appends, reads, rolls, truncation and retention; fsyncs run outside it.
+work only. A lock serialises appends, reads, rolls, truncation and retention; fsyncs run outside it. The leader
+epoch cache follows the log: epochs of appended v2 batches are recorded, and truncation at either end trims it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from mq.records.batch_header import (
     validate,
 )
 from mq.records.legacy import assign_offsets_compressed
+from mq.storage.checkpoints import LEADER_EPOCH_FILE, LeaderEpochCheckpointFile
 from mq.storage.file_names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -53,6 +55,7 @@ from mq.storage.file_names import (
     file_name,
     offset_from_file_name,
 )
+from mq.storage.leader_epoch_cache import LeaderEpochFileCache
 from mq.storage.log_segment import INT_MAX, FileSlice, LogSegment
 
 log = logging.getLogger(__name__)
@@ -120,8 +123,12 @@ class Log:
         self._lock = threading.RLock()
         self.last_flush_ms = time_ms()
         directory.mkdir(parents=True, exist_ok=True)
+        self.leader_epoch_cache = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_FILE))
+        """Which leader epoch wrote which offsets; always within [log start, log end]."""
         self._load(recovery_point, log_start_offset, clean_shutdown)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self.recovery_point = self.log_end_offset if clean_shutdown else min(recovery_point, self.log_end_offset)
 
     # --- loading -----------------------------------------------------------------------------------------------
@@ -194,7 +201,9 @@ class Log:
             if segment.base_offset not in needs_recovery:
                 continue
             # A batch this log accepted stays valid if max.message.bytes is lowered later: only the file bounds it.
-            if segment.recover(INT_MAX):
+            truncated = segment.recover(INT_MAX)
+            self._assign_recovered_epochs(segment)
+            if truncated:
                 log.warning(
                     "Corruption found in segment %d of log %s, truncating to offset %d.",
                     segment.base_offset,
@@ -212,6 +221,17 @@ class Log:
             segment.on_become_inactive()
         self.active.on_become_active()
         self.log_end_offset = self.active.read_next_offset()
+
+    def _assign_recovered_epochs(self, segment: LogSegment) -> None:
+        """Add to the epoch cache the epochs of a recovered segment's v2 batches newer than its latest (a crash can
+        leave batches on disk whose epoch the checkpoint missed). Headers only."""
+        cache = self.leader_epoch_cache
+        latest = cache.latest_epoch
+        for header in segment.headers_from(0):
+            epoch = header.partition_leader_epoch
+            if header.magic >= 2 and epoch >= 0 and (latest is None or epoch > latest):
+                cache.assign(epoch, header.offset)
+                latest = epoch
 
     # --- state -------------------------------------------------------------------------------------------------
 
@@ -294,10 +314,12 @@ class Log:
                 data = self._renumber_legacy(data, headers, first)
                 headers = self._validate(data, from_producer=False)
             max_ts, offset_of_max = -1, first
+            epoch_start = -1
             for h in headers:
                 if h.magic >= 2:
                     set_offset(data, h.position, offset)
                     set_partition_leader_epoch(data, h.position, leader_epoch)
+                    epoch_start = offset if epoch_start < 0 else epoch_start
                     offset += h.last_offset_delta + 1
                 elif h.codec == Codec.NONE:
                     set_offset(data, h.position, offset)
@@ -314,6 +336,8 @@ class Log:
                 now, len(data), max_ts, last_offset, self.config.segment_bytes, self.config.segment_ms
             ):
                 segment = self.roll()
+            if epoch_start >= 0 and leader_epoch >= 0:
+                self.leader_epoch_cache.assign(leader_epoch, epoch_start)
             segment.append(last_offset, max_ts, offset_of_max, data)
             self.log_end_offset = offset
             self._flush_if_due()
@@ -354,6 +378,7 @@ class Log:
             first_offset = max_ts = -1
             offset_of_max = expected
             messages = 0
+            epoch_starts: list[tuple[int, int]] = []
             for h in headers:
                 first = h.offset if h.magic >= 2 or h.codec == Codec.NONE else h.last_offset
                 if first < expected or h.last_offset < first:
@@ -365,6 +390,9 @@ class Log:
                     first_offset = first
                 if h.max_timestamp > max_ts:
                     max_ts, offset_of_max = h.max_timestamp, h.last_offset
+                epoch = h.partition_leader_epoch
+                if h.magic >= 2 and epoch >= 0 and (not epoch_starts or epoch_starts[-1][0] != epoch):
+                    epoch_starts.append((epoch, h.offset))
                 messages += h.last_offset - first + 1
                 expected = h.last_offset + 1
             segment = self.active
@@ -372,6 +400,8 @@ class Log:
                 self.time_ms(), len(data), max_ts, expected - 1, self.config.segment_bytes, self.config.segment_ms
             ):
                 segment = self.roll(first_offset)
+            for epoch, start in epoch_starts:
+                self.leader_epoch_cache.assign(epoch, start)
             segment.append(expected - 1, max_ts, offset_of_max, data)
             self.log_end_offset = expected
             self._flush_if_due()
@@ -429,6 +459,12 @@ class Log:
                 if max_position is not None:
                     break
             return FetchDataInfo(at_end, None)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` of the largest epoch <= ``epoch`` this log holds, or (-1, -1); see
+        ``LeaderEpochFileCache.end_offset_for``."""
+        with self._lock:
+            return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start with a timestamp >= ``timestamp``,
@@ -494,6 +530,7 @@ class Log:
             self.active.truncate_to(offset)
             self.log_end_offset = self.active.read_next_offset()
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at ``offset`` (log start, log end and recovery point)."""
@@ -502,6 +539,7 @@ class Log:
             self.segments = [self._new_segment(offset)]
             self._bases = [offset]
             self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+            self.leader_epoch_cache.clear()
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Move the log start offset forward (DeleteRecords), at most to the log end; segments wholly below it
@@ -510,6 +548,7 @@ class Log:
             if offset <= self.log_start_offset:
                 return False
             self.log_start_offset = min(offset, self.log_end_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             return True
 
     def _deletable(self, predicate: Callable[[LogSegment, int | None], bool], upper_bound: int) -> int:
@@ -534,6 +573,7 @@ class Log:
         del self._bases[:count]
         self._schedule_delete(doomed)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         return count
 
     def delete_old_segments(self, high_watermark: int | None = None) -> int:

@@ -247,7 +247,7 @@ def test_flush_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     default = Log(tmp_path / "b-0", TopicConfig())
     for _ in range(20):
         default.append_as_leader(v2_batch(2), 0)
-    assert default.recovery_point == 0 and synced == []
+    assert default.recovery_point == 0 and default.active.fd not in synced  # only the epoch checkpoint is synced
     clock = Clock()
     timed = Log(tmp_path / "c-0", TopicConfig(flush_ms=100), time_ms=clock)
     timed.append_as_leader(v2_batch(2), 0)
