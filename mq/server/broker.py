@@ -48,7 +48,7 @@ from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_manager import LogManager
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
-from mq.zk.admin_zk_client import AdminZkClient
+from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.codecs import BrokerRegistration, PartitionState, decode_config_change, encode_partition_list
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
@@ -143,6 +143,24 @@ class KafkaServer:
             if entity_type == "topics":
                 self._topic_configs.pop(name, None)
                 self.replica_manager.update_topic_config(name)
+                self.replica_manager.quotas.update_topic(name, self.zk.get_entity_config("topics", name))
+            elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
+                self._load_throttle_rates()
+
+    def _load_throttle_rates(self) -> None:
+        """Apply the replication throttle rates of ``/config/brokers/<id>`` over ``/config/brokers/<default>``."""
+        assert self.zk is not None and self.replica_manager is not None
+        self.replica_manager.quotas.update_rates(
+            self.zk.get_entity_config("brokers", str(self.broker_id)),
+            self.zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY),
+        )
+
+    def _load_dynamic_configs(self) -> None:
+        """At start-up: the throttle rates and every topic's throttled replicas, before notifications arrive."""
+        assert self.zk is not None and self.replica_manager is not None
+        self._load_throttle_rates()
+        for topic, overrides in self.zk.get_all_entity_configs("topics").items():
+            self.replica_manager.quotas.update_topic(topic, overrides)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -255,6 +273,7 @@ class KafkaServer:
             post(lambda: self._on_config_changes(children))
             return True
 
+        self._load_dynamic_configs()
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
