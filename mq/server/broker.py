@@ -33,6 +33,8 @@ from mq.server.handlers.configs import configs_apis
 from mq.server.handlers.controller_requests import controller_apis
 from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.inter_broker import inter_broker_apis
+from mq.server.handlers.leader_epoch import leader_epoch_apis
+from mq.server.handlers.log_dirs import log_dirs_apis
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
@@ -234,9 +236,11 @@ class KafkaServer:
             produce_api(self.replica_manager),
             fetch_api(self.replica_manager),
             *offsets_apis(self.replica_manager),
+            *log_dirs_apis(self.replica_manager),
+            *leader_epoch_apis(self.replica_manager),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
             *admin_topic_apis(admin, self.cache, config),
-            *configs_apis(admin, config),
+            *configs_apis(admin, config, self.broker_id),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *reassignment_apis(self.zk),

@@ -1,9 +1,15 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, and DescribeConfigs for brokers.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
 
 A topic's effective value comes from its override (source TOPIC_CONFIG), else from a broker key set in the
 properties file (STATIC_BROKER_CONFIG), else the default (DEFAULT_CONFIG); synonyms list that chain. Topic changes
 are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns of them.
-Dynamic broker configuration is not offered: altering a broker resource answers INVALID_REQUEST.
+
+BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys
+(``DynamicBrokerConfig``: the replication throttle rates) can be altered; they live in ``/config/brokers/<id>`` and
+``/config/brokers/<default>``, so any broker can answer for any broker id. A broker's dynamic value comes from its
+own entry (DYNAMIC_BROKER_CONFIG), else the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), else DEFAULT_CONFIG.
+Describing this broker lists its static keys too (read-only); describing another broker lists only the dynamic keys,
+and describing ``""`` lists the cluster defaults that are set.
 """
 
 from __future__ import annotations
@@ -13,11 +19,11 @@ from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any
 
-from mq.config import INT_MAX, TOPIC_TO_BROKER_KEYS, BrokerConfig, TopicConfig, config_fields
+from mq.config import INT_MAX, TOPIC_TO_BROKER_KEYS, BrokerConfig, DynamicBrokerConfig, TopicConfig, config_fields
 from mq.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
-from mq.zk.admin_zk_client import AdminZkClient
+from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient, broker_entity
 
 
 class ResourceType(IntEnum):
@@ -27,6 +33,8 @@ class ResourceType(IntEnum):
 
 class ConfigSource(IntEnum):
     TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
@@ -72,6 +80,7 @@ def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
 
 _TOPIC_FIELDS = {f.metadata["key"]: f for f in config_fields(TopicConfig)}
 _BROKER_FIELDS = {f.metadata["key"]: f for f in config_fields(BrokerConfig)}
+_DYNAMIC_FIELDS = {f.metadata["key"]: f for f in config_fields(DynamicBrokerConfig)}
 
 
 def describe_topic_configs(broker: BrokerConfig, overrides: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -106,7 +115,38 @@ def describe_topic_configs(broker: BrokerConfig, overrides: Mapping[str, str]) -
     return entries
 
 
+def describe_dynamic_broker_configs(
+    per_broker: Mapping[str, str] | None, default: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The dynamic keys of one broker (``per_broker`` = its own entry) or, when ``per_broker`` is None, the cluster
+    defaults that are set; values not stored are shown with their default. Sorted by name."""
+    entries = []
+    for key, f in sorted(_DYNAMIC_FIELDS.items()):
+        synonyms = []
+        if per_broker is not None and key in per_broker:
+            synonyms.append({"name": key, "value": per_broker[key], "source": ConfigSource.DYNAMIC_BROKER_CONFIG})
+        if key in default:
+            synonyms.append({"name": key, "value": default[key], "source": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG})
+        elif per_broker is None:
+            continue
+        synonyms.append({"name": key, "value": _render(f.default), "source": ConfigSource.DEFAULT_CONFIG})
+        entries.append(
+            {
+                "name": key,
+                "value": synonyms[0]["value"],
+                "read_only": False,
+                "config_source": synonyms[0]["source"],
+                "is_sensitive": False,
+                "synonyms": synonyms,
+                "config_type": _config_type(f),
+                "documentation": f.metadata["doc"],
+            }
+        )
+    return entries
+
+
 def describe_broker_configs(broker: BrokerConfig) -> list[dict[str, Any]]:
+    """This broker's static keys, read-only, with their source (properties file or default)."""
     entries = []
     for key, f in sorted(_BROKER_FIELDS.items()):
         source = ConfigSource.STATIC_BROKER_CONFIG if key in broker.explicit_keys else ConfigSource.DEFAULT_CONFIG
@@ -126,13 +166,24 @@ def describe_broker_configs(broker: BrokerConfig) -> list[dict[str, Any]]:
     return entries
 
 
-def configs_apis(admin: AdminZkClient, broker: BrokerConfig) -> list[Api]:
+def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> list[Api]:
+    """The config APIs of broker ``broker_id`` (its actual id, also when ``broker.id`` was generated)."""
     zk = admin.zk
 
     def topic_overrides(topic: str) -> dict[str, str]:
         if zk.get_topic_assignment(topic) is None:
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
         return zk.get_entity_config("topics", topic)
+
+    def describe_broker(name: str) -> list[dict[str, Any]]:
+        described = _broker_id(name)
+        default = zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
+        if described is None:
+            return describe_dynamic_broker_configs(None, default)
+        dynamic = describe_dynamic_broker_configs(zk.get_entity_config("brokers", str(described)), default)
+        if described != broker_id:
+            return dynamic
+        return sorted(describe_broker_configs(broker) + dynamic, key=lambda entry: str(entry["name"]))
 
     def describe_one(resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
         result: dict[str, Any] = {
@@ -146,9 +197,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig) -> list[Api]:
             if resource.resource_type == ResourceType.TOPIC:
                 entries = describe_topic_configs(broker, topic_overrides(resource.resource_name))
             elif resource.resource_type == ResourceType.BROKER:
-                if resource.resource_name not in ("", str(broker.broker_id)):
-                    raise KafkaError(f"Unexpected broker id {resource.resource_name}", ErrorCode.INVALID_REQUEST)
-                entries = describe_broker_configs(broker)
+                entries = describe_broker(resource.resource_name)
             else:
                 raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
         except KafkaError as exc:
@@ -184,17 +233,21 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig) -> list[Api]:
             "resource_name": resource.resource_name,
         }
         try:
-            if resource.resource_type != ResourceType.TOPIC:
-                raise KafkaError("Only topic configs can be altered on this broker.", ErrorCode.INVALID_REQUEST)
-            topic = resource.resource_name
-            current = topic_overrides(topic)
-            if incremental:
-                updated = _apply_incremental(current, resource.configs)
+            name = resource.resource_name
+            if resource.resource_type == ResourceType.TOPIC:
+                updated = _altered(topic_overrides(name), resource.configs, incremental, _TOPIC_FIELDS)
+                admin.validate_topic_config(updated)
+                if not validate_only:
+                    admin.change_topic_config(name, updated)
+            elif resource.resource_type == ResourceType.BROKER:
+                target = _broker_id(name)
+                current = zk.get_entity_config("brokers", broker_entity(target))
+                updated = _altered(current, resource.configs, incremental, _DYNAMIC_FIELDS)
+                admin.validate_broker_config(updated)
+                if not validate_only:
+                    admin.change_broker_config(target, updated)
             else:
-                updated = {c.name: c.value for c in resource.configs if c.value is not None}
-            admin.validate_topic_config(updated)
-            if not validate_only:
-                admin.change_topic_config(topic, updated)
+                raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
         except KafkaError as exc:
             return {**answer, "error_code": exc.code, "error_message": str(exc)}
         return answer
@@ -220,8 +273,28 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig) -> list[Api]:
     ]
 
 
-def _apply_incremental(current: Mapping[str, str], changes: Any) -> dict[str, str]:
-    """Kafka's SET / DELETE / APPEND / SUBTRACT on a topic's overrides (list values are comma-separated)."""
+def _altered(
+    current: Mapping[str, str], changes: Any, incremental: bool, fields: Mapping[str, dataclasses.Field[Any]]
+) -> dict[str, str]:
+    """The stored overrides after an AlterConfigs (which replaces them all) or an IncrementalAlterConfigs."""
+    if incremental:
+        return _apply_incremental(current, changes, fields)
+    return {c.name: c.value for c in changes if c.value is not None}
+
+
+def _broker_id(name: str) -> int | None:
+    """The broker id a BROKER resource names; None for ``""``, the cluster-wide default."""
+    if name == "":
+        return None
+    if not name.isdigit():
+        raise KafkaError(f"Broker id must be an integer, but it is: {name}", ErrorCode.INVALID_REQUEST)
+    return int(name)
+
+
+def _apply_incremental(
+    current: Mapping[str, str], changes: Any, fields: Mapping[str, dataclasses.Field[Any]]
+) -> dict[str, str]:
+    """Kafka's SET / DELETE / APPEND / SUBTRACT on stored overrides (list values are comma-separated)."""
     updated = dict(current)
     for change in changes:
         op = AlterOp(change.config_operation)
@@ -230,7 +303,7 @@ def _apply_incremental(current: Mapping[str, str], changes: Any) -> dict[str, st
         elif op == AlterOp.DELETE:
             updated.pop(change.name, None)
         else:
-            f = _TOPIC_FIELDS.get(change.name)
+            f = fields.get(change.name)
             if f is None or _config_type(f) != ConfigType.LIST:
                 raise KafkaError(
                     f"Config value append/subtract is not allowed for config key {change.name}",
