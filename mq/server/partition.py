@@ -14,7 +14,9 @@ from typing import Any
 
 from mq.errors import (
     CorruptRecordError,
+    ErrorCode,
     InvalidRecordError,
+    KafkaError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
@@ -145,8 +147,34 @@ class Partition:
         self.maybe_increment_high_watermark()
         return AppendResult(int(info.first_offset), int(info.log_append_time_ms), self.log_start_offset)
 
-    def read(self, fetch_offset: int, max_bytes: int, *, from_follower: bool, min_one_message: bool) -> Any:
-        """A fetch data info for ``fetch_offset``; consumers read only below the high watermark."""
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """A requester that sent its leader epoch (>= 0) must know ours: FENCED_LEADER_EPOCH when its epoch is older,
+        UNKNOWN_LEADER_EPOCH when newer (this broker has not heard of it yet)."""
+        if 0 <= current_leader_epoch < self.leader_epoch:
+            raise KafkaError(
+                f"The leader epoch in the request ({current_leader_epoch}) is older than the current leader epoch "
+                f"{self.leader_epoch} of {self.tp}",
+                ErrorCode.FENCED_LEADER_EPOCH,
+            )
+        if current_leader_epoch > self.leader_epoch:
+            raise KafkaError(
+                f"The leader epoch in the request ({current_leader_epoch}) is newer than the current leader epoch "
+                f"{self.leader_epoch} of {self.tp}",
+                ErrorCode.UNKNOWN_LEADER_EPOCH,
+            )
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        from_follower: bool,
+        min_one_message: bool,
+        current_leader_epoch: int = -1,
+    ) -> Any:
+        """A fetch data info for ``fetch_offset``; consumers read only below the high watermark. The requester's
+        leader epoch is checked first, as Kafka does."""
+        self.check_leader_epoch(current_leader_epoch)
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
         if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:

@@ -40,6 +40,8 @@ class FetchRequestPartition:
     tp: TopicPartition
     fetch_offset: int
     max_bytes: int
+    current_leader_epoch: int = -1
+    """The requester's leader epoch; -1 when it sent none."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +96,12 @@ class ReplicaManager:
             if partition.is_leader:
                 if self.fetchers is not None:
                     self.fetchers.unfollow(info.tp)
+                partition.log.leader_epoch_cache.assign(info.leader_epoch, partition.log_end_offset)
                 if not was_leader:
                     partition.rebuild_producer_state()  # retries of batches replicated here are duplicates
             elif info.leader >= 0 and self.fetchers is not None:
-                if was_leader or partition.log_end_offset > partition.high_watermark:
-                    partition.log.truncate_to(partition.high_watermark)  # drop what the new leader may not have
                 partition.producers.truncate()
-                self.fetchers.follow(partition, info.leader)
+                self.fetchers.follow(partition, info.leader)  # truncates by leader epoch before fetching
 
     def stop_replicas(self, tps: Iterable[TopicPartition], delete: bool) -> None:
         for tp in tps:
@@ -204,6 +205,7 @@ class ReplicaManager:
         for request in requests:
             try:
                 partition = self.leader_partition(request.tp)
+                partition.check_leader_epoch(request.current_leader_epoch)  # a fenced fetch moves nothing
                 if replica_id >= 0:
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
                     if self._leader_throttled(partition, replica_id):
@@ -220,6 +222,7 @@ class ReplicaManager:
                     limit,
                     from_follower=replica_id >= 0,
                     min_one_message=remaining == max_bytes,
+                    current_leader_epoch=request.current_leader_epoch,
                 )
                 records = info.records
                 remaining -= records.length if records is not None else 0

@@ -19,7 +19,12 @@ from mq.topic_partition import TopicPartition
 def fetch_api(replica_manager: ReplicaManager) -> Api:
     async def handle(context: RequestContext, request: Any) -> list[Any]:
         wanted = [
-            FetchRequestPartition(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
+            FetchRequestPartition(
+                TopicPartition(t.topic, p.partition),
+                p.fetch_offset,
+                p.partition_max_bytes,
+                int(getattr(p, "current_leader_epoch", -1)),
+            )
             for t in request.topics
             for p in t.partitions
         ]
