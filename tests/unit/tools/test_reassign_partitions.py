@@ -445,3 +445,32 @@ def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> 
     assert result.exit_code == 2
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_zk_generate_reads_the_topics_and_racks() -> None:
+    zk = _zk((1, 2, 3, 4))
+    lines = tool.zk_generate(zk, ["foo"], [3, 4], rack_aware=True)
+    assert lines[1] == tool.format_reassignment({TP("foo", 0): [1, 2], TP("foo", 1): [2, 3]})
+    proposed = tool.parse_reassignment(lines[4])
+    assert sorted(map(sorted, proposed.values())) == [[3, 4], [3, 4]]
+    assert {r[0] for r in proposed.values()} == {3, 4}
+
+
+def test_live_table_shows_each_partition_state() -> None:
+    from rich.console import Console
+
+    from mq.cli.reassign_partitions import _table
+
+    items = tool.progress_of(
+        {TP("a", 0): [2, 3], TP("a", 1): [3], TP("a", 2): [1, 4]},
+        {TP("a", 0): [1], TP("a", 1): [1], TP("a", 2): [1, 2]},
+        {TP("a", 0): [2, 3, 1], TP("a", 1): [3], TP("a", 2): [1, 4, 2]},
+        {TP("a", 0): [1, 2], TP("a", 2): [1, 2, 4]},
+        [TP("a", 0), TP("a", 2)],
+    )
+    console = Console(width=140, record=True)
+    console.print(_table(items, 4.0))
+    rows = {line.split()[1]: line for line in console.export_text().splitlines() if line.startswith("│ a-")}
+    assert "catching up" in rows["a-0"] and "1/2" in rows["a-0"]
+    assert "done" in rows["a-1"]
+    assert "moving leadership" in rows["a-2"] and "1/1" in rows["a-2"]
