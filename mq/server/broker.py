@@ -145,7 +145,6 @@ class KafkaServer:
             if entity_type == "topics":
                 self._topic_configs.pop(name, None)
                 self.replica_manager.update_topic_config(name)
-                self.replica_manager.quotas.update_topic(name, self.zk.get_entity_config("topics", name))
             elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
                 self._load_throttle_rates()
 
@@ -156,13 +155,6 @@ class KafkaServer:
             self.zk.get_entity_config("brokers", str(self.broker_id)),
             self.zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY),
         )
-
-    def _load_dynamic_configs(self) -> None:
-        """At start-up: the throttle rates and every topic's throttled replicas, before notifications arrive."""
-        assert self.zk is not None and self.replica_manager is not None
-        self._load_throttle_rates()
-        for topic, overrides in self.zk.get_all_entity_configs("topics").items():
-            self.replica_manager.quotas.update_topic(topic, overrides)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -277,7 +269,7 @@ class KafkaServer:
             post(lambda: self._on_config_changes(children))
             return True
 
-        self._load_dynamic_configs()
+        self._load_throttle_rates()
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")

@@ -74,7 +74,7 @@ class ReplicaManager:
         self.isr_writer: Callable[[Partition, frozenset[int]], bool] | None = None
         """Set in cluster mode: records a leader's ISR change in the metadata tree; False when it lost the race."""
         self._appended = asyncio.Event()
-        self.quotas = ReplicationQuotas(config, broker_id)
+        self.quotas = ReplicationQuotas(config, broker_id, topic_config)
         """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
 
     # --- controller decisions ----------------------------------------------------------------------------------

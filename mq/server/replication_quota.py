@@ -6,8 +6,9 @@ of the retained samples divided by the time they span, where the span counts as 
 samples: a fresh manager therefore lets about ``(window.num - 1) * window.size * rate`` bytes through before the
 quota first counts as exceeded, and after that holds the average near the rate. The limit comes from the dynamic
 broker configs ``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate`` (Long.MAX_VALUE, the
-default, means unlimited). Which partitions are throttled comes from the topic configs
-``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas``: the ``partition:broker``
+default, means unlimited). Which partitions are throttled comes from the topic's effective config (so a topic
+created with a throttle is throttled from the start, and a change notification takes effect on the next fetch):
+``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas``, the ``partition:broker``
 pairs naming this broker, or every partition of the topic for ``*``.
 """
 
@@ -19,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from mq.config import LONG_MAX, BrokerConfig, DynamicBrokerConfig, parse_throttled_replicas
+from mq.config import LONG_MAX, BrokerConfig, DynamicBrokerConfig, TopicConfig, parse_throttled_replicas
 from mq.errors import ConfigError
 from mq.topic_partition import TopicPartition
 
@@ -27,8 +28,7 @@ log = logging.getLogger(__name__)
 
 LEADER_RATE_KEY = "leader.replication.throttled.rate"
 FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
-LEADER_REPLICAS_KEY = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS_KEY = "follower.replication.throttled.replicas"
+PARSED_LISTS_KEPT = 1024
 
 
 @dataclass(frozen=True)
@@ -60,18 +60,28 @@ class _Sample:
 
 
 class ReplicationQuotaManager:
-    """A byte-rate quota over a sliding window, and the set of partitions it applies to."""
+    """A byte-rate quota over a sliding window, and the partitions it applies to: ``throttled_replicas(topic)``
+    gives the topic's current ``*.replication.throttled.replicas`` value."""
 
-    def __init__(self, window_num: int, window_size_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        window_num: int,
+        window_size_s: float,
+        broker_id: int,
+        throttled_replicas: Callable[[str], str],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if window_num < 1 or window_size_s <= 0:
             raise ValueError("a quota window needs at least one sample of positive length")
         self.window_num = window_num
         self.window_size_s = window_size_s
+        self.broker_id = broker_id
+        self.throttled_replicas = throttled_replicas
         self.clock = clock
         self.rate_limit = LONG_MAX
         """Bytes per second; Long.MAX_VALUE = unlimited."""
         self._samples: deque[_Sample] = deque()
-        self._throttled: dict[str, ThrottledPartitions] = {}
+        self._parsed: dict[str, ThrottledPartitions] = {}
 
     # --- the rate ----------------------------------------------------------------------------------------------
 
@@ -111,28 +121,47 @@ class ReplicationQuotaManager:
 
     # --- throttled partitions ----------------------------------------------------------------------------------
 
-    def mark_throttled(self, topic: str, partitions: ThrottledPartitions) -> None:
-        if partitions.every or partitions.partitions:
-            self._throttled[topic] = partitions
-        else:
-            self._throttled.pop(topic, None)
-
-    def remove_throttle(self, topic: str) -> None:
-        self._throttled.pop(topic, None)
-
     def is_throttled(self, tp: TopicPartition) -> bool:
-        partitions = self._throttled.get(tp.topic)
-        return partitions is not None and tp.partition in partitions
+        value = self.throttled_replicas(tp.topic)
+        if not value:
+            return False
+        partitions = self._parsed.get(value)
+        if partitions is None:
+            if len(self._parsed) >= PARSED_LISTS_KEPT:
+                self._parsed.clear()
+            try:
+                partitions = throttled_partitions(value, self.broker_id)
+            except ValueError:
+                log.warning(
+                    "ignoring throttled replica list %r of topic %s: not * or partition:broker pairs", value, tp.topic
+                )
+                partitions = ThrottledPartitions(every=False)
+            self._parsed[value] = partitions
+        return tp.partition in partitions
 
 
 class ReplicationQuotas:
-    """The leader-side and follower-side quota managers of one broker, fed from dynamic broker and topic configs."""
+    """The leader-side and follower-side quota managers of one broker: rates from the dynamic broker configs,
+    throttled partitions from ``topic_config`` (the topic's effective config)."""
 
-    def __init__(self, config: BrokerConfig, broker_id: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        broker_id: int,
+        topic_config: Callable[[str], TopicConfig],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.broker_id = broker_id
         num, size = config.replication_quota_window_num, config.replication_quota_window_size_seconds
-        self.leader = ReplicationQuotaManager(num, size, clock)
-        self.follower = ReplicationQuotaManager(num, size, clock)
+
+        def leader_list(topic: str) -> str:
+            return topic_config(topic).leader_replication_throttled_replicas
+
+        def follower_list(topic: str) -> str:
+            return topic_config(topic).follower_replication_throttled_replicas
+
+        self.leader = ReplicationQuotaManager(num, size, broker_id, leader_list, clock)
+        self.follower = ReplicationQuotaManager(num, size, broker_id, follower_list, clock)
 
     def update_rates(self, broker_overrides: Mapping[str, str], default_overrides: Mapping[str, str]) -> None:
         """Apply ``/config/brokers/<id>`` over ``/config/brokers/<default>``; a bad stored value is logged and
@@ -154,15 +183,6 @@ class ReplicationQuotas:
             _rate_text(self.leader.rate_limit),
             _rate_text(self.follower.rate_limit),
         )
-
-    def update_topic(self, topic: str, overrides: Mapping[str, str]) -> None:
-        """Re-evaluate which partitions of ``topic`` are throttled from its overrides (``/config/topics/<T>``)."""
-        for manager, key in ((self.leader, LEADER_REPLICAS_KEY), (self.follower, FOLLOWER_REPLICAS_KEY)):
-            try:
-                manager.mark_throttled(topic, throttled_partitions(overrides.get(key, ""), self.broker_id))
-            except ValueError:
-                log.warning("ignoring %s=%r of topic %s: not * or partition:broker pairs", key, overrides[key], topic)
-                manager.remove_throttle(topic)
 
 
 def _rate_text(rate: int) -> str:

@@ -12,7 +12,6 @@ from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode
 from mq.server.partition import Partition, ReplicaState
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
-from mq.server.replication_quota import ThrottledPartitions
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.storage.storage_batches import v2_batch
@@ -34,8 +33,13 @@ def leader_partition(tmp_path: Path, tp: TopicPartition) -> Partition:
     return partition
 
 
+THROTTLED = TopicConfig(leader_replication_throttled_replicas="*")
+
+
 def manager(tmp_path: Path, *tps: TopicPartition) -> ReplicaManager:
-    rm = ReplicaManager(BrokerConfig(replication_quota_window_num=2), LEADER, None, lambda _: TopicConfig())
+    """Partitions led here; topic ``t`` is throttled on the leader side (``leader.replication.throttled.replicas=*``)."""
+    config = BrokerConfig(replication_quota_window_num=2)
+    rm = ReplicaManager(config, LEADER, None, lambda topic: THROTTLED if topic == "t" else TopicConfig())
     for tp in tps:
         rm.partitions[tp] = leader_partition(tmp_path, tp)
     return rm
@@ -55,7 +59,7 @@ def length(result: FetchResult) -> int:
 
 
 def test_unthrottled_followers_always_get_records(tmp_path: Path) -> None:
-    tp = TopicPartition("t", 0)
+    tp = TopicPartition("u", 0)
     rm = manager(tmp_path, tp)
     rm.quotas.leader.update_quota(1)
     for _ in range(3):
@@ -67,7 +71,6 @@ def test_throttled_partition_gets_nothing_while_the_leader_quota_is_exceeded(tmp
     tp, other = TopicPartition("t", 0), TopicPartition("u", 0)
     rm = manager(tmp_path, tp, other)
     rm.quotas.leader.update_quota(1000)
-    rm.quotas.leader.mark_throttled("t", ThrottledPartitions(every=True))
     first = fetch(rm, tp, OUT_OF_SYNC)
     size = length(first)
     assert size > 1000

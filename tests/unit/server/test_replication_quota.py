@@ -15,6 +15,10 @@ from mq.server.replication_quota import (
 from mq.topic_partition import TopicPartition
 
 
+def no_throttle(topic: str) -> str:
+    return ""
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
@@ -35,7 +39,7 @@ def test_window_defaults_are_kafkas() -> None:
 
 def test_default_rate_is_unlimited() -> None:
     clock = Clock()
-    quota = ReplicationQuotaManager(11, 1, clock)
+    quota = ReplicationQuotaManager(11, 1, 1, no_throttle, clock)
     assert quota.rate_limit == LONG_MAX
     quota.record(10**15)
     assert not quota.is_quota_exceeded()
@@ -43,7 +47,7 @@ def test_default_rate_is_unlimited() -> None:
 
 def test_a_fresh_window_spans_at_least_num_minus_one_samples() -> None:
     clock = Clock()
-    quota = ReplicationQuotaManager(11, 1, clock)
+    quota = ReplicationQuotaManager(11, 1, 1, no_throttle, clock)
     quota.record(1000)
     assert quota.measured_rate() == pytest.approx(100.0)  # 1000 bytes over the minimum span of 10 s
     clock.now += 0.5
@@ -54,7 +58,7 @@ def test_a_fresh_window_spans_at_least_num_minus_one_samples() -> None:
 
 def test_span_is_the_real_elapsed_time_once_enough_samples_passed() -> None:
     clock = Clock()
-    quota = ReplicationQuotaManager(3, 1, clock)
+    quota = ReplicationQuotaManager(3, 1, 1, no_throttle, clock)
     for _ in range(3):
         quota.record(300)
         clock.now += 1.0
@@ -66,7 +70,7 @@ def test_span_is_the_real_elapsed_time_once_enough_samples_passed() -> None:
 
 def test_old_samples_expire() -> None:
     clock = Clock()
-    quota = ReplicationQuotaManager(2, 1, clock)
+    quota = ReplicationQuotaManager(2, 1, 1, no_throttle, clock)
     quota.record(5000)
     clock.now += 2.0
     assert quota.measured_rate() == 0.0
@@ -76,7 +80,7 @@ def test_old_samples_expire() -> None:
 
 def test_samples_roll_and_keep_at_most_window_num() -> None:
     clock = Clock()
-    quota = ReplicationQuotaManager(2, 1, clock)
+    quota = ReplicationQuotaManager(2, 1, 1, no_throttle, clock)
     quota.record(100)
     clock.now += 0.4
     quota.record(100)  # same sample
@@ -90,7 +94,7 @@ def test_samples_roll_and_keep_at_most_window_num() -> None:
 
 def test_quota_exceeded_only_above_the_rate() -> None:
     clock = Clock()
-    quota = ReplicationQuotaManager(2, 1, clock)
+    quota = ReplicationQuotaManager(2, 1, 1, no_throttle, clock)
     quota.update_quota(1000)
     quota.record(1000)
     assert not quota.is_quota_exceeded()  # exactly the rate is acceptable
@@ -105,7 +109,7 @@ def test_quota_exceeded_only_above_the_rate() -> None:
 def test_steady_traffic_under_the_quota_averages_the_rate() -> None:
     """A sender that sends a chunk whenever the quota is not exceeded moves about rate * time bytes."""
     clock = Clock()
-    quota = ReplicationQuotaManager(11, 1, clock)
+    quota = ReplicationQuotaManager(11, 1, 1, no_throttle, clock)
     quota.update_quota(100_000)
     sent = 0
     for _ in range(6000):  # 60 s in steps of 10 ms
@@ -141,20 +145,22 @@ def test_malformed_throttled_replica_lists_are_rejected(value: str) -> None:
         TopicConfig().with_overrides({"leader.replication.throttled.replicas": value})
 
 
-def test_is_throttled_by_topic_and_partition() -> None:
-    quota = ReplicationQuotaManager(11, 1)
-    quota.mark_throttled("a", ThrottledPartitions(False, frozenset({1})))
-    quota.mark_throttled("b", ThrottledPartitions(every=True))
+def test_is_throttled_follows_the_topics_current_list() -> None:
+    lists = {"a": "1:7,2:8", "b": "*", "c": ""}
+    quota = ReplicationQuotaManager(11, 1, 7, lambda topic: lists.get(topic, ""))
     assert quota.is_throttled(TopicPartition("a", 1))
-    assert not quota.is_throttled(TopicPartition("a", 0))
+    assert not quota.is_throttled(TopicPartition("a", 2))  # throttled on broker 8, not here
     assert quota.is_throttled(TopicPartition("b", 41))
     assert not quota.is_throttled(TopicPartition("c", 0))
-    quota.mark_throttled("b", ThrottledPartitions(False, frozenset()))
+    assert not quota.is_throttled(TopicPartition("d", 0))
+    lists["b"] = "0:7"
     assert not quota.is_throttled(TopicPartition("b", 41))
+    lists["b"] = "garbage"
+    assert not quota.is_throttled(TopicPartition("b", 0))
 
 
 def test_quotas_take_per_broker_rates_over_the_default() -> None:
-    quotas = ReplicationQuotas(BrokerConfig(), broker_id=2)
+    quotas = ReplicationQuotas(BrokerConfig(), 2, lambda topic: TopicConfig())
     quotas.update_rates({}, {"leader.replication.throttled.rate": "500", "follower.replication.throttled.rate": "600"})
     assert (quotas.leader.rate_limit, quotas.follower.rate_limit) == (500, 600)
     quotas.update_rates({"leader.replication.throttled.rate": "70"}, {"leader.replication.throttled.rate": "500"})
@@ -163,15 +169,12 @@ def test_quotas_take_per_broker_rates_over_the_default() -> None:
     assert (quotas.leader.rate_limit, quotas.follower.rate_limit) == (LONG_MAX, LONG_MAX)
 
 
-def test_quotas_follow_topic_overrides_for_this_broker() -> None:
-    quotas = ReplicationQuotas(BrokerConfig(), broker_id=2)
-    quotas.update_topic(
-        "t",
-        {"leader.replication.throttled.replicas": "0:2,1:3", "follower.replication.throttled.replicas": "*"},
+def test_quotas_use_each_sides_topic_list_for_this_broker() -> None:
+    config = TopicConfig().with_overrides(
+        {"leader.replication.throttled.replicas": "0:2,1:3", "follower.replication.throttled.replicas": "*"}
     )
+    quotas = ReplicationQuotas(BrokerConfig(), 2, lambda topic: config if topic == "t" else TopicConfig())
     assert quotas.leader.is_throttled(TopicPartition("t", 0))
     assert not quotas.leader.is_throttled(TopicPartition("t", 1))
     assert quotas.follower.is_throttled(TopicPartition("t", 1))
-    quotas.update_topic("t", {"leader.replication.throttled.replicas": "garbage"})
-    assert not quotas.leader.is_throttled(TopicPartition("t", 0))
-    assert not quotas.follower.is_throttled(TopicPartition("t", 1))
+    assert not quotas.follower.is_throttled(TopicPartition("u", 1))
