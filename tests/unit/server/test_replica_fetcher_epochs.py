@@ -1,0 +1,129 @@
+"""Follower truncation by leader epoch in the replica fetcher, on real logs; the leader is a fake connection that
+answers OffsetForLeaderEpoch from a real leader log through the broker's handler."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mq.config import BrokerConfig, TopicConfig
+from mq.errors import ErrorCode, KafkaError
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import request_schema, response_schema
+from mq.protocol.entities import build
+from mq.records.batch_header import set_offset, set_partition_leader_epoch
+from mq.server.handlers.leader_epoch import leader_epoch_apis
+from mq.server.partition import Partition
+from mq.server.replica_fetcher import ReplicaFetcher
+from mq.server.replica_manager import ReplicaManager
+from mq.storage.partition_log import Log
+from mq.topic_partition import TopicPartition
+from tests.unit.storage.storage_batches import v2_batch
+
+TP = TopicPartition("t", 0)
+LEADER, FOLLOWER = 1, 2
+
+
+def batch_at(offset: int, epoch: int, count: int) -> bytes:
+    data = bytearray(v2_batch(count))
+    set_offset(data, 0, offset)
+    set_partition_leader_epoch(data, 0, epoch)
+    return bytes(data)
+
+
+def log_with(directory: Path, epochs: list[tuple[int, int]], log_end: int) -> Log:
+    """A log whose batches were written by ``epochs`` (epoch, start offset), up to ``log_end``."""
+    log = Log(directory, TopicConfig())
+    bounds = [start for _, start in epochs[1:]] + [log_end]
+    for (epoch, start), end in zip(epochs, bounds, strict=True):
+        log.append_as_follower(batch_at(start, epoch, end - start))
+    return log
+
+
+def partition_of(log: Log, broker_id: int, leader_epoch: int) -> Partition:
+    partition = Partition(TP, log, broker_id)
+    partition.leader_id = LEADER
+    partition.leader_epoch = leader_epoch
+    return partition
+
+
+class LeaderConnection:
+    """Answers OffsetForLeaderEpoch as the broker's handler does for ``leader``; records what was asked."""
+
+    def __init__(self, leader: Partition) -> None:
+        manager = ReplicaManager(BrokerConfig(), LEADER, None, lambda topic: TopicConfig())
+        manager.partitions[TP] = leader
+        (self.api,) = leader_epoch_apis(manager)
+        self.asked: list[int] = []
+
+    async def send(self, api_key: int, body: dict[str, Any], version: int) -> Any:
+        assert api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH and body["replica_id"] == FOLLOWER
+        request = build(request_schema(api_key, version), body)
+        self.asked += [p.leader_epoch for t in request.topics for p in t.partitions]
+        answer = await self.api.handle(None, request)  # type: ignore[arg-type]  # the handler needs no context
+        return build(response_schema(api_key, version), answer)
+
+
+def truncate(follower: Partition, leader: Partition) -> tuple[ReplicaFetcher, LeaderConnection]:
+    fetcher = ReplicaFetcher(FOLLOWER, LEADER, lambda _: None, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+    fetcher.add(follower)
+    connection = LeaderConnection(leader)
+    asyncio.run(fetcher._truncate(connection))  # type: ignore[arg-type]
+    return fetcher, connection
+
+
+def test_follower_walks_back_through_epochs_the_leader_never_had(tmp_path: Path) -> None:
+    leader = partition_of(log_with(tmp_path / "leader", [(0, 0), (2, 12), (4, 30)], 40), LEADER, 4)
+    follower_log = log_with(tmp_path / "follower", [(0, 0), (1, 10), (3, 20)], 25)
+    follower = partition_of(follower_log, FOLLOWER, 4)
+    follower.high_watermark = 25
+    fetcher, connection = truncate(follower, leader)
+    # Epoch 3: the leader knows 2 up to 30; the follower's epoch 2 does not exist, so it cuts at the end of its
+    # epoch 1 (20) and asks about 1: the leader's epoch 0 ends at 12, the follower's at 10.
+    assert connection.asked == [3, 1]
+    assert follower_log.log_end_offset == 10 and follower.high_watermark == 10
+    assert follower_log.leader_epoch_cache.entries == [(0, 0)]
+    assert TP not in fetcher.truncating and TP in fetcher.partitions
+
+
+def test_follower_keeps_everything_it_shares_with_the_leader(tmp_path: Path) -> None:
+    leader = partition_of(log_with(tmp_path / "leader", [(0, 0), (1, 10)], 30), LEADER, 2)
+    follower_log = log_with(tmp_path / "follower", [(0, 0), (1, 10)], 20)
+    follower = partition_of(follower_log, FOLLOWER, 2)  # its high watermark (0) lags: nothing is lost to it
+    truncate(follower, leader)
+    assert follower_log.log_end_offset == 20 and follower_log.leader_epoch_cache.entries == [(0, 0), (1, 10)]
+
+
+def test_follower_without_epochs_truncates_to_its_high_watermark(tmp_path: Path) -> None:
+    leader = partition_of(log_with(tmp_path / "leader", [(0, 0)], 30), LEADER, 1)
+    follower_log = Log(tmp_path / "follower", TopicConfig())
+    for start in range(0, 20, 5):
+        follower_log.append_as_follower(batch_at(start, 0, 5))
+    follower_log.leader_epoch_cache.clear()
+    follower = partition_of(follower_log, FOLLOWER, 1)
+    follower.high_watermark = 10
+    _, connection = truncate(follower, leader)
+    assert connection.asked == [] and follower_log.log_end_offset == 10
+
+
+def test_epoch_errors_fence_or_retry(tmp_path: Path) -> None:
+    leader = partition_of(log_with(tmp_path / "leader", [(0, 0)], 10), LEADER, 3)
+    stale = partition_of(log_with(tmp_path / "stale", [(0, 0)], 10), FOLLOWER, 2)
+    fetcher, _ = truncate(stale, leader)
+    assert TP not in fetcher.partitions and TP not in fetcher.truncating  # fenced: waits for LeaderAndIsr
+    ahead = partition_of(log_with(tmp_path / "ahead", [(0, 0)], 10), FOLLOWER, 4)
+    fetcher, _ = truncate(ahead, leader)
+    assert TP in fetcher.truncating and ahead.log_end_offset == 10  # the leader has not heard of epoch 4 yet
+
+
+def test_fetch_checks_the_requesters_leader_epoch(tmp_path: Path) -> None:
+    leader = partition_of(log_with(tmp_path / "leader", [(0, 0)], 10), LEADER, 3)
+    assert leader.read(0, 1 << 20, from_follower=True, min_one_message=True, current_leader_epoch=3).records
+    assert leader.read(0, 1 << 20, from_follower=False, min_one_message=True).fetch_offset == 0
+    for epoch, code in ((2, ErrorCode.FENCED_LEADER_EPOCH), (4, ErrorCode.UNKNOWN_LEADER_EPOCH)):
+        with pytest.raises(KafkaError) as refused:
+            leader.read(0, 1 << 20, from_follower=True, min_one_message=True, current_leader_epoch=epoch)
+        assert refused.value.code == code
