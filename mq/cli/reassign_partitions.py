@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,9 @@ from mq.tools.reassign_partitions import Assignment, PartitionProgress, Reassign
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from mq.client.sync import SyncAdmin
+    from mq.zk.kafka_zk_client import KafkaZkClient
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 
@@ -101,10 +105,10 @@ def reassign_partitions(
 ) -> None:
     """Generate, execute, verify, cancel or list partition reassignments.
 
-    --wait (beyond Kafka) follows an --execute: each partition's progress is the share of its new replicas that
-    have joined the ISR (a replica joins once it has caught up with the leader's log end); the rate is partitions
-    completed per second and the ETA extrapolates it. A rich display on a terminal, a plain line per poll when
-    piped; it ends by running --verify.
+    --wait (beyond Kafka) follows an --execute: per partition, the bytes its new replicas hold against the leader's
+    log size (DescribeLogDirs on each broker) and how many of them have joined the ISR (a replica joins once it has
+    caught up with the leader's log end); the rate is bytes copied per second since the first poll and the ETA
+    extrapolates it. A rich display on a terminal, a plain line per poll when piped; it ends by running --verify.
 
     Exit codes: 0 success (verify: nothing failed, some may still be in progress), 1 the operation failed or a
     partition ended with other replicas than requested, 2 bad usage.
@@ -218,12 +222,28 @@ def _zookeeper(
         _echo(lines)
         if not (started and wait):
             return started or throttle >= 0
-        _follow(lambda: tool.zk_progress(zk, target, original), interval)
+        with _brokers_of(zk) as sync:
+            reader = None if sync is None else tool.SyncReassignAdmin(sync).log_sizes
+            _follow(lambda: tool.zk_progress(zk, target, original, reader), interval)
         lines, ok = tool.zk_verify(zk, target)
         _echo(lines)
         return ok
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def _brokers_of(zk: KafkaZkClient) -> Iterator[SyncAdmin | None]:
+    """An admin client on the registered brokers' PLAINTEXT endpoints (None when there are none)."""
+    from mq.client.sync import SyncAdmin
+
+    endpoints = [r.host_port() for r in zk.get_all_brokers().values()]
+    bootstrap = ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
+    if not bootstrap:
+        yield None
+        return
+    with SyncAdmin(bootstrap) as sync:
+        yield sync
 
 
 def _bootstrap(
@@ -271,10 +291,18 @@ def _bootstrap(
 def _follow(poll: Callable[[], list[PartitionProgress]], interval: float) -> None:
     """Poll until every partition is done: a rich live table on a terminal, a plain summary line otherwise."""
     start = time.monotonic()
+    meter = tool.RateMeter()
+
+    def observe() -> tuple[list[PartitionProgress], float, float | None]:
+        items = poll()
+        now = time.monotonic()
+        copied = tool.copied_total(items)
+        return items, now - start, None if copied is None else meter.rate(now, copied)
+
     if not sys.stdout.isatty():
         while True:
-            items = poll()
-            click.echo(tool.progress_line(items, time.monotonic() - start))
+            items, elapsed, rate = observe()
+            click.echo(tool.progress_line(items, elapsed, rate))
             if all(p.done for p in items):
                 return
             time.sleep(interval)
@@ -283,29 +311,33 @@ def _follow(poll: Callable[[], list[PartitionProgress]], interval: float) -> Non
 
     with Live(console=Console(), refresh_per_second=4) as live:
         while True:
-            items = poll()
-            live.update(_table(items, time.monotonic() - start))
+            items, elapsed, rate = observe()
+            live.update(_table(items, elapsed, rate))
             if all(p.done for p in items):
                 return
             time.sleep(interval)
 
 
-def _table(items: Sequence[PartitionProgress], elapsed: float) -> Table:
+def _table(items: Sequence[PartitionProgress], elapsed: float, rate: float | None = None) -> Table:
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
-    table = Table(title=tool.progress_line(items, elapsed), title_justify="left")
-    for column in ("Partition", "Target", "Replicas", "New replicas in sync", "", "State"):
+    table = Table(title=tool.progress_line(items, elapsed, rate), title_justify="left")
+    for column in ("Partition", "Target", "Replicas", "New replicas in sync", "Copied", "", "State"):
         table.add_column(column)
     for p in items:
-        total = max(len(p.joining), 1)
-        synced = len(p.in_sync) if p.joining else (1 if p.done else 0)
+        if p.total_bytes:
+            total, completed = p.total_bytes, p.copied_bytes or 0
+        else:
+            total, completed = max(len(p.joining), 1), len(p.in_sync) if p.joining else int(p.done)
+        copied = "?" if p.total_bytes is None else f"{p.copied_bytes}/{p.total_bytes} B"
         table.add_row(
             str(p.tp),
             ",".join(map(str, p.target)),
             ",".join(map(str, p.replicas)),
             f"{len(p.in_sync)}/{len(p.joining)}",
-            ProgressBar(total=total, completed=synced, width=20),
+            copied,
+            ProgressBar(total=total, completed=completed, width=20),
             "done" if p.done else "catching up" if len(p.in_sync) < len(p.joining) else "moving leadership",
         )
     return table

@@ -86,6 +86,16 @@ class OngoingReassignment:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaLogInfo:
+    """One replica's log as its broker reports it (DescribeLogDirs)."""
+
+    log_dir: str
+    size_bytes: int
+    offset_lag: int
+    """How far the replica's log end is behind the partition's high watermark."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterDescription:
     cluster_id: str | None
     controller_id: int
@@ -385,6 +395,39 @@ class AsyncAdmin:
             for t in response.topics
             for p in t.partitions
         }
+
+    async def describe_log_dirs(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[int, dict[TopicPartition, ReplicaLogInfo]]:
+        """The replicas (of ``partitions``; None: all) each of ``brokers`` holds, with their directory and size."""
+        topics: list[dict[str, Any]] | None = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for tp in partitions:
+                by_topic[tp.topic].append(tp.partition)
+            topics = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+        result: dict[int, dict[TopicPartition, ReplicaLogInfo]] = {}
+        for broker in brokers:
+
+            async def attempt(node: int = broker) -> Any:
+                if node not in self.cluster.brokers:
+                    await self.cluster.refresh_metadata([])
+                return await self.cluster.send(node, ApiKey.DESCRIBE_LOG_DIRS, {"topics": topics})
+
+            response = await self.cluster.with_retries(attempt)
+            code = getattr(response, "error_code", ErrorCode.NONE)
+            if code != ErrorCode.NONE:
+                raise kafka_error(code, None, f"describe log dirs of broker {broker}")
+            result[broker] = {
+                TopicPartition(t.name, int(p.partition_index)): ReplicaLogInfo(
+                    d.log_dir, int(p.partition_size), int(p.offset_lag)
+                )
+                for d in response.results
+                if d.error_code == ErrorCode.NONE
+                for t in d.topics
+                for p in t.partitions
+            }
+        return result
 
 
 def _raise_for_responses(responses: Iterable[Any], context: str) -> None:

@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mq.client.admin import AlterOp, ElectionResult, OngoingReassignment, ResourceType
 from mq.client.cluster import TopicMetadata
 from mq.client.sync import SyncAdmin
-from mq.errors import ErrorCode
+from mq.errors import ErrorCode, KafkaError
 from mq.topic_partition import TopicPartition
 from mq.zk.assignment import AssignmentError, assign_replicas
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import NodeExistsError
 
 Assignment = dict[TopicPartition, list[int]]
+LogSizes = dict[tuple[int, TopicPartition], int]
+"""Bytes of the log of each (broker, partition) replica."""
+SizeReader = Callable[[Iterable[int], Iterable[TopicPartition]], LogSizes]
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -371,8 +374,18 @@ class ReassignAdmin(Protocol):
     def dynamic_broker_keys(self, broker: int, keys: Sequence[str]) -> list[str]:
         """Which of ``keys`` are set as dynamic configs on ``broker``."""
 
-    def isr(self, topics: Iterable[str]) -> dict[TopicPartition, list[int]]:
-        """In-sync replicas of every partition of the topics that exist."""
+    def live(self, topics: Iterable[str]) -> dict[TopicPartition, LiveState]:
+        """Replicas, ISR and leader of every partition of the topics that exist."""
+
+    def log_sizes(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> LogSizes:
+        """Size in bytes of each replica of ``partitions`` that ``brokers`` hold (DescribeLogDirs)."""
+
+
+@dataclass(frozen=True)
+class LiveState:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
 
 
 DYNAMIC_BROKER_CONFIG = 2
@@ -394,8 +407,16 @@ class SyncReassignAdmin:
             TopicPartition(t.name, p.partition): list(p.replicas) for t in self._describe(topics) for p in t.partitions
         }
 
-    def isr(self, topics: Iterable[str]) -> dict[TopicPartition, list[int]]:
-        return {TopicPartition(t.name, p.partition): list(p.isr) for t in self._describe(topics) for p in t.partitions}
+    def live(self, topics: Iterable[str]) -> dict[TopicPartition, LiveState]:
+        return {
+            TopicPartition(t.name, p.partition): LiveState(tuple(p.replicas), tuple(p.isr), p.leader)
+            for t in self._describe(topics)
+            for p in t.partitions
+        }
+
+    def log_sizes(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> LogSizes:
+        found = self.admin.call("describe_log_dirs", sorted(set(brokers)), list(partitions))
+        return {(broker, tp): info.size_bytes for broker, replicas in found.items() for tp, info in replicas.items()}
 
     def broker_ids(self) -> list[int]:
         return [b.node_id for b in self.admin.call("describe_cluster").brokers]
@@ -555,7 +576,12 @@ def list_lines(ongoing: Mapping[TopicPartition, OngoingReassignment]) -> list[st
 
 @dataclass(frozen=True)
 class PartitionProgress:
-    """How far one partition's reassignment has got: its new replicas catch up by joining the ISR."""
+    """How far one partition's reassignment has got.
+
+    Its new replicas copy the leader's log, then join the ISR. ``copied_bytes`` sums the new replicas' log sizes
+    (each capped at the leader's); ``total_bytes`` is the leader's log size times the number of new replicas. Both
+    are None when the brokers' log sizes could not be read.
+    """
 
     tp: TopicPartition
     target: tuple[int, ...]
@@ -565,57 +591,103 @@ class PartitionProgress:
     in_sync: tuple[int, ...]
     """Those of ``joining`` already in the ISR."""
     done: bool
+    copied_bytes: int | None = None
+    total_bytes: int | None = None
 
 
 def progress_of(
     target: Assignment,
     original: Assignment,
-    replicas: Mapping[TopicPartition, Sequence[int]],
-    isr: Mapping[TopicPartition, Sequence[int]],
+    live: Mapping[TopicPartition, LiveState],
     pending: Iterable[TopicPartition],
+    sizes: LogSizes | None = None,
 ) -> list[PartitionProgress]:
     """Each partition's progress: done when it is no longer pending and its replicas are the target's."""
     waiting = set(pending)
     result = []
     for tp, wanted in sorted(target.items()):
+        state = live.get(tp, LiveState((), (), -1))
         joining = tuple(b for b in wanted if b not in original.get(tp, []))
-        now = tuple(replicas.get(tp, ()))
-        done = tp not in waiting and list(now) == wanted
-        synced = joining if done else tuple(b for b in joining if b in isr.get(tp, ()))
-        result.append(PartitionProgress(tp, tuple(wanted), now, joining, synced, done))
+        done = tp not in waiting and list(state.replicas) == wanted
+        synced = joining if done else tuple(b for b in joining if b in state.isr)
+        copied = total = None
+        if sizes is not None and (state.leader, tp) in sizes:
+            leader_bytes = sizes[(state.leader, tp)]
+            total = leader_bytes * len(joining)
+            copied = total if done else sum(min(sizes.get((b, tp), 0), leader_bytes) for b in joining)
+        result.append(PartitionProgress(tp, tuple(wanted), state.replicas, joining, synced, done, copied, total))
     return result
 
 
+def _sizes_of(live: Mapping[TopicPartition, LiveState], read: SizeReader | None) -> LogSizes | None:
+    """The log sizes of every replica of the partitions, or None when they cannot be read."""
+    if read is None:
+        return None
+    brokers = {b for state in live.values() for b in (*state.replicas, state.leader) if b >= 0}
+    try:
+        return read(brokers, list(live))
+    except (KafkaError, OSError):
+        return None
+
+
 def admin_progress(admin: ReassignAdmin, target: Assignment, original: Assignment) -> list[PartitionProgress]:
-    topics = {tp.topic for tp in target}
-    return progress_of(target, original, admin.replicas(topics), admin.isr(topics), admin.ongoing())
+    live = admin.live({tp.topic for tp in target})
+    wanted = {tp: state for tp, state in live.items() if tp in target}
+    return progress_of(target, original, live, admin.ongoing(), _sizes_of(wanted, admin.log_sizes))
 
 
-def zk_progress(zk: KafkaZkClient, target: Assignment, original: Assignment) -> list[PartitionProgress]:
-    isr: dict[TopicPartition, list[int]] = {}
+def zk_progress(
+    zk: KafkaZkClient, target: Assignment, original: Assignment, read_sizes: SizeReader | None = None
+) -> list[PartitionProgress]:
+    current = zk_assignment(zk, {tp.topic for tp in target})
+    live: dict[TopicPartition, LiveState] = {}
     for tp in target:
         state = zk.get_partition_state(tp.topic, tp.partition)
         if state is not None:
-            isr[tp] = list(state[0].isr)
+            live[tp] = LiveState(tuple(current.get(tp, ())), tuple(state[0].isr), state[0].leader)
     pending = [TopicPartition(t, p) for t, p, _ in zk.get_partition_reassignment() or []]
-    return progress_of(target, original, zk_assignment(zk, {tp.topic for tp in target}), isr, pending)
+    return progress_of(target, original, live, pending, _sizes_of(live, read_sizes))
 
 
-def eta_seconds(done: int, total: int, elapsed: float) -> float | None:
-    """Remaining time at the rate partitions have completed so far; None before the first completes."""
-    if done == 0 or elapsed <= 0:
-        return None
-    return (total - done) * elapsed / done
+@dataclass
+class RateMeter:
+    """Copy rate from the first observation to the latest, in bytes per second."""
+
+    first: tuple[float, int] | None = None
+
+    def rate(self, now: float, copied: int) -> float | None:
+        if self.first is None:
+            self.first = (now, copied)
+            return None
+        started, base = self.first
+        return (copied - base) / (now - started) if now > started else None
 
 
-def progress_line(items: Sequence[PartitionProgress], elapsed: float) -> str:
-    """One plain summary line: partitions done, new replicas in sync, rate and ETA."""
+def _bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def progress_line(items: Sequence[PartitionProgress], elapsed: float, rate: float | None = None) -> str:
+    """One plain summary line: partitions done, new replicas in sync, bytes copied, copy rate and ETA."""
     done = sum(1 for p in items if p.done)
     joining = sum(len(p.joining) for p in items)
     synced = sum(len(p.in_sync) for p in items)
-    eta = eta_seconds(done, len(items), elapsed)
-    rate = done / elapsed if elapsed > 0 else 0.0
-    return (
-        f"[{elapsed:.0f}s] {done}/{len(items)} partitions reassigned, {synced}/{joining} new replicas in sync, "
-        f"{rate:.2f} partitions/s, ETA {'unknown' if eta is None else f'{eta:.0f}s'}"
-    )
+    line = f"[{elapsed:.0f}s] {done}/{len(items)} partitions reassigned, {synced}/{joining} new replicas in sync"
+    if all(p.total_bytes is not None for p in items):
+        copied = sum(p.copied_bytes or 0 for p in items)
+        total = sum(p.total_bytes or 0 for p in items)
+        line += f", {_bytes(copied)} of {_bytes(total)} copied"
+        if rate is not None and rate > 0:
+            line += f", {_bytes(rate)}/s, ETA {max(total - copied, 0) / rate:.0f}s"
+    return line
+
+
+def copied_total(items: Sequence[PartitionProgress]) -> int | None:
+    """Bytes copied by all new replicas, or None when some size is unknown."""
+    if any(p.copied_bytes is None for p in items):
+        return None
+    return sum(p.copied_bytes or 0 for p in items)

@@ -108,6 +108,17 @@ def test_zookeeper_generate_execute_throttle_verify(brokers, mq_command: list[st
     state = zk.get_partition_state("moving", 0)
     assert state is not None and set(state[0].isr) == {2, 3}
 
+    back = plan(tmp_path / "back.json", "moving", {0: [1, 2]})
+    waited = run(mq_command, "reassign-partitions", "--zookeeper", connect, "--execute",
+                 "--reassignment-json-file", back, "--wait", "--wait-interval", "0.3")  # fmt: skip
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    out = waited.stdout.splitlines()
+    assert "1/1 partitions reassigned, 1/1 new replicas in sync, " in out[-3]
+    assert out[-2:] == [
+        "Status of partition reassignment: ",
+        "Reassignment of partition moving-0 completed successfully",
+    ]
+
 
 def test_bootstrap_execute_wait_list_cancel_and_leader_election(brokers, mq_command: list[str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _, bootstrap, zk = brokers
@@ -118,13 +129,16 @@ def test_bootstrap_execute_wait_list_cancel_and_leader_election(brokers, mq_comm
     moves = plan(tmp_path / "moves.json", "grow", {0: [2, 1, 3], 1: [2]})
     executed = run(
         mq_command, "reassign-partitions", "--bootstrap-server", bootstrap, "--execute",
-        "--reassignment-json-file", moves, "--wait", "--wait-interval", "0.3",
+        "--reassignment-json-file", moves, "--throttle", "50000000", "--wait", "--wait-interval", "0.3",
     )  # fmt: skip
     assert executed.returncode == 0, executed.stdout + executed.stderr
     out = executed.stdout.splitlines()
+    assert "The inter-broker throttle limit was set to 50000000 B/s" in out
     assert "Successfully started partition reassignments for grow-0,grow-1" in out
-    progress = [line for line in out if "partitions reassigned" in line]
-    assert progress and progress[-1].split("] ", 1)[1].startswith("2/2 partitions reassigned, 2/2 new replicas in sync")
+    progress = [line.split("] ", 1)[1] for line in out if "partitions reassigned" in line]
+    assert progress and progress[-1].startswith("2/2 partitions reassigned, 2/2 new replicas in sync, ")
+    copied, total = progress[-1].split(", ")[2].removesuffix(" copied").split(" of ")
+    assert copied == total and total.endswith("KB")  # two new replicas of grow-0's ~100 KB log
     assert out[-5:] == [
         "Status of partition reassignment:",
         "Reassignment of partition grow-0 is complete.",
@@ -133,6 +147,8 @@ def test_bootstrap_execute_wait_list_cancel_and_leader_election(brokers, mq_comm
         "Clearing topic-level throttles on topic grow",
     ]
     assert zk.get_topic_assignment("grow").partitions == {0: [2, 1, 3], 1: [2]}  # type: ignore[union-attr]
+    assert all(zk.get_entity_config("brokers", str(b)) == {} for b in (1, 2, 3))
+    assert "follower.replication.throttled.replicas" not in zk.get_entity_config("topics", "grow")
 
     cancelled = run(mq_command, "reassign-partitions", "--bootstrap-server", bootstrap, "--cancel",
                     "--reassignment-json-file", moves, "--preserve-throttles")  # fmt: skip

@@ -227,7 +227,10 @@ def test_zk_progress_counts_new_replicas_in_the_isr() -> None:
     zk.set_topic_assignment("foo", TopicAssignment({0: [3, 1, 2], 1: [2, 3]}, adding_replicas={0: [3]}))
     zk.create_partition_state("foo", 0, PartitionState(1, 1, [1, 2], 1))
     [item] = tool.zk_progress(zk, target, original)
-    assert (item.joining, item.in_sync, item.done) == ((3,), (), False)
+    assert (item.joining, item.in_sync, item.done, item.copied_bytes) == ((3,), (), False, None)
+    sizes = {(1, TP("foo", 0)): 900, (3, TP("foo", 0)): 300}
+    [item] = tool.zk_progress(zk, target, original, lambda brokers, partitions: sizes)
+    assert (item.copied_bytes, item.total_bytes) == (300, 900)
     zk.set_partition_state("foo", 0, PartitionState(1, 2, [1, 2, 3], 1), 0)
     assert tool.zk_progress(zk, target, original)[0].in_sync == (3,)
     zk.store.delete(paths.REASSIGN_PARTITIONS)
@@ -235,19 +238,48 @@ def test_zk_progress_counts_new_replicas_in_the_isr() -> None:
     assert tool.zk_progress(zk, target, original)[0].done
 
 
-def test_progress_line_rate_and_eta() -> None:
+def test_progress_counts_bytes_against_the_leader() -> None:
+    live = {
+        TP("a", 0): tool.LiveState((2,), (2,), 2),
+        TP("a", 1): tool.LiveState((3, 4, 1), (1,), 1),
+        TP("a", 2): tool.LiveState((1,), (1,), 1),
+    }
+    sizes = {
+        (2, TP("a", 0)): 50,
+        (1, TP("a", 1)): 1000,
+        (3, TP("a", 1)): 1500,
+        (4, TP("a", 1)): 200,
+        (1, TP("a", 2)): 9,
+    }
     items = tool.progress_of(
-        {TP("a", 0): [2], TP("a", 1): [3], TP("a", 2): [1]},
+        {TP("a", 0): [2], TP("a", 1): [3, 4], TP("a", 2): [1]},
         {TP("a", 0): [1], TP("a", 1): [1], TP("a", 2): [1]},
-        {TP("a", 0): [2], TP("a", 1): [1, 3], TP("a", 2): [1]},
-        {TP("a", 1): [1]},
+        live,
         [TP("a", 1)],
+        sizes,
     )
     assert [p.done for p in items] == [True, False, True]
-    assert tool.progress_line(items, 10.0) == (
-        "[10s] 2/3 partitions reassigned, 1/2 new replicas in sync, 0.20 partitions/s, ETA 5s"
+    assert [(p.copied_bytes, p.total_bytes) for p in items] == [(50, 50), (1200, 2000), (0, 0)]
+    assert tool.copied_total(items) == 1250
+    assert tool.progress_line(items, 10.0, 1024.0) == (
+        "[10s] 2/3 partitions reassigned, 1/3 new replicas in sync, 1.2 KB of 2.0 KB copied, 1.0 KB/s, ETA 1s"
     )
-    assert tool.eta_seconds(0, 3, 10.0) is None
+    unknown = tool.progress_of({TP("a", 0): [2]}, {TP("a", 0): [1]}, live, [])
+    assert (unknown[0].copied_bytes, tool.copied_total(unknown)) == (None, None)
+    assert tool.progress_line(unknown, 3.0) == "[3s] 1/1 partitions reassigned, 1/1 new replicas in sync"
+
+
+def test_rate_meter_measures_from_the_first_observation() -> None:
+    meter = tool.RateMeter()
+    assert meter.rate(10.0, 500) is None
+    assert meter.rate(12.0, 2500) == 1000.0
+    assert meter.rate(14.0, 4500) == 1000.0
+
+
+def test_admin_progress_reads_log_sizes() -> None:
+    admin = FakeAdmin({TP("foo", 0): [2, 3]})
+    [item] = tool.admin_progress(admin, {TP("foo", 0): [2, 3]}, {TP("foo", 0): [1, 2]})
+    assert (item.joining, item.done, item.copied_bytes, item.total_bytes) == ((3,), True, 200, 200)
 
 
 # --- bootstrap-server path -------------------------------------------------------------------------------------------
@@ -267,8 +299,12 @@ class FakeAdmin:
         wanted = set(topics)
         return {tp: r for tp, r in self.assignment.items() if tp.topic in wanted}
 
-    def isr(self, topics: Iterable[str]) -> dict[TP, list[int]]:
-        return self.replicas(topics)
+    def live(self, topics: Iterable[str]) -> dict[TP, tool.LiveState]:
+        return {tp: tool.LiveState(tuple(r), tuple(r), r[0]) for tp, r in self.replicas(topics).items()}
+
+    def log_sizes(self, brokers: Iterable[int], partitions: Iterable[TP]) -> tool.LogSizes:
+        wanted = set(partitions)
+        return {(b, tp): 100 * b for tp, r in self.assignment.items() if tp in wanted for b in r if b in brokers}
 
     def broker_ids(self) -> list[int]:
         return self.brokers
@@ -464,13 +500,17 @@ def test_live_table_shows_each_partition_state() -> None:
     items = tool.progress_of(
         {TP("a", 0): [2, 3], TP("a", 1): [3], TP("a", 2): [1, 4]},
         {TP("a", 0): [1], TP("a", 1): [1], TP("a", 2): [1, 2]},
-        {TP("a", 0): [2, 3, 1], TP("a", 1): [3], TP("a", 2): [1, 4, 2]},
-        {TP("a", 0): [1, 2], TP("a", 2): [1, 2, 4]},
+        {
+            TP("a", 0): tool.LiveState((2, 3, 1), (1, 2), 1),
+            TP("a", 1): tool.LiveState((3,), (3,), 3),
+            TP("a", 2): tool.LiveState((1, 4, 2), (1, 2, 4), 1),
+        },
         [TP("a", 0), TP("a", 2)],
+        {(1, TP("a", 0)): 100, (2, TP("a", 0)): 100, (3, TP("a", 0)): 40, (3, TP("a", 1)): 7},
     )
-    console = Console(width=140, record=True)
-    console.print(_table(items, 4.0))
+    console = Console(width=160, record=True)
+    console.print(_table(items, 4.0, 10.0))
     rows = {line.split()[1]: line for line in console.export_text().splitlines() if line.startswith("│ a-")}
-    assert "catching up" in rows["a-0"] and "1/2" in rows["a-0"]
+    assert "catching up" in rows["a-0"] and "1/2" in rows["a-0"] and "140/200 B" in rows["a-0"]
     assert "done" in rows["a-1"]
-    assert "moving leadership" in rows["a-2"] and "1/1" in rows["a-2"]
+    assert "moving leadership" in rows["a-2"] and "1/1" in rows["a-2"] and "?" in rows["a-2"]
