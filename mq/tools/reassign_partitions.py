@@ -24,6 +24,7 @@ from mq.client.cluster import TopicMetadata
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
 from mq.topic_partition import TopicPartition
+from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.assignment import AssignmentError, assign_replicas
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import NodeExistsError
@@ -278,13 +279,12 @@ def zk_generate(zk: KafkaZkClient, topics: Sequence[str], brokers: Sequence[int]
 
 
 def zk_set_throttles(zk: KafkaZkClient, throttles: Throttles) -> None:
-    """Merge the throttle configs into each entity's dynamic config, with a change notification each."""
+    """Merge the throttle configs into each entity's dynamic config (validated), with a change notification each."""
+    admin = AdminZkClient(zk)
     for broker, values in throttles.brokers.items():
-        config = zk.get_entity_config("brokers", str(broker))
-        zk.set_entity_config("brokers", str(broker), {**config, **values})
+        admin.change_broker_config(broker, {**zk.get_entity_config("brokers", str(broker)), **values})
     for topic, values in throttles.topics.items():
-        config = zk.get_entity_config("topics", topic)
-        zk.set_entity_config("topics", topic, {**config, **values})
+        admin.change_topic_config(topic, {**zk.get_entity_config("topics", topic), **values})
 
 
 def zk_execute(zk: KafkaZkClient, target: Assignment, throttle: int = -1) -> tuple[list[str], bool]:
@@ -315,14 +315,17 @@ def zk_execute(zk: KafkaZkClient, target: Assignment, throttle: int = -1) -> tup
 
 def zk_clear_throttles(zk: KafkaZkClient, topics: Iterable[str]) -> bool:
     """Remove the throttle keys from every broker and from ``topics``; True when any was set."""
+    admin = AdminZkClient(zk)
     removed = False
-    entities: list[tuple[str, str, tuple[str, ...]]]
-    entities = [("brokers", str(b), BROKER_THROTTLE_KEYS) for b in sorted(zk.get_all_brokers())]
-    entities += [("topics", t, TOPIC_THROTTLE_KEYS) for t in sorted(set(topics))]
-    for entity_type, name, keys in entities:
-        config = zk.get_entity_config(entity_type, name)
-        if any(k in config for k in keys):
-            zk.set_entity_config(entity_type, name, {k: v for k, v in config.items() if k not in keys})
+    for broker in sorted(zk.get_all_brokers()):
+        config = zk.get_entity_config("brokers", str(broker))
+        if any(k in config for k in BROKER_THROTTLE_KEYS):
+            admin.change_broker_config(broker, {k: v for k, v in config.items() if k not in BROKER_THROTTLE_KEYS})
+            removed = True
+    for topic in sorted(set(topics)):
+        config = zk.get_entity_config("topics", topic)
+        if any(k in config for k in TOPIC_THROTTLE_KEYS):
+            admin.change_topic_config(topic, {k: v for k, v in config.items() if k not in TOPIC_THROTTLE_KEYS})
             removed = True
     return removed
 
