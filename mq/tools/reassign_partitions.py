@@ -443,8 +443,12 @@ class SyncReassignAdmin:
 def execute(
     admin: ReassignAdmin, target: Assignment, throttle: int = -1, additional: bool = False
 ) -> tuple[list[str], bool]:
-    """Start the reassignment; returns the lines and whether every partition's request was accepted."""
-    if admin.ongoing() and not additional:
+    """Start the reassignment; returns the lines and whether every partition's request was accepted.
+
+    Throttles cover the moves of ``target`` and of the reassignments already running (from their original
+    replicas to their targets), so an ``--additional`` execute keeps throttling those too."""
+    ongoing = admin.ongoing()
+    if ongoing and not additional:
         raise ReassignCommandError(
             "Cannot execute because there is an existing partition assignment.  Use --additional to override this "
             "and create a new partition assignment in addition to the existing one. The --additional flag can also "
@@ -464,7 +468,11 @@ def execute(
             "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
             "is removed."
         )
-        throttles = throttles_for(current, target, throttle)
+        sources, targets = dict(current), dict(target)
+        for tp, running in ongoing.items():
+            sources[tp] = [b for b in running.replicas if b not in running.adding]
+            targets.setdefault(tp, [b for b in running.replicas if b not in running.removing])
+        throttles = throttles_for(sources, targets, throttle)
         for broker, values in throttles.brokers.items():
             admin.set_configs(broker, None, values)
         for topic, values in throttles.topics.items():

@@ -374,6 +374,19 @@ def test_execute_prints_rollback_throttle_and_started_partitions() -> None:
     assert lines[-1] == "Successfully started partition reassignment for foo-0"
 
 
+def test_additional_execute_throttles_running_moves_too() -> None:
+    admin = FakeAdmin({TP("foo", 0): [1, 2], TP("foo", 1): [2, 3]}, brokers=(1, 2, 3, 4))
+    tool.execute(admin, {TP("foo", 0): [1, 3]})
+    admin.assignment[TP("foo", 0)] = [1, 3, 2]
+    _, ok = tool.execute(admin, {TP("foo", 1): [4, 3]}, throttle=10, additional=True)
+    assert ok
+    assert admin.configs[(None, "foo")] == {
+        "leader.replication.throttled.replicas": "0:1,0:2,1:2,1:3",
+        "follower.replication.throttled.replicas": "0:3,1:4",
+    }
+    assert sorted(b for b, t in admin.configs if t is None) == [1, 2, 3, 4]
+
+
 def test_execute_errors() -> None:
     admin = FakeAdmin({TP("foo", 0): [1, 2]})
     with pytest.raises(ReassignCommandError, match="Unable to find partition: foo-4"):
