@@ -11,7 +11,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from mq.client.admin import AlterOp, ConfigEntry, ResourceType
+from mq.client.admin import AlterOp, ConfigEntry, NewTopic, ResourceType
 from mq.client.connection import BrokerConnection
 from mq.client.sync import SyncAdmin
 from mq.config import LONG_MAX, parse_properties
@@ -157,3 +157,16 @@ def test_a_broker_resource_name_must_be_an_id_or_empty(broker) -> None:
     describe = {**resource, "configuration_keys": None}
     response = asyncio.run(send_directly(broker.port, ApiKey.DESCRIBE_CONFIGS, {"resources": [describe]}))
     assert response.results[0].error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_throttled_replica_lists_are_list_configs_of_topics(admin) -> None:
+    admin.call("create_topics", [NewTopic("moving", 2, 1)])
+    key = "leader.replication.throttled.replicas"
+    admin.call("incremental_alter_configs", ResourceType.TOPIC, "moving", {key: (AlterOp.APPEND, "0:1")})
+    admin.call("incremental_alter_configs", ResourceType.TOPIC, "moving", {key: (AlterOp.APPEND, "1:1,0:1")})
+    entries = {e.name: e for e in admin.call("describe_configs", ResourceType.TOPIC, "moving", [key])}
+    assert entries[key].value == "0:1,1:1"
+    error = error_of(
+        lambda: admin.call("incremental_alter_configs", ResourceType.TOPIC, "moving", {key: (AlterOp.SET, "0-1")})
+    )
+    assert error.code == ErrorCode.INVALID_CONFIG

@@ -66,7 +66,7 @@ def _render(value: Any) -> str | None:
 
 def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
     type_name = str(f.type)
-    if f.metadata.get("kind") == "policy":
+    if f.metadata.get("kind") in ("policy", "replicas"):
         return ConfigType.LIST
     if "bool" in type_name:
         return ConfigType.BOOLEAN
