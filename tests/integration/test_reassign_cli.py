@@ -125,6 +125,16 @@ def test_bootstrap_execute_wait_list_cancel_and_leader_election(brokers, mq_comm
     create_topic(bootstrap, zk, "grow", {0: [1], 1: [2]})
     listed = run(mq_command, "reassign-partitions", "--bootstrap-server", bootstrap, "--list")
     assert (listed.returncode, listed.stdout) == (0, "No partition reassignments found.\n")
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"topics": [{"topic": "grow"}]}')
+    generated = run(mq_command, "reassign-partitions", "--bootstrap-server", bootstrap, "--generate",
+                    "--topics-to-move-json-file", str(topics), "--broker-list", "3")  # fmt: skip
+    assert generated.returncode == 0, generated.stderr
+    assert generated.stdout.splitlines()[3:] == [
+        "Proposed partition reassignment configuration",
+        '{"version":1,"partitions":[{"topic":"grow","partition":0,"replicas":[3],"log_dirs":["any"]},'
+        '{"topic":"grow","partition":1,"replicas":[3],"log_dirs":["any"]}]}',
+    ]
 
     moves = plan(tmp_path / "moves.json", "grow", {0: [2, 1, 3], 1: [2]})
     executed = run(
