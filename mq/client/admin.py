@@ -76,6 +76,10 @@ class ElectionResult:
     message: str | None = None
 
 
+ReassignmentResult = ElectionResult
+"""AlterPartitionReassignments' outcome for one partition: an error code and message, as an election's."""
+
+
 @dataclass(frozen=True, slots=True)
 class OngoingReassignment:
     """A partition being reassigned: its current (enlarged) replica list and the replicas joining and leaving."""
@@ -357,7 +361,7 @@ class AsyncAdmin:
 
     async def alter_partition_reassignments(
         self, moves: Mapping[TopicPartition, Sequence[int] | None]
-    ) -> dict[TopicPartition, ElectionResult]:
+    ) -> dict[TopicPartition, ReassignmentResult]:
         """Start (a replica list) or cancel (None) each partition's reassignment; the outcome is per partition."""
         by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for tp, replicas in moves.items():
@@ -369,7 +373,7 @@ class AsyncAdmin:
         if response.error_code != ErrorCode.NONE:
             raise kafka_error(response.error_code, response.error_message, "alter partition reassignments")
         return {
-            TopicPartition(t.name, int(p.partition_index)): ElectionResult(ErrorCode(p.error_code), p.error_message)
+            TopicPartition(t.name, int(p.partition_index)): ReassignmentResult(ErrorCode(p.error_code), p.error_message)
             for t in response.responses
             for p in t.partitions
         }

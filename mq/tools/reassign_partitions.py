@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mq.client.admin import AlterOp, ElectionResult, OngoingReassignment, ResourceType
+from mq.client.admin import AlterOp, OngoingReassignment, ReassignmentResult, ResourceType
 from mq.client.cluster import TopicMetadata
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
@@ -369,7 +369,9 @@ class ReassignAdmin(Protocol):
 
     def ongoing(self) -> dict[TopicPartition, OngoingReassignment]: ...
 
-    def alter(self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, ElectionResult]: ...
+    def alter(
+        self, moves: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ReassignmentResult]: ...
 
     def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:
         """Set (a value) or delete (None) dynamic config keys of one broker or one topic."""
@@ -427,7 +429,7 @@ class SyncReassignAdmin:
     def ongoing(self) -> dict[TopicPartition, OngoingReassignment]:
         return self.admin.call("list_partition_reassignments")  # type: ignore[no-any-return]
 
-    def alter(self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, ElectionResult]:
+    def alter(self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, ReassignmentResult]:
         return self.admin.call("alter_partition_reassignments", moves)  # type: ignore[no-any-return]
 
     def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from mq.cli.main import cli
-from mq.client.admin import ElectionResult, OngoingReassignment
+from mq.client.admin import OngoingReassignment, ReassignmentResult
 from mq.errors import ErrorCode
 from mq.tools import reassign_partitions as tool
 from mq.tools.reassign_partitions import Assignment, PartitionStatus, ReassignCommandError
@@ -293,7 +293,7 @@ class FakeAdmin:
         self.brokers = list(brokers)
         self.moving: dict[TP, OngoingReassignment] = {}
         self.configs: dict[tuple[int | None, str | None], dict[str, str]] = {}
-        self.refuse: dict[TP, ElectionResult] = {}
+        self.refuse: dict[TP, ReassignmentResult] = {}
 
     def replicas(self, topics: Iterable[str]) -> Assignment:
         wanted = set(topics)
@@ -312,7 +312,7 @@ class FakeAdmin:
     def ongoing(self) -> dict[TP, OngoingReassignment]:
         return dict(self.moving)
 
-    def alter(self, moves: Mapping[TP, Sequence[int] | None]) -> dict[TP, ElectionResult]:
+    def alter(self, moves: Mapping[TP, Sequence[int] | None]) -> dict[TP, ReassignmentResult]:
         results = {}
         for tp, replicas in moves.items():
             if tp in self.refuse:
@@ -320,9 +320,9 @@ class FakeAdmin:
             elif replicas is None:
                 if tp in self.moving:
                     del self.moving[tp]
-                    results[tp] = ElectionResult(ErrorCode.NONE)
+                    results[tp] = ReassignmentResult(ErrorCode.NONE)
                 else:
-                    results[tp] = ElectionResult(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "none")
+                    results[tp] = ReassignmentResult(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "none")
             else:
                 old = self.assignment[tp]
                 self.moving[tp] = OngoingReassignment(
@@ -330,7 +330,7 @@ class FakeAdmin:
                     tuple(b for b in replicas if b not in old),
                     tuple(b for b in old if b not in replicas),
                 )
-                results[tp] = ElectionResult(ErrorCode.NONE)
+                results[tp] = ReassignmentResult(ErrorCode.NONE)
         return results
 
     def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:
@@ -393,7 +393,7 @@ def test_execute_errors() -> None:
         tool.execute(admin, {TP("foo", 4): [1, 2]})
     with pytest.raises(ReassignCommandError, match="Unknown broker id 7"):
         tool.execute(admin, {TP("foo", 0): [1, 7]})
-    admin.refuse[TP("foo", 0)] = ElectionResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "bad list")
+    admin.refuse[TP("foo", 0)] = ReassignmentResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "bad list")
     lines, ok = tool.execute(admin, {TP("foo", 0): [2, 1]})
     assert not ok
     assert lines[-2:] == ["Error reassigning partition(s):", "foo-0: bad list"]
@@ -459,7 +459,9 @@ def test_cancel_and_list() -> None:
     lines, ok = tool.cancel(admin, target)
     assert lines[0] == "None of the specified partition reassignments are active."
     assert lines[1] == "Clearing broker-level throttles on brokers 1,2,3"
-    admin.refuse[TP("foo", 1)] = ElectionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+    admin.refuse[TP("foo", 1)] = ReassignmentResult(
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+    )
     lines, ok = tool.cancel(admin, target)
     assert (lines, ok) == (
         ["Error cancelling partition reassignment for:", "foo-1: The partition does not exist."],
