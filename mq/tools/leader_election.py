@@ -30,14 +30,26 @@ def parse_election_type(text: str) -> ElectionType:
         raise ValueError(f"Invalid election type {text!r}: use PREFERRED or UNCLEAN") from None
 
 
-def render_election(
-    election_type: ElectionType, results: Mapping[TopicPartition, ElectionResult]
-) -> tuple[list[str], int]:
-    """Kafka's lines for an ElectLeaders answer and the number of partitions that could not be elected."""
+def election_outcomes(
+    results: Mapping[TopicPartition, ElectionResult],
+) -> tuple[list[TopicPartition], list[TopicPartition], list[tuple[TopicPartition, ElectionResult]]]:
+    """The partitions elected, those whose election was not needed, and those that failed, each sorted."""
     ordered = sorted(results.items())
     succeeded = [tp for tp, r in ordered if r.error == ErrorCode.NONE]
     noop = [tp for tp, r in ordered if r.error == ErrorCode.ELECTION_NOT_NEEDED]
     failed = [(tp, r) for tp, r in ordered if r.error not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)]
+    return succeeded, noop, failed
+
+
+def failure_detail(result: ElectionResult) -> str:
+    return f"{result.error.name}: {result.message}" if result.message else result.error.name
+
+
+def render_election(
+    election_type: ElectionType, results: Mapping[TopicPartition, ElectionResult]
+) -> tuple[list[str], int]:
+    """Kafka's lines for an ElectLeaders answer and the number of partitions that could not be elected."""
+    succeeded, noop, failed = election_outcomes(results)
     kind = election_type.name
     lines = []
     if succeeded:
@@ -45,8 +57,7 @@ def render_election(
     if noop:
         lines.append(f"Valid replica already elected for partitions {', '.join(map(str, noop))}")
     for tp, result in failed:
-        detail = f"{result.error.name}: {result.message}" if result.message else result.error.name
-        lines.append(f"Error completing leader election ({kind}) for partition: {tp}: {detail}")
+        lines.append(f"Error completing leader election ({kind}) for partition: {tp}: {failure_detail(result)}")
     return lines, len(failed)
 
 

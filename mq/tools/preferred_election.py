@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 from mq.client.admin import ElectionResult
-from mq.errors import ErrorCode
+from mq.tools.leader_election import election_outcomes, failure_detail
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.codecs import encode_partition_list
@@ -77,11 +77,7 @@ def start_preferred_election(zk: KafkaZkClient, wanted: list[TopicPartition] | N
 def render_admin_election(results: dict[TopicPartition, ElectionResult]) -> tuple[list[str], int]:
     """Lines of an ElectLeaders(PREFERRED) answer as the AdminClient path of Kafka's tool prints them, and the number
     of partitions whose preferred replica could not be elected."""
-    succeeded = [tp for tp, r in sorted(results.items()) if r.error == ErrorCode.NONE]
-    noop = [tp for tp, r in sorted(results.items()) if r.error == ErrorCode.ELECTION_NOT_NEEDED]
-    failed = [
-        (tp, r) for tp, r in sorted(results.items()) if r.error not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)
-    ]
+    succeeded, noop, failed = election_outcomes(results)
     lines = []
     if succeeded:
         lines.append(
@@ -90,7 +86,5 @@ def render_admin_election(results: dict[TopicPartition, ElectionResult]) -> tupl
     if noop:
         lines.append(f"Preferred replica already elected for partitions {', '.join(map(str, noop))}")
     for tp, result in failed:
-        lines.append(
-            f"Error completing preferred leader election for partition: {tp}: {result.error.name}: {result.message or ''}"
-        )
+        lines.append(f"Error completing preferred leader election for partition: {tp}: {failure_detail(result)}")
     return lines, len(failed)
