@@ -12,10 +12,12 @@ import pytest
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.codec import request_schema, response_schema
+from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
 from mq.protocol.entities import build
 from mq.records.batch_header import set_offset, set_partition_leader_epoch
+from mq.server.api_dispatch import ApiDispatcher
 from mq.server.handlers.leader_epoch import leader_epoch_apis
+from mq.server.network import ClientAddress
 from mq.server.partition import Partition
 from mq.server.replica_fetcher import ReplicaFetcher
 from mq.server.replica_manager import ReplicaManager
@@ -127,3 +129,43 @@ def test_fetch_checks_the_requesters_leader_epoch(tmp_path: Path) -> None:
         with pytest.raises(KafkaError) as refused:
             leader.read(0, 1 << 20, from_follower=True, min_one_message=True, current_leader_epoch=epoch)
         assert refused.value.code == code
+
+
+def ask_over_the_wire(manager: ReplicaManager, version: int, replica_id: int, current: int, epoch: int) -> Any:
+    dispatcher = ApiDispatcher(leader_epoch_apis(manager))
+    fields: dict[str, Any] = {
+        "topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": current, "leader_epoch": epoch}]}
+        ]
+    }
+    if version >= 3:
+        fields["replica_id"] = replica_id
+    request = build(request_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, version), fields)
+    header = RequestHeader(ApiKey.OFFSET_FOR_LEADER_EPOCH, version, 9, "test", 0)
+    frame = encode_request(header, request)[4:]
+    wire = asyncio.run(dispatcher(frame, ClientAddress("127.0.0.1", 1, 1)))
+    assert isinstance(wire, bytes)
+    correlation_id, body = decode_response(wire[4:], response_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, version))
+    assert correlation_id == 9
+    return body.topics[0].partitions[0]
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_offset_for_leader_epoch_over_the_wire(tmp_path: Path, version: int) -> None:
+    leader_manager = ReplicaManager(BrokerConfig(), LEADER, None, lambda topic: TopicConfig())
+    leader_manager.partitions[TP] = partition_of(log_with(tmp_path / "l", [(0, 0), (2, 12)], 20), LEADER, 2)
+    answer = ask_over_the_wire(leader_manager, version, FOLLOWER, 2, 1)
+    assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, 0, 12)
+    answer = ask_over_the_wire(leader_manager, version, FOLLOWER, -1, 2)  # no current epoch: not checked
+    assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, 2, 20)
+    answer = ask_over_the_wire(leader_manager, version, FOLLOWER, 2, 5)  # above the latest epoch
+    assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, -1, -1)
+    assert ask_over_the_wire(leader_manager, version, FOLLOWER, 1, 1).error_code == ErrorCode.FENCED_LEADER_EPOCH
+    follower_manager = ReplicaManager(BrokerConfig(), FOLLOWER, None, lambda topic: TopicConfig())
+    follower_manager.partitions[TP] = partition_of(log_with(tmp_path / "f", [(0, 0)], 10), FOLLOWER, 2)
+    assert ask_over_the_wire(follower_manager, version, -1, 2, 0).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if version >= 3:  # a debugging requester may ask any replica
+        answer = ask_over_the_wire(follower_manager, version, -2, 2, 0)
+        assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, 0, 10)
+    del follower_manager.partitions[TP]
+    assert ask_over_the_wire(follower_manager, version, -1, 2, 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
