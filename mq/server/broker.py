@@ -213,6 +213,7 @@ class KafkaServer:
                 max_wait_ms=config.replica_fetch_wait_max_ms,
                 min_bytes=config.replica_fetch_min_bytes,
                 max_bytes=config.replica_fetch_max_bytes,
+                quota=self.replica_manager.quotas.follower,
             )
             self.replica_manager.isr_writer = self._write_isr
         self.controller = Controller(

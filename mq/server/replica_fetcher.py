@@ -27,6 +27,7 @@ from mq.protocol.api_keys import ApiKey
 from mq.records.batch_header import iter_headers
 from mq.server.metadata_cache import BrokerEndpoint
 from mq.server.partition import Partition
+from mq.server.replication_quota import ReplicationQuotaManager
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class ReplicaFetcher:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
@@ -64,6 +66,8 @@ class ReplicaFetcher:
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
+        self.quota = quota
+        """The follower replication throttle: throttled partitions are left out of fetches while it is exceeded."""
         self.partitions: dict[TopicPartition, Partition] = {}
         self.truncating: set[TopicPartition] = set()
         """Partitions not fetched until their log is truncated to what they share with the leader."""
@@ -99,6 +103,8 @@ class ReplicaFetcher:
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp, partition in self.partitions.items():
             if tp in self.truncating:
+                continue
+            if self.quota is not None and self.quota.is_throttled(tp) and self.quota.is_quota_exceeded():
                 continue
             sent[tp] = (partition.log_end_offset, partition.leader_epoch)
             topics.setdefault(tp.topic, []).append(
@@ -275,6 +281,8 @@ class ReplicaFetcher:
                     except KafkaError as exc:
                         log.warning("replica of %s rejected data from leader %d: %s", tp, self.leader_id, exc)
                         continue
+                    if self.quota is not None and self.quota.is_throttled(tp):
+                        self.quota.record(len(records))
                     progressed = True
                 new_hw = min(int(data.high_watermark), partition.log_end_offset)
                 if new_hw > partition.high_watermark:
@@ -294,10 +302,12 @@ class ReplicaFetcherManager:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.endpoint = endpoint
         self.settings = {"max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes}
+        self.quota = quota
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
     def follow(self, partition: Partition, leader_id: int) -> None:
@@ -305,7 +315,7 @@ class ReplicaFetcherManager:
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = ReplicaFetcher(
-                self.broker_id, leader_id, self.endpoint, **self.settings
+                self.broker_id, leader_id, self.endpoint, **self.settings, quota=self.quota
             )
             fetcher.start()
         fetcher.add(partition)
