@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -169,3 +170,27 @@ def test_offset_for_leader_epoch_over_the_wire(tmp_path: Path, version: int) -> 
         assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, 0, 10)
     del follower_manager.partitions[TP]
     assert ask_over_the_wire(follower_manager, version, -1, 2, 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def fetch_answer(code: int, records: bytes = b"", high_watermark: int = -1) -> Any:
+    data = SimpleNamespace(partition_index=0, error_code=code, records=records, high_watermark=high_watermark)
+    return SimpleNamespace(responses=[SimpleNamespace(topic="t", partitions=[data])])
+
+
+def test_fetch_answers_fence_retry_or_are_ignored_while_truncating(tmp_path: Path) -> None:
+    follower = partition_of(log_with(tmp_path / "f", [(0, 0)], 10), FOLLOWER, 3)
+    fetcher = ReplicaFetcher(FOLLOWER, LEADER, lambda _: None, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+    fetcher.partitions[TP] = follower
+    sent: dict[TopicPartition, tuple[int, int]] = {}
+    assert fetcher._request(sent)["topics"][0]["partitions"][0]["current_leader_epoch"] == 3
+    assert sent == {TP: (10, 3)}
+    assert not fetcher._apply(fetch_answer(ErrorCode.UNKNOWN_LEADER_EPOCH), sent)
+    assert TP in fetcher.partitions  # the leader has not caught up with epoch 3: retried
+    fetcher.add(follower)  # followed again: truncating, so an answer still in flight is dropped
+    assert not fetcher._apply(fetch_answer(ErrorCode.NONE, batch_at(10, 3, 2), 12), sent)
+    assert follower.log_end_offset == 10
+    fetcher.truncating.clear()
+    assert fetcher._apply(fetch_answer(ErrorCode.NONE, batch_at(10, 3, 2), 12), sent)
+    assert follower.log_end_offset == 12 and follower.log.leader_epoch_cache.entries == [(0, 0), (3, 10)]
+    assert not fetcher._apply(fetch_answer(ErrorCode.FENCED_LEADER_EPOCH), {TP: (12, 3)})
+    assert TP not in fetcher.partitions  # fenced at the epoch it still has: wait for LeaderAndIsr
