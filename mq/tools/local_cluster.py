@@ -196,7 +196,7 @@ class LocalCluster:
         data = self.zookeeper_dir / "data"
         data.mkdir(parents=True, exist_ok=True)
         config = self.zookeeper_dir / "zoo.cfg"
-        # A short tick lets brokers ask for session timeouts down to 1 s (minSessionTimeout) for failover work.
+        # Brokers get the session timeout they ask for (zookeeper.session.timeout.ms) from 1 s to 60 s.
         config.write_text(
             "tickTime=500\n"
             f"dataDir={data.resolve()}\n"
@@ -204,6 +204,7 @@ class LocalCluster:
             "clientPortAddress=127.0.0.1\n"
             "maxClientCnxns=0\n"
             "minSessionTimeout=1000\n"
+            "maxSessionTimeout=60000\n"
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=srvr,stat,ruok\n",
             encoding="utf-8",
