@@ -10,7 +10,7 @@ Starts the cluster with mq.tools.local_cluster (what scripts/cluster.sh runs) in
     zookeeper.session.timeout.ms (--session-timeout-ms).
 (b) throughput: confluent-kafka produces --records records of --size bytes to a topic with RF 3 and acks=all, then
     to one with RF 1 and acks=1 (same partition count, same cluster); records/s and MB/s (1e6 bytes) per run and
-    min/median/max over --runs runs.
+    min/median/max over --runs runs. The topics' high watermarks must then account for every record.
 
     python scripts/bench_cluster.py [--rounds 3] [--records 500000] [--size 100] [--runs 3] [--partitions 3]
 """
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mq.tools.local_cluster import ClusterState, LocalCluster
@@ -123,6 +123,15 @@ def produce_run(bootstrap: str, topic: str, acks: str, records: int, size: int) 
     return time.perf_counter() - start
 
 
+def stored_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """Records up to the high watermarks of every partition (the topics are only appended to)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-cluster", "enable.auto.commit": False})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(partitions))
+    finally:
+        consumer.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="failover rounds")
@@ -168,6 +177,9 @@ def main() -> None:
                         f"{label}, run {run + 1}: {args.records} records in {seconds:.2f} s = "
                         f"{rates[-1]:,.0f} records/s, {rates[-1] * args.size / 1e6:.1f} MB/s"
                     )
+                stored = stored_records(bootstrap, topic, args.partitions)
+                if stored != args.runs * args.records:
+                    raise RuntimeError(f"{topic} holds {stored} records, {args.runs * args.records} were acknowledged")
                 low, mid, high = min(rates), statistics.median(rates), max(rates)
                 print(
                     f"{label} ({args.partitions} partitions, {args.size}-byte records): records/s min {low:,.0f} "

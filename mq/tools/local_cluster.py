@@ -66,6 +66,17 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has exited; our own exited children are reaped here)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        os.kill(pid, 0)
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -215,7 +226,7 @@ class LocalCluster:
         self.save(state)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.zookeeper_running(state):
+            if not _alive(state.zookeeper_pid):
                 log = self.zookeeper_dir / "zookeeper.log"
                 raise ClusterError(f"ZooKeeper exited during start-up; {log}:\n{_tail(log)}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", state.zookeeper_port), 0.5) as s:
@@ -263,7 +274,7 @@ class LocalCluster:
                 if all(i in registered for i in broker_ids):
                     break
                 for broker in state.brokers:
-                    if broker.broker_id in broker_ids and not self.broker_running(broker):
+                    if broker.broker_id in broker_ids and not _alive(broker.pid):
                         log = self.broker_dir(broker.broker_id) / "server.log"
                         raise ClusterError(f"Broker {broker.broker_id} exited during start-up; {log}:\n{_tail(log)}")
                 if time.monotonic() > deadline:
@@ -314,15 +325,8 @@ class LocalCluster:
         """Wait until ``pid`` has exited (reaping it if it is our child)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _alive(pid):
                 return True
-            with contextlib.suppress(OSError):
-                if Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z"):
-                    return True  # a zombie of another parent: it has exited
             time.sleep(0.05)
         return False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,22 @@ def test_start_produce_consume_stop(tmp_path: Path) -> None:
     assert all(line.endswith("stopped") for line in status.stdout.splitlines())
     for i in (1, 2, 3):  # a clean shutdown each: Kafka's marker file is left in the log dir
         assert (base / f"broker-{i}" / "kafka-logs" / ".kafka_cleanshutdown").exists()
+
+
+def test_failed_start_reports_and_leaves_nothing_running(tmp_path: Path) -> None:
+    base = tmp_path / "cluster"
+    started = run("start", "2", "--base-dir", str(base), "--override", "no.such.key=1")
+    assert started.returncode == 1
+    assert started.stdout == ""
+    assert "Error: Broker 1 exited during start-up;" in started.stderr
+    assert "no.such.key" in started.stderr  # the tail of the broker's log says why
+    assert processes_under(base) == []
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = run("start", "1", "--base-dir", str(tmp_path / "other"), "--port", str(port))
+    assert busy.returncode == 1
+    assert f"Error: Port {port} (broker 1) is already in use" in busy.stderr
+    assert processes_under(tmp_path) == []
