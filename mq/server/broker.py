@@ -343,6 +343,8 @@ class KafkaServer:
             lambda: self.log_manager.cleanup_logs(replica_manager.high_watermarks()),
             "retention",
         )
+        if not config.standalone:
+            every(config.replica_lag_time_max_ms // 2, replica_manager.shrink_isrs, "ISR shrink")
         if config.auto_leader_rebalance_enable:
             threshold = config.leader_imbalance_per_broker_percentage
             every(

@@ -36,10 +36,13 @@ class AppendResult:
 
 @dataclass
 class ReplicaState:
-    """What the leader knows of a follower: its log end offset and when it last caught up."""
+    """What the leader knows of a follower: its log end offset, when it last caught up, and the leader's log end
+    offset and clock at its previous fetch."""
 
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
+    leader_end_at_last_fetch: int = -1
+    last_fetch_ms: int = 0
 
 
 @dataclass
@@ -194,9 +197,16 @@ class Partition:
         state = self.remote_replicas.get(replica_id)
         if state is None:
             return False
+        now = self.time_ms()
         state.log_end_offset = fetch_offset
         if fetch_offset >= self.log_end_offset:
-            state.last_caught_up_ms = self.time_ms()
+            state.last_caught_up_ms = now
+        elif fetch_offset >= state.leader_end_at_last_fetch >= 0:
+            # It has everything the leader had at its previous fetch: caught up as of then (under a steady stream
+            # of appends a follower is never level with the leader at the instant it fetches).
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.leader_end_at_last_fetch = self.log_end_offset
+        state.last_fetch_ms = now
         return self.maybe_increment_high_watermark()
 
     def isr_to_expand(self, replica_id: int) -> frozenset[int] | None:
