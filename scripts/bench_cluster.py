@@ -13,11 +13,13 @@ Starts the cluster with mq.tools.local_cluster (what scripts/cluster.sh runs) in
     min/median/max over --runs runs. The topics' high watermarks must then account for every record.
 
     python scripts/bench_cluster.py [--rounds 3] [--records 500000] [--size 100] [--runs 3] [--partitions 3]
+        [--session-timeout-ms 6000] [--base-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import threading
@@ -140,8 +142,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="throughput runs per configuration")
     parser.add_argument("--partitions", type=int, default=3, help="partitions of the throughput topics")
     parser.add_argument("--session-timeout-ms", type=int, default=6000, help="brokers' zookeeper.session.timeout.ms")
+    parser.add_argument("--base-dir", help="keep the cluster's data and logs here (default: a temporary dir)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="mq-bench-cluster-") as base:
+    with contextlib.ExitStack() as stack:
+        base = args.base_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="mq-bench-cluster-"))
         cluster = LocalCluster(
             Path(base), overrides=[f"zookeeper.session.timeout.ms={args.session_timeout_ms}"], log=lambda _: None
         )

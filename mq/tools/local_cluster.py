@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mq.client.sync import SyncAdmin
+from mq.errors import KafkaError
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
 
@@ -68,6 +70,8 @@ def _cmdline(pid: int) -> str:
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` still runs (a zombie has exited; our own exited children are reaped here)."""
+    if pid <= 0:
+        return False
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     try:
@@ -169,7 +173,8 @@ class LocalCluster:
     # --- start --------------------------------------------------------------------------------------------------
 
     def start(self, count: int, *, first_port: int = 0, zookeeper_port: int = 0, timeout: float = 60.0) -> ClusterState:
-        """Start ZooKeeper and brokers 1..count, wait until all are registered in ``/brokers/ids``.
+        """Start ZooKeeper and brokers 1..count, wait until all are registered in ``/brokers/ids`` and each one's
+        metadata names the controller and every broker.
 
         Ports of 0 pick free ones; brokers get ``first_port``, ``first_port + 1``, ... otherwise. On failure
         everything this call started is stopped again."""
@@ -285,7 +290,26 @@ class LocalCluster:
             store.close()
         for broker in state.brokers:
             if broker.broker_id in broker_ids:
+                self._wait_ready(broker, {b.broker_id for b in state.brokers if _alive(b.pid)}, timeout)
                 self.log(f"broker {broker.broker_id}: 127.0.0.1:{broker.port} (pid {broker.pid})")
+
+    def _wait_ready(self, broker: BrokerState, expected: set[int], timeout: float) -> None:
+        """Wait until the broker's own metadata (DescribeCluster) names a controller and every running broker:
+        before that, clients that bootstrap from it cannot find the controller (CreateTopics waits)."""
+        admin = SyncAdmin(f"127.0.0.1:{broker.port}", request_timeout_ms=5000)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                with contextlib.suppress(KafkaError, OSError):
+                    described = admin.call("describe_cluster")
+                    known = {b.node_id for b in described.brokers}
+                    if described.controller_id in known and expected <= known:
+                        return
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"Broker {broker.broker_id} did not learn the cluster within {timeout:g} s")
+                time.sleep(0.1)
+        finally:
+            admin.close()
 
     def start_broker(self, broker_id: int, timeout: float = 60.0) -> None:
         """Start one broker of a running cluster again (after ``kill_broker`` or a crash) and wait for it."""
