@@ -71,8 +71,8 @@ class LeaderEpochFileCache:
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` wrote from ``start_offset`` on. A no-op when the latest entry is that epoch from an
-        earlier or equal offset (the common case); a newer assignment wins over
-        entries it contradicts. Negative epochs or offsets are ValueError."""
+        earlier or equal offset (the common case); a newer assignment wins over entries it contradicts. Negative
+        epochs or offsets are ValueError."""
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"Received invalid partition leader epoch entry ({epoch}, {start_offset})")
         with self._lock:
