@@ -187,3 +187,19 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
     process = ZooKeeperProcess(tmp_path_factory.mktemp("zookeeper")).start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def cluster(
+    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+) -> tuple[str, list[BrokerProcess]]:
+    """Brokers 1, 2 and 3 on the session's ZooKeeper under a fresh chroot, with 4 s ZooKeeper sessions (a killed
+    broker is noticed within seconds). Returns the chrooted connect string and the brokers (index = id - 1)."""
+    connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
+    brokers = [
+        broker_factory(
+            f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000"]
+        ).start()
+        for i in (1, 2, 3)
+    ]
+    return connect, brokers

@@ -1,4 +1,4 @@
-"""Real clients across a failover: a 3-broker ZooKeeper cluster, a topic with RF 3 and min.insync.replicas 2, a
+"""Real clients across a failover: a 3-broker ZooKeeper cluster (conftest's ``cluster``), a topic with RF 3 and min.insync.replicas 2, a
 producer (acks=all) and a consumer running while the partition leader is killed with SIGKILL.
 
 kafka-python (retries, one request in flight): every acknowledged message is read at least once, in order.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,19 +23,7 @@ from kafka.admin import NewTopic
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cluster(zookeeper, broker_factory):
-    connect = f"{zookeeper.connect}/mq-{uuid.uuid4().hex[:8]}"
-    brokers = [
-        broker_factory(
-            f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000"]
-        ).start()
-        for i in (1, 2, 3)
-    ]
-    return connect, brokers
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]  # a failure waits out the clients' own timeouts
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
