@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,16 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def cluster(zookeeper, broker_factory):
-    connect = f"{zookeeper.connect}/mq-{uuid.uuid4().hex[:8]}"
-    brokers = [
-        broker_factory(
-            f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000"]
-        ).start()
-        for i in (1, 2, 3)
-    ]
-    store = ZooKeeperStore(connect)
-    yield KafkaZkClient(store), brokers
+def zk(cluster) -> Iterator[KafkaZkClient]:
+    store = ZooKeeperStore(cluster[0])
+    yield KafkaZkClient(store)
     store.close()
 
 
@@ -96,8 +89,8 @@ def offsets_for_epoch(broker, topic: str, current_epoch: int, epoch: int) -> tup
     return int(answer.error_code), int(answer.leader_epoch), int(answer.end_offset)
 
 
-def test_every_replica_checkpoints_the_epochs_of_its_log(cluster) -> None:
-    zk, brokers = cluster
+def test_every_replica_checkpoints_the_epochs_of_its_log(cluster, zk: KafkaZkClient) -> None:
+    _, brokers = cluster
     bootstrap = ",".join(b.bootstrap for b in brokers)
     create(bootstrap, "epochs", **{"min.insync.replicas": "2"})
     assert wait_for(lambda: state(zk, "epochs") is not None and sorted(state(zk, "epochs").isr) == [1, 2, 3])
@@ -124,8 +117,8 @@ def test_every_replica_checkpoints_the_epochs_of_its_log(cluster) -> None:
     assert wait_for(lambda: [checkpoint(b, "epochs") for b in brokers] == ["0\n2\n0 0\n1 10\n"] * 3)
 
 
-def test_a_returning_replica_drops_its_divergent_suffix_and_keeps_the_shared_prefix(cluster) -> None:
-    zk, brokers = cluster
+def test_a_returning_replica_drops_its_divergent_suffix_and_keeps_the_shared_prefix(cluster, zk: KafkaZkClient) -> None:
+    _, brokers = cluster
     one, two, three = brokers
     bootstrap = ",".join(b.bootstrap for b in brokers)
     create(bootstrap, "diverge", **{"unclean.leader.election.enable": "true"})
