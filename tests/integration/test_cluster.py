@@ -5,39 +5,17 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
-import time
-import uuid
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from waiting import wait_for
 
 from mq.zk.codecs import ControllerInfo
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cluster(zookeeper, broker_factory):
-    connect = f"{zookeeper.connect}/mq-{uuid.uuid4().hex[:8]}"
-    brokers = [
-        broker_factory(
-            f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000"]
-        ).start()
-        for i in (1, 2, 3)
-    ]
-    return connect, brokers
-
-
-def wait_for(condition, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_three_brokers_share_partition_leadership(cluster, mq_command: list[str]) -> None:

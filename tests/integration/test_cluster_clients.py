@@ -19,20 +19,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from waiting import wait_for
 
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]  # a failure waits out the clients' own timeouts
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def value(i: int) -> bytes:

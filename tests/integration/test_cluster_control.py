@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from waiting import wait_for
 
 from mq.client.sync import SyncAdmin
 from mq.zk.codecs import ControllerInfo, encode_reassignment
@@ -23,15 +24,6 @@ from mq.zk.zk_store import ZooKeeperStore
 pytestmark = pytest.mark.slow
 
 SESSION_TIMEOUT_MS = 4000
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 class Cluster:

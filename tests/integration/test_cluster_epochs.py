@@ -5,13 +5,13 @@ byte-identical to the new leader."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
+from waiting import wait_for
 
 from mq.client.connection import BrokerConnection
 from mq.errors import ErrorCode
@@ -27,15 +27,6 @@ def zk(cluster) -> Iterator[KafkaZkClient]:
     store = ZooKeeperStore(cluster[0])
     yield KafkaZkClient(store)
     store.close()
-
-
-def wait_for(condition, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def state(zk: KafkaZkClient, topic: str) -> Any:

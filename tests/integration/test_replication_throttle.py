@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
+from waiting import wait_for
 
 from mq.client.admin import AlterOp, ResourceType
 from mq.client.sync import SyncAdmin
@@ -27,15 +28,6 @@ TOPIC = "throttled"
 RATE = 1_000_000
 """Bytes/s; with ``replication.quota.window.num=2`` the leader lets about one second's worth through at first."""
 RECORD = b"x" * 100_000
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture
