@@ -44,7 +44,10 @@ def _wall_ms() -> int:
 
 
 class LogSegment:
-    """A ``.log`` file, kept open as ``fd``, with its offset and time indexes, all named by ``base_offset``."""
+    """A ``.log`` file, kept open as ``fd``, with its offset and time indexes, all named by ``base_offset``.
+
+    Appends are positional writes at ``size``: the fetch path's sendfile shares ``fd`` and moves its file offset
+    (asyncio's sendfile leaves it after the bytes it sent), so nothing may depend on that offset."""
 
     def __init__(
         self,
@@ -66,7 +69,6 @@ class LogSegment:
         self.size = os.fstat(self.fd).st_size
         if self.size == 0 and preallocate_bytes > 0:
             os.posix_fallocate(self.fd, 0, preallocate_bytes)
-        os.lseek(self.fd, self.size, os.SEEK_SET)
         self.index = OffsetIndex(index_file_name(directory, base_offset), base_offset, max_index_size)
         self.time_index = TimeIndex(time_index_file_name(directory, base_offset), base_offset, max_index_size)
         self.bytes_since_last_index = 0
@@ -88,10 +90,9 @@ class LogSegment:
             self.index.append(largest_offset, self.size)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index = 0
-        written = os.write(self.fd, records)
+        written = os.pwrite(self.fd, records, self.size)  # positional: readers' sendfile moves the fd's offset
         if written != len(records):
             os.ftruncate(self.fd, self.size)
-            os.lseek(self.fd, self.size, os.SEEK_SET)
             raise OSError(f"short write to {self.log_path}: {written} of {len(records)} bytes")
         self.size += written
         self.bytes_since_last_index += written
@@ -250,7 +251,6 @@ class LogSegment:
         if truncated:
             os.ftruncate(self.fd, position)
         self.size = position
-        os.lseek(self.fd, position, os.SEEK_SET)
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, final=True)
         return truncated
 
@@ -276,7 +276,6 @@ class LogSegment:
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         os.ftruncate(self.fd, header.position)
-        os.lseek(self.fd, header.position, os.SEEK_SET)
         self.size = header.position
         self.bytes_since_last_index = 0
         self._load_largest_timestamp()

@@ -3,7 +3,7 @@
 Invariants: segments are ordered by base offset, each holding offsets from its base offset up to the next one's;
 only the last (active) segment is appended to; ``log_start_offset <= log_end_offset``; ``recovery_point`` is the
 first offset not yet known to be fsynced; appended batches keep their bytes except the patched base offset,
-partition leader epoch and (for LogAppendTime topics) timestamp fields — one os.write per appended set, per-batch
+partition leader epoch and (for LogAppendTime topics) timestamp fields — one positional write per appended set, per-batch
 work only. A lock serialises appends, reads, rolls, truncation and retention; fsyncs run outside it. The leader
 epoch cache follows the log: epochs of appended v2 batches are recorded, and truncation at either end trims it.
 """

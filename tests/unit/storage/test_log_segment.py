@@ -136,3 +136,17 @@ def test_truncate_reloads_the_largest_timestamp(tmp_path: Path) -> None:
     segment.append(3, TS + 10, 3, batch_at(3, 1, TS + 10))
     assert segment.read_next_offset() == 4
     segment.close()
+
+
+def test_appends_land_at_the_end_whatever_the_descriptor_offset(tmp_path: Path) -> None:
+    """sendfile of an older slice leaves the shared descriptor's offset inside the file (asyncio's sendfile seeks
+    it past the bytes sent); the next append must still go to the end, never over existing batches."""
+    segment = LogSegment(tmp_path, 0)
+    fill(segment, [3, 3])
+    first_two = (tmp_path / "00000000000000000000.log").read_bytes()
+    os.lseek(segment.fd, 10, os.SEEK_SET)  # where a reader of the first batch would leave it
+    data = batch_at(6, 2)
+    segment.append(7, TS, 7, data)
+    assert (tmp_path / "00000000000000000000.log").read_bytes() == first_two + data
+    assert [h.offset for h in iter_headers(segment.read(0, 1 << 20).read())] == [0, 3, 6]
+    segment.close()
