@@ -34,6 +34,8 @@ CLIENT_MAX_VERSIONS: Mapping[int, int] = {
     ApiKey.FETCH: 12,
     ApiKey.LIST_OFFSETS: 7,
     ApiKey.METADATA: 12,
+    ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 8,
     ApiKey.API_VERSIONS: _API_VERSIONS_VERSION,
 }
 """Highest versions whose request shape this client writes; other APIs go up to kio's highest schema."""
