@@ -228,6 +228,10 @@ class AsyncConsumer:
         await self._resolve_positions()
         return self._positions[tp]
 
+    def known_positions(self) -> dict[TopicPartition, int]:
+        """Positions of the assigned partitions that have one (no offset lookups): what a commit would store."""
+        return {tp: self._positions[tp] for tp in self._assignment if tp in self._positions}
+
     def highwater(self, tp: TopicPartition) -> int | None:
         """The high watermark from the last fetch of ``tp``."""
         return self._high_watermarks.get(tp)
