@@ -10,7 +10,16 @@ import click
 
 from mq.cli.common import EXIT_FAILED, EXIT_USAGE
 from mq.errors import KafkaError
-from mq.tools.console import ConsoleError, Formatter, LineReader, offset_lines, parse_partitions, parse_properties
+from mq.tools.console import (
+    ConsoleError,
+    Formatter,
+    LineReader,
+    group_consumer_settings,
+    offset_lines,
+    parse_partitions,
+    parse_properties,
+    read_properties_file,
+)
 from mq.topic_partition import TopicPartition
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -86,13 +95,27 @@ def _lines(prompt: bool) -> Any:
 @click.command("console-consumer", context_settings=SETTINGS)
 @click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,...]")
 @click.option("--topic", required=True)
+@click.option("--group", help="Consume as a member of this consumer group (committing offsets).")
 @click.option("--partition", type=int, help="Consume only this partition.")
 @click.option("--offset", default="latest", show_default=True, help="earliest, latest or an offset (with --partition).")
-@click.option("--from-beginning", is_flag=True, help="Start at the earliest offset.")
+@click.option("--from-beginning", is_flag=True, help="Start at the earliest offset (a group: when it has none).")
 @click.option("--max-messages", type=int, help="Exit after this many messages.")
 @click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
 @click.option(
     "--property", "properties", multiple=True, metavar="K=V", help="print.key, print.timestamp, key.separator, ..."
+)
+@click.option(
+    "--consumer-property",
+    "consumer_properties",
+    multiple=True,
+    metavar="K=V",
+    help="Consumer config, e.g. group.id, enable.auto.commit, session.timeout.ms.",
+)
+@click.option(
+    "--consumer.config",
+    "consumer_config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Consumer config properties file (--consumer-property wins).",
 )
 @click.option(
     "--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted"
@@ -100,20 +123,25 @@ def _lines(prompt: bool) -> Any:
 def console_consumer(
     bootstrap: str,
     topic: str,
+    group: str | None,
     partition: int | None,
     offset: str,
     from_beginning: bool,
     max_messages: int | None,
     timeout_ms: int | None,
     properties: tuple[str, ...],
+    consumer_properties: tuple[str, ...],
+    consumer_config: str | None,
     isolation_level: str,
 ) -> None:
     """Print messages of a topic (every partition, or --partition) to standard output.
 
-    Prints "Processed a total of N messages" on stderr at exit. Exit codes: 0 normally (also after --timeout-ms
-    or --max-messages), 1 on a failed fetch, 2 for bad usage.
+    With --group (or a group.id consumer property) the consumer joins that group, consumes the partitions it is
+    assigned starting at the group's committed offsets, and commits as it goes and at exit. Without a group it reads
+    the partitions directly and commits nothing. Prints "Processed a total of N messages" on stderr at exit.
+    Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
     """
-    from mq.client.sync import SyncAdmin, SyncConsumer
+    from mq.client.sync import SyncAdmin, SyncConsumer, SyncGroupConsumer
 
     if offset != "latest" and partition is None:
         _fail("The partition is required when offset is specified.", EXIT_USAGE)
@@ -121,56 +149,79 @@ def console_consumer(
         _fail("Options --from-beginning and --offset cannot be specified together.", EXIT_USAGE)
     try:
         formatter = Formatter.from_properties(parse_properties(properties))
-    except ConsoleError as exc:
+        config = read_properties_file(consumer_config) if consumer_config else {}
+        config.update(parse_properties(consumer_properties))
+        settings = group_consumer_settings(group, config, from_beginning)
+    except (ConsoleError, OSError) as exc:
         _fail(str(exc), EXIT_USAGE)
-    processed = 0
+    settings.setdefault("isolation_level", isolation_level)
+    if "group_id" in settings and partition is not None:
+        _fail("Options --group and --partition cannot be specified together.", EXIT_USAGE)
+    printer = _Printer(formatter, max_messages, timeout_ms)
     try:
-        with SyncAdmin(bootstrap) as admin:
-            [metadata] = admin.call("describe_topics", [topic])
-        partitions = [partition] if partition is not None else [p.partition for p in metadata.partitions]
-        tps = [TopicPartition(topic, p) for p in partitions]
-        with SyncConsumer(bootstrap, auto_offset_reset="earliest", isolation_level=isolation_level) as consumer:
-            consumer.assign(tps)
-            if from_beginning or offset == "earliest":
-                consumer.seek_to_beginning(*tps)
-            elif offset == "latest":
-                consumer.seek_to_end(*tps)
-            else:
-                try:
-                    consumer.seek(tps[0], int(offset))
-                except ValueError:
-                    _fail(f"Invalid offset '{offset}'", EXIT_USAGE)
-            idle_since = time.monotonic()
-            out = sys.stdout
-            while max_messages is None or processed < max_messages:
-                records = consumer.poll(timeout_ms=200, max_records=500)
-                if not records:
-                    if timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= timeout_ms:
-                        break
-                    continue
-                idle_since = time.monotonic()
-                for record in records:
-                    out.write(
-                        formatter.format(
-                            timestamp_type=record.timestamp_type,
-                            timestamp=record.timestamp,
-                            partition=record.partition,
-                            offset=record.offset,
-                            headers=record.headers,
-                            key=record.key,
-                            value=record.value,
-                        )
-                    )
-                    processed += 1
-                    if max_messages is not None and processed >= max_messages:
-                        break
-                out.flush()
+        if "group_id" in settings:
+            with SyncGroupConsumer(bootstrap, **settings) as group_consumer:
+                group_consumer.subscribe([topic])
+                printer.run(group_consumer)
+        else:
+            with SyncAdmin(bootstrap) as admin:
+                [metadata] = admin.call("describe_topics", [topic])
+            partitions = [partition] if partition is not None else [p.partition for p in metadata.partitions]
+            tps = [TopicPartition(topic, p) for p in partitions]
+            with SyncConsumer(bootstrap, auto_offset_reset="earliest", isolation_level=isolation_level) as consumer:
+                consumer.assign(tps)
+                if from_beginning or offset == "earliest":
+                    consumer.seek_to_beginning(*tps)
+                elif offset == "latest":
+                    consumer.seek_to_end(*tps)
+                else:
+                    try:
+                        consumer.seek(tps[0], int(offset))
+                    except ValueError:
+                        _fail(f"Invalid offset '{offset}'", EXIT_USAGE)
+                printer.run(consumer)
     except KeyboardInterrupt:
         pass
     except (KafkaError, OSError) as exc:
-        click.echo(f"Processed a total of {processed} messages", err=True)
+        click.echo(f"Processed a total of {printer.processed} messages", err=True)
         _fail(str(exc))
-    click.echo(f"Processed a total of {processed} messages", err=True)
+    click.echo(f"Processed a total of {printer.processed} messages", err=True)
+
+
+class _Printer:
+    """Polls a consumer and prints each record until --max-messages or --timeout-ms says stop."""
+
+    def __init__(self, formatter: Formatter, max_messages: int | None, timeout_ms: int | None) -> None:
+        self.formatter = formatter
+        self.max_messages = max_messages
+        self.timeout_ms = timeout_ms
+        self.processed = 0
+
+    def run(self, consumer: Any) -> None:
+        idle_since = time.monotonic()
+        out = sys.stdout
+        while self.max_messages is None or self.processed < self.max_messages:
+            wanted = 500 if self.max_messages is None else min(500, self.max_messages - self.processed)
+            records = consumer.poll(timeout_ms=200, max_records=wanted)
+            if not records:
+                if self.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= self.timeout_ms:
+                    return
+                continue
+            idle_since = time.monotonic()
+            for record in records:
+                out.write(
+                    self.formatter.format(
+                        timestamp_type=record.timestamp_type,
+                        timestamp=record.timestamp,
+                        partition=record.partition,
+                        offset=record.offset,
+                        headers=record.headers,
+                        key=record.key,
+                        value=record.value,
+                    )
+                )
+                self.processed += 1
+            out.flush()
 
 
 @click.command("get-offsets", context_settings=SETTINGS)

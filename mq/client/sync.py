@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 from mq.client.admin import AsyncAdmin
 from mq.client.consumer import AsyncConsumer, ConsumerRecord
+from mq.client.group_consumer import AsyncGroupConsumer, RebalanceListener
 from mq.client.producer import AsyncProducer, Headers, RecordMetadata
 from mq.topic_partition import TopicPartition
 
@@ -108,7 +110,26 @@ class SyncProducer(_Sync):
         self.call("flush")
 
 
-class SyncConsumer(_Sync):
+class _SyncConsuming(_Sync):
+    """What both consumers offer: positions, seeks and polls."""
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._client.seek(tp, offset)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._client.seek_to_beginning(*partitions)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._client.seek_to_end(*partitions)
+
+    def position(self, tp: TopicPartition) -> int:
+        return self.call("position", tp)  # type: ignore[no-any-return]
+
+    def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+        return self.call("poll", timeout_ms, max_records)  # type: ignore[no-any-return]
+
+
+class SyncConsumer(_SyncConsuming):
     def __init__(self, bootstrap_servers: str, **config: Any) -> None:
         super().__init__(lambda: AsyncConsumer(bootstrap_servers, **config))
 
@@ -119,17 +140,31 @@ class SyncConsumer(_Sync):
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self.consumer.assign(list(partitions))
 
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self.consumer.seek(tp, offset)
 
-    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        self.consumer.seek_to_beginning(*partitions)
+class SyncGroupConsumer(_SyncConsuming):
+    """AsyncGroupConsumer, blocking; a rebalance listener's callbacks run on the client's loop thread."""
 
-    def seek_to_end(self, *partitions: TopicPartition) -> None:
-        self.consumer.seek_to_end(*partitions)
+    def __init__(self, bootstrap_servers: str, *, group_id: str, **config: Any) -> None:
+        super().__init__(lambda: AsyncGroupConsumer(bootstrap_servers, group_id=group_id, **config))
 
-    def position(self, tp: TopicPartition) -> int:
-        return self.call("position", tp)  # type: ignore[no-any-return]
+    @property
+    def consumer(self) -> AsyncGroupConsumer:
+        return self._client  # type: ignore[no-any-return]
 
-    def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
-        return self.call("poll", timeout_ms, max_records)  # type: ignore[no-any-return]
+    def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: RebalanceListener | None = None,
+    ) -> None:
+        self.consumer.subscribe(topics, pattern=pattern, listener=listener)
+
+    def assignment(self) -> list[TopicPartition]:
+        return self.consumer.assignment()
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        self.call("commit", offsets)
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return self.call("committed", list(partitions))  # type: ignore[no-any-return]

@@ -4,14 +4,19 @@ Reader properties: ``parse.key`` (false), ``key.separator`` (TAB), ``ignore.erro
 properties: ``print.timestamp``, ``print.partition``, ``print.offset``, ``print.headers``, ``print.key`` (false),
 ``print.value`` (true), ``key.separator`` (TAB), ``line.separator`` (newline), ``headers.separator`` (","),
 ``null.literal`` ("null"). A formatted line holds, in order: ``CreateTime:<ts>``, ``Partition:<p>``,
-``Offset:<o>``, headers (``k:v,...`` or ``NO_HEADERS``), key, value.
+``Offset:<o>``, headers (``k:v,...`` or ``NO_HEADERS``), key, value. ``group_consumer_settings`` turns the console
+consumer's ``--group`` and Kafka consumer properties into group consumer settings.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from mq.config import parse_properties as parse_java_properties
+from mq.errors import ConfigError
 
 TRUE = ("true", "1", "yes")
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
@@ -140,3 +145,88 @@ def parse_partitions(text: str | None) -> list[int] | None:
 def offset_lines(topic: str, offsets: Mapping[int, int | None]) -> list[str]:
     """GetOffsetShell's ``topic:partition:offset`` lines; an unknown offset prints empty, as Kafka 2.x does."""
     return [f"{topic}:{p}:{'' if o is None or o < 0 else o}" for p, o in sorted(offsets.items())]
+
+
+def _flag(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {value!r}")
+    return value.lower() == "true"
+
+
+_ASSIGNOR_NAMES = {
+    "range": "range",
+    "roundrobin": "roundrobin",
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+}
+
+
+def _strategies(value: str) -> tuple[str, ...]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in _ASSIGNOR_NAMES]
+    if unknown or not names:
+        raise ValueError(f"unsupported assignor {', '.join(unknown) or value!r} (range and roundrobin are supported)")
+    return tuple(_ASSIGNOR_NAMES[n] for n in names)
+
+
+CONSUMER_KEYS: Mapping[str, tuple[str, Callable[[str], Any]]] = {
+    "group.id": ("group_id", str),
+    "group.instance.id": ("group_instance_id", str),
+    "client.id": ("client_id", str),
+    "auto.offset.reset": ("auto_offset_reset", str),
+    "enable.auto.commit": ("enable_auto_commit", _flag),
+    "auto.commit.interval.ms": ("auto_commit_interval_ms", int),
+    "session.timeout.ms": ("session_timeout_ms", int),
+    "heartbeat.interval.ms": ("heartbeat_interval_ms", int),
+    "max.poll.interval.ms": ("max_poll_interval_ms", int),
+    "metadata.max.age.ms": ("metadata_max_age_ms", int),
+    "partition.assignment.strategy": ("partition_assignment_strategy", _strategies),
+    "exclude.internal.topics": ("exclude_internal_topics", _flag),
+    "isolation.level": ("isolation_level", str),
+    "fetch.max.wait.ms": ("fetch_max_wait_ms", int),
+    "fetch.min.bytes": ("fetch_min_bytes", int),
+    "fetch.max.bytes": ("fetch_max_bytes", int),
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
+    "request.timeout.ms": ("request_timeout_ms", int),
+    "retry.backoff.ms": ("retry_backoff_ms", int),
+}
+"""Kafka consumer config keys the group consumer understands, with its keyword argument and value parser. Other
+keys (bootstrap.servers, deserializers, ...) are accepted and have no effect."""
+
+
+def group_consumer_settings(group: str | None, properties: Mapping[str, str], from_beginning: bool) -> dict[str, Any]:
+    """Keyword arguments of a group consumer for the console consumer's --group and consumer properties (Kafka's
+    rules: the group ids given must agree; --from-beginning means auto.offset.reset=earliest and cannot be combined
+    with another reset policy). Without a group id the result has no ``group_id``."""
+    groups = list(dict.fromkeys(g for g in (group, properties.get("group.id")) if g))
+    if len(groups) > 1:
+        raise ConsoleError(
+            "The group ids provided in different places (directly using '--group', via '--consumer-property', or via "
+            f"'--consumer.config') do not match. Detected group ids: {', '.join(repr(g) for g in groups)}"
+        )
+    settings: dict[str, Any] = {}
+    for key, value in properties.items():
+        known = CONSUMER_KEYS.get(key)
+        if known is None:
+            continue
+        name, parse = known
+        try:
+            settings[name] = parse(value.strip())
+        except ValueError as exc:
+            raise ConsoleError(f"Invalid value {value!r} for configuration {key}: {exc}") from None
+    if groups:
+        settings["group_id"] = groups[0]
+    reset = settings.get("auto_offset_reset")
+    if from_beginning and reset not in (None, "earliest"):
+        raise ConsoleError(f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}'")
+    settings.setdefault("auto_offset_reset", "earliest" if from_beginning else "latest")
+    return settings
+
+
+def read_properties_file(path: str) -> dict[str, str]:
+    """A Java properties file (``--consumer.config``) as a dict."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_java_properties(handle.read(), path)
+    except ConfigError as exc:
+        raise ConsoleError(str(exc)) from None

@@ -1,8 +1,19 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mq.tools.console import ConsoleError, Formatter, LineReader, offset_lines, parse_partitions, parse_properties
+from mq.tools.console import (
+    ConsoleError,
+    Formatter,
+    LineReader,
+    group_consumer_settings,
+    offset_lines,
+    parse_partitions,
+    parse_properties,
+    read_properties_file,
+)
 
 
 def test_line_reader() -> None:
@@ -44,3 +55,43 @@ def test_offsets_and_partitions() -> None:
     assert offset_lines("t", {1: 77, 0: 150, 2: -1}) == ["t:0:150", "t:1:77", "t:2:"]
     with pytest.raises(ConsoleError):
         parse_properties(["novalue"])
+
+
+def test_group_consumer_settings_from_kafka_keys() -> None:
+    settings = group_consumer_settings(
+        "g",
+        {
+            "group.id": "g",
+            "enable.auto.commit": "false",
+            "session.timeout.ms": "6000",
+            "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RoundRobinAssignor,range",
+            "key.deserializer": "ignored",
+        },
+        from_beginning=True,
+    )
+    assert settings == {
+        "group_id": "g",
+        "enable_auto_commit": False,
+        "session_timeout_ms": 6000,
+        "partition_assignment_strategy": ("roundrobin", "range"),
+        "auto_offset_reset": "earliest",
+    }
+    assert group_consumer_settings(None, {}, from_beginning=False) == {"auto_offset_reset": "latest"}
+    assert group_consumer_settings(None, {"group.id": "p"}, False)["group_id"] == "p"
+
+
+def test_group_consumer_settings_reject_conflicts_and_bad_values() -> None:
+    with pytest.raises(ConsoleError, match="Detected group ids: 'a', 'b'"):
+        group_consumer_settings("a", {"group.id": "b"}, False)
+    with pytest.raises(ConsoleError, match="--from-beginning and 'auto.offset.reset=latest'"):
+        group_consumer_settings("a", {"auto.offset.reset": "latest"}, True)
+    with pytest.raises(ConsoleError, match="session.timeout.ms"):
+        group_consumer_settings("a", {"session.timeout.ms": "soon"}, False)
+    with pytest.raises(ConsoleError, match="sticky"):
+        group_consumer_settings("a", {"partition.assignment.strategy": "sticky"}, False)
+
+
+def test_consumer_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "consumer.properties"
+    path.write_text("# comment\ngroup.id=from-file\nenable.auto.commit = false\n")
+    assert read_properties_file(str(path)) == {"group.id": "from-file", "enable.auto.commit": "false"}
