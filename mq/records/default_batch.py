@@ -115,26 +115,56 @@ class RecordBatchBuilder:
         if self.is_control:
             attributes |= CONTROL_BIT
         count = len(self._records)
-        header = bytearray(
-            _HEADER.pack(
-                self.base_offset,
-                V2_HEADER_SIZE - 12 + len(records),
-                self.partition_leader_epoch,
-                2,
-                0,
-                attributes,
-                max(count - 1, 0),
-                self._first_timestamp,
-                self._max_timestamp,
-                self.producer_id,
-                self.producer_epoch,
-                self.base_sequence,
-                count,
-            )
+        return assemble_batch(
+            self.base_offset,
+            self.partition_leader_epoch,
+            attributes,
+            max(count - 1, 0),
+            self._first_timestamp,
+            self._max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            count,
+            records,
         )
-        header += records
-        _UINT32.pack_into(header, 17, crc32c(memoryview(header)[V2_CRC_START:]))
-        return bytes(header)
+
+
+def assemble_batch(
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    records_count: int,
+    records: bytes,
+) -> bytes:
+    """A complete v2 batch: the header fields around ``records`` (the encoded, already compressed records area),
+    with its CRC-32C."""
+    batch = bytearray(
+        _HEADER.pack(
+            base_offset,
+            V2_HEADER_SIZE - 12 + len(records),
+            partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            last_offset_delta,
+            first_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records_count,
+        )
+    )
+    batch += records
+    _UINT32.pack_into(batch, 17, crc32c(memoryview(batch)[V2_CRC_START:]))
+    return bytes(batch)
 
 
 def build_control_batch(

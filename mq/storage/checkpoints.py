@@ -27,6 +27,7 @@ RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_FILE = "replication-offset-checkpoint"
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -157,6 +157,11 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         return list(self.logs.values())
 
+    def log_items(self) -> list[tuple[TopicPartition, Log]]:
+        """Every (partition, log) pair, read under the manager's mutex (safe from any thread)."""
+        with self._mutex:
+            return list(self.logs.items())
+
     def get_or_create_log(self, tp: TopicPartition, config: TopicConfig) -> Log:
         with self._mutex:
             existing = self.logs.get(tp)

@@ -27,6 +27,10 @@ RECOVERY_CHUNK = 8 << 20
 INT_MAX = 2147483647
 
 
+def _suffixed(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix) if suffix else path
+
+
 @dataclass(frozen=True)
 class FileSlice:
     """Bytes ``[position, position + length)`` of an open file: what the fetch path sends with sendfile."""
@@ -59,18 +63,23 @@ class LogSegment:
         rolling_jitter_ms: int = 0,
         preallocate_bytes: int = 0,
         time_ms: Callable[[], int] = _wall_ms,
+        file_suffix: str = "",
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.rolling_jitter_ms = rolling_jitter_ms
-        self.log_path = log_file_name(directory, base_offset)
+        self.log_path = _suffixed(log_file_name(directory, base_offset), file_suffix)
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         if self.size == 0 and preallocate_bytes > 0:
             os.posix_fallocate(self.fd, 0, preallocate_bytes)
-        self.index = OffsetIndex(index_file_name(directory, base_offset), base_offset, max_index_size)
-        self.time_index = TimeIndex(time_index_file_name(directory, base_offset), base_offset, max_index_size)
+        self.index = OffsetIndex(
+            _suffixed(index_file_name(directory, base_offset), file_suffix), base_offset, max_index_size
+        )
+        self.time_index = TimeIndex(
+            _suffixed(time_index_file_name(directory, base_offset), file_suffix), base_offset, max_index_size
+        )
         self.bytes_since_last_index = 0
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
         self._first_batch_timestamp: int | None = None if self.size else -1
@@ -335,15 +344,24 @@ class LogSegment:
     def paths(self) -> list[Path]:
         return [self.log_path, self.index.path, self.time_index.path]
 
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the ``.log`` (first) and both indexes from ``<name><old_suffix>`` to ``<name><new_suffix>``;
+        the files stay open."""
+
+        def renamed(path: Path) -> Path:
+            target = path.with_name(path.name.removesuffix(old_suffix) + new_suffix)
+            if path.exists():
+                os.rename(path, target)
+            return target
+
+        self.log_path = renamed(self.log_path)
+        self.index.path = renamed(self.index.path)
+        self.time_index.path = renamed(self.time_index.path)
+
     def mark_deleted(self) -> None:
         """Rename every file to ``*.deleted``; the ``.log`` stays open so slices already handed out stay valid."""
         self._close_indexes()
-        for path in self.paths():
-            if path.exists():
-                os.rename(path, path.with_name(path.name + DELETED_SUFFIX))
-        self.log_path = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
-        self.index.path = self.index.path.with_name(self.index.path.name + DELETED_SUFFIX)
-        self.time_index.path = self.time_index.path.with_name(self.time_index.path.name + DELETED_SUFFIX)
+        self.change_file_suffixes("", DELETED_SUFFIX)
 
     def delete(self) -> None:
         """Close the segment and remove its files."""

@@ -121,6 +121,9 @@ class Log:
         self._bases: list[int] = []
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
+        self.truncations = 0
+        """How many times the log was truncated (at the end or fully): the cleaner swaps nothing into a log truncated
+        while it cleaned."""
         self.last_flush_ms = time_ms()
         directory.mkdir(parents=True, exist_ok=True)
         self.leader_epoch_cache = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_FILE))
@@ -240,6 +243,11 @@ class Log:
         return self.segments[-1]
 
     @property
+    def lock(self) -> threading.RLock:
+        """The lock serialising appends, reads and segment changes (the cleaner snapshots segments under it)."""
+        return self._lock
+
+    @property
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
@@ -285,6 +293,17 @@ class Log:
             )
         return headers
 
+    def _check_keys(self, data: bytearray, headers: list[BatchHeader]) -> None:
+        """Compacted topics: every record has a key (Kafka's rule); this decodes each batch's records."""
+        for header in headers:
+            if header.is_control:
+                continue
+            for record in iter_records(data, header):
+                if record.key is None:
+                    raise InvalidRecordError(
+                        f"Compacted topic cannot accept message without key in topic partition {self.dir.name}."
+                    )
+
     def _check_timestamps(self, headers: list[BatchHeader], now: int) -> None:
         """CreateTime topics: every batch's first and max timestamps within message.timestamp.difference.max.ms."""
         limit = self.config.message_timestamp_difference_max_ms
@@ -305,6 +324,8 @@ class Log:
         InvalidTimestampError) with the log unchanged."""
         data = bytearray(records)
         headers = self._validate(data, from_producer=True)
+        if self.config.compact:
+            self._check_keys(data, headers)
         now = self.time_ms()
         self._check_timestamps(headers, now)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
@@ -523,6 +544,7 @@ class Log:
             if offset <= self.log_start_offset:
                 self.truncate_fully_and_start_at(offset)
                 return
+            self.truncations += 1
             keep = self._segment_for(offset)
             self._schedule_delete(self.segments[keep + 1 :])
             del self.segments[keep + 1 :]
@@ -535,6 +557,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at ``offset`` (log start, log end and recovery point)."""
         with self._lock:
+            self.truncations += 1
             self._schedule_delete(self.segments)
             self.segments = [self._new_segment(offset)]
             self._bases = [offset]
@@ -608,6 +631,26 @@ class Log:
             )
             self.remove_expired_files()
             return deleted
+
+    def replace_segments(self, old: list[LogSegment], cleaned: LogSegment, truncations: int) -> bool:
+        """Swap ``cleaned`` (its files named ``*.swap``, its base offset ``old[0]``'s) in for ``old``, consecutive
+        inactive segments: the old files become ``*.deleted`` (removed after file.delete.delay.ms; open slices stay
+        readable), then the swap files take the plain names. False, with nothing changed, when the log was truncated
+        since ``truncations`` was read or ``old`` is no longer a run of its inactive segments."""
+        with self._lock:
+            if self.truncations != truncations or not old:
+                return False
+            first = next((i for i, s in enumerate(self.segments) if s is old[0]), None)
+            end = None if first is None else first + len(old)
+            if first is None or end is None or end >= len(self.segments):
+                return False
+            if any(a is not b for a, b in zip(self.segments[first:end], old, strict=True)):
+                return False
+            self._schedule_delete(old)
+            cleaned.change_file_suffixes(SWAP_SUFFIX, "")
+            self.segments[first:end] = [cleaned]
+            self._bases = [s.base_offset for s in self.segments]
+            return True
 
     def remove_expired_files(self) -> None:
         """Physically remove ``*.deleted`` segments whose file.delete.delay.ms has passed."""

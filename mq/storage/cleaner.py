@@ -1,0 +1,324 @@
+"""Compacting one log: the offset map over its dirty section, then the recopy of its older segments.
+
+A pass over a log with its dirty section ``[first_dirty, first_uncleanable)``:
+
+1. Snapshot under the log's lock: the inactive segments below ``first_uncleanable``, each with a duplicate of its
+   file descriptor (reads stay valid whatever retention, truncation or a swap do to the segment meanwhile), its
+   size and its last-modified time, and the log's truncation count.
+2. Offset map: key -> latest offset over the dirty segments, segment by segment, stopping at the first segment
+   boundary where the map holds ``map_slots`` keys (at least one segment is mapped); its end offset bounds the pass.
+3. Every segment below that end is recopied, in groups that fit one segment (``segment.bytes``, the offset index
+   size, int32 relative offsets), into ``<base>.log.cleaned`` (+ ``.index.cleaned``, ``.timeindex.cleaned``, both
+   built as the records are appended). A record stays when it has a key, no later offset for that key is in the map,
+   and it is not a tombstone (null value) past the delete horizon: the last-modified time of the last segment that
+   was already clean, minus ``delete.retention.ms``; tombstones stay in segments modified after it. Control batches
+   stay. v2 batches keep their base and last offset, producer fields and codec (``mq.records.filtered``); a v2
+   batch that loses every record stays as an empty batch when it is its producer's last batch in the pass.
+4. Per group: the cleaned files are fsynced, given the group's last segment's modification time, renamed to
+   ``*.swap``, then ``Log.replace_segments`` swaps them in under the log's lock (old files to ``*.deleted``, swap
+   files to plain names). A crash leaves at most ``*.cleaned`` files (discarded at load) or ``*.swap`` files (the
+   load completes the swap): no state loses a key's latest record.
+
+Everything here runs in a cleaner thread; the log's lock is held only for the snapshot and each swap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mq.records.batch_header import BatchHeader, Codec, parse_header, validate
+from mq.records.filtered import KeyedRecord, empty_batch, keyed_records, rebuild
+from mq.storage.file_names import (
+    CLEANED_SUFFIX,
+    SWAP_SUFFIX,
+    index_file_name,
+    log_file_name,
+    time_index_file_name,
+)
+from mq.storage.log_segment import HEADER_READ, INT_MAX, LogSegment
+from mq.storage.partition_log import Log
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 1 << 20
+OFFSET_MAP_ENTRY_BYTES = 24
+"""What Kafka's offset map spends per key (16-byte MD5 hash + 8-byte offset): log.cleaner.dedupe.buffer.size
+divided by it (times the 0.9 load factor) is how many keys one pass maps."""
+OFFSET_MAP_LOAD_FACTOR = 0.9
+
+
+class CleaningAbortedError(Exception):
+    """The cleaner was asked to stop, or the log changed under it; nothing was swapped for the unfinished group."""
+
+
+def map_slots(dedupe_buffer_size: int, threads: int) -> int:
+    """Keys one pass may map: each thread's share of log.cleaner.dedupe.buffer.size at Kafka's entry size."""
+    return max(int(dedupe_buffer_size / max(threads, 1) / OFFSET_MAP_ENTRY_BYTES * OFFSET_MAP_LOAD_FACTOR), 1)
+
+
+@dataclass
+class CleanerStats:
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_written: int = 0
+    map_records_read: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+
+@dataclass
+class _SegmentView:
+    """A segment as the pass sees it: the object (to swap it out), a private fd, its size, its mtime in ms."""
+
+    segment: LogSegment
+    fd: int
+    size: int
+    modified_ms: int
+    next_base: int
+    """Base offset of the segment after it (the first offset it cannot hold)."""
+
+
+def read_entries(fd: int, size: int) -> Iterator[tuple[bytes, BatchHeader]]:
+    """Every whole entry of the first ``size`` bytes of ``fd``, as (chunk, header in the chunk), read in chunks of
+    about ``READ_CHUNK`` bytes (one entry larger than that is read whole)."""
+    position = 0
+    want = READ_CHUNK
+    while position < size:
+        chunk = os.pread(fd, min(want, size - position), position)
+        consumed = 0
+        while (header := parse_header(chunk, consumed)) is not None:
+            yield chunk, header
+            consumed += header.size
+        if consumed == 0:
+            head = parse_header(chunk, 0, complete=False)
+            if head is None or position + head.size > size or head.size <= len(chunk):
+                return  # a partial entry at the end
+            want = head.size
+            continue
+        position += consumed
+        want = READ_CHUNK
+
+
+class Cleaner:
+    """Cleans one log at a time; ``stop`` aborts a pass between entries."""
+
+    def __init__(self, map_slots: int, stop: threading.Event, thread_id: int = 0) -> None:
+        self.map_slots = map_slots
+        self.stop = stop
+        self.thread_id = thread_id
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise CleaningAbortedError("the log cleaner is shutting down")
+
+    def clean(self, partition_log: Log, first_dirty: int, first_uncleanable: int) -> tuple[int, CleanerStats]:
+        """Clean ``partition_log``; returns the end offset of the mapped dirty section (the next pass's first dirty
+        offset) and the pass's figures. CleaningAbortedError when stopped or the log changed (groups swapped in
+        before stay)."""
+        stats = CleanerStats()
+        with partition_log.lock:
+            truncations = partition_log.truncations
+            config = partition_log.config
+            segments = partition_log.segments
+            views: list[_SegmentView] = []
+            for i, segment in enumerate(segments[:-1]):
+                if segment.base_offset >= first_uncleanable or segment.fd < 0:
+                    break
+                fd = os.dup(segment.fd)
+                modified_ms = os.fstat(fd).st_mtime_ns // 1_000_000
+                views.append(_SegmentView(segment, fd, segment.size, modified_ms, segments[i + 1].base_offset))
+        try:
+            clean_views = [v for v in views if v.segment.base_offset < first_dirty]
+            horizon = clean_views[-1].modified_ms - config.delete_retention_ms if clean_views else 0
+            offset_map, end_offset, last_batches = self._build_offset_map(views, first_dirty, first_uncleanable, stats)
+            to_clean = [v for v in views if v.segment.base_offset < end_offset]
+            self._last_batches_of_producers(to_clean, first_dirty, last_batches)
+            for group in _group_by_size(to_clean, config.segment_bytes, config.segment_index_bytes):
+                self._clean_group(partition_log, group, offset_map, horizon, last_batches, truncations, stats)
+            return end_offset, stats
+        finally:
+            for view in views:
+                os.close(view.fd)
+
+    # --- the offset map ----------------------------------------------------------------------------------------
+
+    def _build_offset_map(
+        self, views: list[_SegmentView], first_dirty: int, first_uncleanable: int, stats: CleanerStats
+    ) -> tuple[dict[bytes, int], int, dict[int, int]]:
+        """(key -> latest offset, end offset of the mapped section, producer id -> last offset of its last batch
+        in the mapped section)."""
+        offset_map: dict[bytes, int] = {}
+        last_batches: dict[int, int] = {}
+        end_offset = first_dirty
+        for view in views:
+            if view.next_base <= first_dirty:
+                continue
+            if offset_map and len(offset_map) >= self.map_slots:
+                break
+            for chunk, header in read_entries(view.fd, view.size):
+                self._check_stop()
+                if header.last_offset < first_dirty:
+                    continue
+                if header.producer_id >= 0:
+                    last_batches[header.producer_id] = header.last_offset
+                if header.is_control:
+                    continue
+                validate(chunk, header)
+                _, records = keyed_records(chunk, header)
+                stats.map_records_read += len(records)
+                for record in records:
+                    if record.key is not None and record.offset >= first_dirty:
+                        offset_map[record.key] = record.offset
+            end_offset = min(view.next_base, first_uncleanable)
+        return offset_map, end_offset, last_batches
+
+    @staticmethod
+    def _last_batches_of_producers(views: list[_SegmentView], first_dirty: int, last_batches: dict[int, int]) -> None:
+        """Add the producers whose last batch below ``end_offset`` lies in the already clean section (headers
+        only)."""
+        for view in views:
+            if view.segment.base_offset >= first_dirty:
+                break
+            position = 0
+            while position < view.size:
+                header = parse_header(os.pread(view.fd, HEADER_READ, position), 0, complete=False)
+                if header is None:
+                    break
+                if header.producer_id >= 0:
+                    last_batches[header.producer_id] = max(last_batches.get(header.producer_id, -1), header.last_offset)
+                position += header.size
+
+    # --- recopying ---------------------------------------------------------------------------------------------
+
+    def _clean_group(
+        self,
+        partition_log: Log,
+        group: list[_SegmentView],
+        offset_map: dict[bytes, int],
+        horizon: int,
+        last_batches: dict[int, int],
+        truncations: int,
+        stats: CleanerStats,
+    ) -> None:
+        config = partition_log.config
+        base = group[0].segment.base_offset
+        directory = partition_log.dir
+        for name in (log_file_name, index_file_name, time_index_file_name):
+            plain = name(directory, base)
+            for suffix in (CLEANED_SUFFIX, SWAP_SUFFIX):
+                plain.with_name(plain.name + suffix).unlink(missing_ok=True)
+        cleaned = LogSegment(
+            directory,
+            base,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.segment_index_bytes,
+            file_suffix=CLEANED_SUFFIX,
+        )
+        swapped = False
+        try:
+            for view in group:
+                self._clean_segment(view, cleaned, offset_map, view.modified_ms > horizon, last_batches, stats)
+            cleaned.on_become_inactive()
+            cleaned.flush()
+            modified_ns = group[-1].modified_ms * 1_000_000
+            os.utime(cleaned.log_path, ns=(modified_ns, modified_ns))
+            self._check_stop()
+            cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+            _fsync_dir(directory)
+            swapped = partition_log.replace_segments([v.segment for v in group], cleaned, truncations)
+            if not swapped:
+                raise CleaningAbortedError(f"log {directory.name} changed while it was cleaned")
+            _fsync_dir(directory)
+        except Exception:
+            if not swapped:
+                cleaned.delete()
+            raise
+
+    def _clean_segment(
+        self,
+        view: _SegmentView,
+        cleaned: LogSegment,
+        offset_map: dict[bytes, int],
+        retain_deletes: bool,
+        last_batches: dict[int, int],
+        stats: CleanerStats,
+    ) -> None:
+        stats.bytes_read += view.size
+        for chunk, header in read_entries(view.fd, view.size):
+            self._check_stop()
+            validate(chunk, header)
+            entry = memoryview(chunk)[header.position : header.end_position]
+            if header.is_control:
+                out: bytes | memoryview | None = entry
+            else:
+                area, records = keyed_records(chunk, header)
+                stats.records_read += len(records)
+                kept = [r for r in records if _retain(r, offset_map, retain_deletes)]
+                stats.records_written += len(kept)
+                if len(kept) == len(records):
+                    out = entry
+                elif kept and (header.magic >= 2 or header.codec != Codec.NONE):
+                    out = rebuild(header, area, kept)
+                elif header.producer_id >= 0 and last_batches.get(header.producer_id) == header.last_offset:
+                    out = empty_batch(header)
+                else:
+                    out = None
+            if out is None:
+                continue
+            written = parse_header(out, 0, complete=False)
+            assert written is not None
+            cleaned.append(written.last_offset, written.max_timestamp, written.last_offset, out)
+            stats.bytes_written += len(out)
+
+
+def _retain(record: KeyedRecord, offset_map: dict[bytes, int], retain_deletes: bool) -> bool:
+    """Kafka's rule: a keyed record that is its key's latest (or newer than the map), and not an expired
+    tombstone; records without a key go."""
+    key = record.key
+    if key is None:
+        return False
+    return record.offset >= offset_map.get(key, -1) and (retain_deletes or not record.is_tombstone)
+
+
+def _group_by_size(views: list[_SegmentView], max_size: int, max_index_size: int) -> list[list[_SegmentView]]:
+    """Consecutive segments whose cleaned copy surely fits one segment: total size within ``max_size``, index
+    sizes within ``max_index_size``, every offset within int32 of the group's base offset."""
+    groups: list[list[_SegmentView]] = []
+    current: list[_SegmentView] = []
+    size = index_size = 0
+    for view in views:
+        segment = view.segment
+        view_index = segment.index.entries * segment.index.ENTRY.size
+        fits = (
+            current
+            and size + view.size <= max_size
+            and index_size + view_index <= max_index_size
+            and view.next_base - 1 - current[0].segment.base_offset <= INT_MAX
+        )
+        if not fits and current:
+            groups.append(current)
+            current, size, index_size = [], 0, 0
+        current.append(view)
+        size += view.size
+        index_size += view_index
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,241 @@
+"""The log cleaner: which compacted log to clean next, the cleaner threads, and ``cleaner-offset-checkpoint``.
+
+A log is a candidate when its cleanup.policy includes ``compact`` and no thread is cleaning it. Its dirty section
+runs from the first dirty offset (the checkpointed offset, or the log start offset when there is none or it lies
+outside [log start, log end]) to the first uncleanable offset: the smallest of the active segment's base offset,
+the base offset of the first dirty segment holding a record younger than min.compaction.lag.ms, and, with high
+watermarks, the base offset of the segment holding the high watermark (only whole segments below it are cleaned).
+Dirty ratio = dirty bytes / (clean + dirty bytes) over the segments from the log start. The thread picks the log
+with the highest ratio among those with dirty bytes whose ratio is at least min.cleanable.dirty.ratio or whose
+first dirty batch is older than max.compaction.lag.ms, cleans it (``mq.storage.cleaner``) and checkpoints the
+end of the cleaned section; it sleeps log.cleaner.backoff.ms when nothing qualifies. A log whose cleaning failed
+for any reason other than an abort is skipped from then on, as Kafka marks it uncleanable.
+
+``cleaner-offset-checkpoint`` (one per log dir, the format of ``mq.storage.checkpoints``) lists the first dirty
+offset of every log of that dir the cleaner has cleaned.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mq.config import LONG_MAX
+from mq.storage.checkpoints import CLEANER_OFFSET_FILE, OffsetCheckpointFile
+from mq.storage.cleaner import Cleaner, CleanerStats, CleaningAbortedError, map_slots
+from mq.storage.log_manager import LogManager
+from mq.storage.partition_log import Log
+from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class LogToClean:
+    """A compacted log with its dirty section ``[first_dirty_offset, first_uncleanable_offset)`` and sizes."""
+
+    tp: TopicPartition
+    log: Log
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    cleanable_bytes: int
+    needs_compaction_now: bool
+    """The first dirty batch is older than max.compaction.lag.ms."""
+
+    @property
+    def cleanable_ratio(self) -> float:
+        total = self.clean_bytes + self.cleanable_bytes
+        return self.cleanable_bytes / total if total else 0.0
+
+
+def log_to_clean(
+    tp: TopicPartition, partition_log: Log, checkpoint: int | None, now_ms: int, high_watermark: int | None = None
+) -> LogToClean:
+    """The dirty section of ``partition_log`` as the module docstring defines it."""
+    with partition_log.lock:
+        config = partition_log.config
+        start, end = partition_log.log_start_offset, partition_log.log_end_offset
+        segments = list(partition_log.segments)
+        first_dirty = checkpoint if checkpoint is not None and start <= checkpoint <= end else start
+        bases = [s.base_offset for s in segments]
+        next_bases = [*bases[1:], end]
+        first_uncleanable = bases[-1]
+        if high_watermark is not None:
+            first_uncleanable = min(first_uncleanable, bases[max(bisect.bisect_right(bases, high_watermark) - 1, 0)])
+        dirty = [i for i in range(len(segments) - 1) if next_bases[i] > first_dirty]
+        if config.min_compaction_lag_ms > 0:
+            for i in dirty:
+                if segments[i].largest_timestamp_ms > now_ms - config.min_compaction_lag_ms:
+                    first_uncleanable = min(first_uncleanable, bases[i])
+                    break
+        needs_now = False
+        if config.max_compaction_lag_ms < LONG_MAX and dirty and bases[dirty[0]] < first_uncleanable:
+            first = segments[dirty[0]].header_at(0)
+            needs_now = first is not None and 0 <= first.max_timestamp < now_ms - config.max_compaction_lag_ms
+        clean_bytes = sum(
+            s.size for s, nb in zip(segments, next_bases, strict=True) if nb > start and s.base_offset < first_dirty
+        )
+        cleanable_bytes = sum(
+            s.size
+            for s, nb in zip(segments, next_bases, strict=True)
+            if nb > first_dirty and s.base_offset < first_uncleanable
+        )
+    return LogToClean(tp, partition_log, first_dirty, first_uncleanable, clean_bytes, cleanable_bytes, needs_now)
+
+
+class LogCleaner:
+    """Cleaner threads over the logs of ``log_manager``. With ``bounded_by_high_watermarks`` a log is cleaned only
+    below the high watermark last given to ``update_high_watermarks`` (and not at all before one is known)."""
+
+    def __init__(
+        self,
+        log_manager: LogManager,
+        *,
+        threads: int = 1,
+        dedupe_buffer_size: int = 134217728,
+        backoff_ms: int = 15000,
+        bounded_by_high_watermarks: bool = False,
+        time_ms: Callable[[], int] = _wall_ms,
+    ) -> None:
+        self.log_manager = log_manager
+        self.threads = max(threads, 1)
+        self.map_slots = map_slots(dedupe_buffer_size, self.threads)
+        self.backoff_ms = backoff_ms
+        self.bounded = bounded_by_high_watermarks
+        self.time_ms = time_ms
+        self._high_watermarks: Mapping[TopicPartition, int] | None = None
+        self._mutex = threading.Lock()
+        self._checkpoint_mutex = threading.Lock()
+        self._in_progress: set[TopicPartition] = set()
+        self._uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.checkpoints: dict[TopicPartition, int] = {}
+        """First dirty offset per partition (what ``cleaner-offset-checkpoint`` files hold)."""
+        for directory in log_manager.log_dirs:
+            self.checkpoints.update(OffsetCheckpointFile(directory / CLEANER_OFFSET_FILE).read())
+
+    def update_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """The partitions' current high watermarks (a snapshot the caller no longer changes)."""
+        self._high_watermarks = high_watermarks
+
+    # --- selection and one pass ----------------------------------------------------------------------------------
+
+    def grab_filthiest_log(self) -> LogToClean | None:
+        """The dirtiest cleanable log, marked in progress (``done`` releases it); None when none qualifies."""
+        now = self.time_ms()
+        bounds = self._high_watermarks
+        with self._mutex:
+            candidates = []
+            for tp, partition_log in self.log_manager.log_items():
+                if not partition_log.config.compact or tp in self._in_progress or partition_log in self._uncleanable:
+                    continue
+                if self.bounded and (bounds is None or tp not in bounds):
+                    continue
+                bound = bounds.get(tp) if bounds is not None else None
+                candidate = log_to_clean(tp, partition_log, self.checkpoints.get(tp), now, bound)
+                if candidate.cleanable_bytes > 0 and (
+                    candidate.needs_compaction_now
+                    or candidate.cleanable_ratio >= partition_log.config.min_cleanable_dirty_ratio
+                ):
+                    candidates.append(candidate)
+            if not candidates:
+                return None
+            chosen = max(candidates, key=lambda c: (c.needs_compaction_now, c.cleanable_ratio))
+            self._in_progress.add(chosen.tp)
+            return chosen
+
+    def clean_filthiest_log(self, cleaner: Cleaner) -> bool:
+        """Clean the dirtiest log with ``cleaner``; False when no log needed it."""
+        chosen = self.grab_filthiest_log()
+        if chosen is None:
+            return False
+        try:
+            end_offset, stats = cleaner.clean(chosen.log, chosen.first_dirty_offset, chosen.first_uncleanable_offset)
+            self._checkpoint(chosen.tp, chosen.log.dir.parent, end_offset)
+            self._report(cleaner.thread_id, chosen, end_offset, stats)
+        except CleaningAbortedError as exc:
+            log.info("Cleaning of log %s aborted: %s", chosen.tp, exc)
+        except Exception:
+            log.exception(
+                "Unexpected exception thrown when cleaning log %s. Marking its partition (%s) as uncleanable",
+                chosen.log.dir,
+                chosen.tp,
+            )
+            self._uncleanable.add(chosen.log)
+        finally:
+            with self._mutex:
+                self._in_progress.discard(chosen.tp)
+        return True
+
+    def _checkpoint(self, tp: TopicPartition, directory: Path, offset: int) -> None:
+        """Record ``offset`` for ``tp`` and rewrite ``directory``'s checkpoint with the entries of its live logs."""
+        with self._checkpoint_mutex:
+            self.checkpoints[tp] = offset
+            items = self.log_manager.log_items()
+            live = {t for t, _ in items}
+            self.checkpoints = {t: o for t, o in self.checkpoints.items() if t in live}
+            in_dir = {
+                t: self.checkpoints[t] for t, plog in items if t in self.checkpoints and plog.dir.parent == directory
+            }
+            OffsetCheckpointFile(directory / CLEANER_OFFSET_FILE).write(in_dir)
+
+    @staticmethod
+    def _report(thread_id: int, chosen: LogToClean, end_offset: int, stats: CleanerStats) -> None:
+        elapsed = max(stats.elapsed_s, 1e-6)
+        megabytes = stats.bytes_read / 1e6
+        log.info(
+            "Log cleaner thread %d cleaned log %s (dirty section = [%d, %d]): %.1f MB of log processed in %.1f "
+            "seconds (%.1f MB/sec), %d of %d records kept, %.1f MB written",
+            thread_id,
+            chosen.tp,
+            chosen.first_dirty_offset,
+            end_offset,
+            megabytes,
+            elapsed,
+            megabytes / elapsed,
+            stats.records_written,
+            stats.records_read,
+            stats.bytes_written / 1e6,
+        )
+
+    # --- threads -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the cleaner threads (``kafka-log-cleaner-thread-<n>``)."""
+        self._stop.clear()
+        for thread_id in range(self.threads):
+            cleaner = Cleaner(self.map_slots, self._stop, thread_id)
+            thread = threading.Thread(
+                target=self._run, args=(cleaner,), name=f"kafka-log-cleaner-thread-{thread_id}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def _run(self, cleaner: Cleaner) -> None:
+        while not self._stop.is_set():
+            try:
+                cleaned = self.clean_filthiest_log(cleaner)
+            except Exception:
+                log.exception("log cleaner thread %d failed", cleaner.thread_id)
+                cleaned = False
+            if not cleaned:
+                self._stop.wait(self.backoff_ms / 1000)
+
+    def shutdown(self) -> None:
+        """Stop the threads: a pass in progress aborts at its next entry, leaving no cleaned files behind."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
