@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -69,6 +69,17 @@ def handle_errors(fn: F) -> F:
             sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def print_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """A rich table of string cells on standard output."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*header)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
 
 
 def echo_json(document: Any) -> None:

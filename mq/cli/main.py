@@ -24,6 +24,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "leader-election": ("mq.cli.leader_election:leader_election", "Elect preferred or unclean leaders of partitions."),
     "get-offsets": ("mq.cli.console:get_offsets", "Print the latest, earliest or by-time offset of partitions."),
+    "consumer-groups": (
+        "mq.cli.consumer_groups:consumer_groups",
+        "List, describe or delete consumer groups; reset or delete their offsets.",
+    ),
+    "consumer-offset-checker": (
+        "mq.cli.offset_checker:consumer_offset_checker",
+        "Check the committed offsets and lag of a consumer group.",
+    ),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",

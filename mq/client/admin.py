@@ -1,4 +1,4 @@
-"""Asyncio admin client: topics, partitions, configs, offsets, records deletion, leader election, cluster.
+"""Asyncio admin client: topics, partitions, configs, offsets, records deletion, leader election, cluster, groups.
 
 Each method sends one request kind (to the controller where Kafka routes it there), retries retriable errors after a
 metadata refresh, and returns dataclasses. A failed topic or resource raises ``KafkaError`` carrying the wire code
@@ -7,6 +7,7 @@ and the broker's error message when it sent one.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from typing import Any
 
 from mq.client.cluster import BrokerMetadata, Cluster, TopicMetadata, kafka_error, topic_id_string
 from mq.client.connection import DEFAULT_CLIENT_ID
-from mq.client.consumer import ISOLATION_LEVELS, list_offsets
+from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
+from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.topic_partition import TopicPartition
@@ -104,6 +106,42 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int
     brokers: tuple[BrokerMetadata, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+    """Empty when the broker answered ListGroups below v4 (no states)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartition, ...]
+    """Decoded from the consumer protocol; empty for other protocol types or before the first assignment."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    """Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead."""
+    protocol_type: str
+    protocol: str
+    """The assignment strategy the group agreed on (e.g. range)."""
+    members: tuple[MemberDescription, ...]
+    coordinator: BrokerMetadata
+
+
+COORDINATOR_MOVED = frozenset(
+    {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+)
+"""Group request errors that mean: look the coordinator up again and retry."""
 
 
 class AsyncAdmin:
@@ -313,6 +351,24 @@ class AsyncAdmin:
         found = await list_offsets(self.cluster, timestamps, ISOLATION_LEVELS[isolation_level])
         return {tp: OffsetAndTimestamp(offset, timestamp) for tp, (offset, timestamp) in found.items()}
 
+    async def record_timestamps(
+        self, positions: Mapping[TopicPartition, int], timeout_ms: int = 2000
+    ) -> dict[TopicPartition, int]:
+        """Timestamp of the record a consumer at ``positions[tp]`` reads next (the first at or after it; from the
+        log start when retention removed it); partitions without such a record within ``timeout_ms`` are left out."""
+        consumer = AsyncConsumer(cluster=self.cluster, auto_offset_reset="earliest", fetch_max_wait_ms=100)
+        consumer.assign(positions)
+        for tp, offset in positions.items():
+            consumer.seek(tp, offset)
+        found: dict[TopicPartition, int] = {}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while len(found) < len(positions) and loop.time() < deadline:
+            for record in await consumer.poll(int((deadline - loop.time()) * 1000)):
+                found.setdefault(TopicPartition(record.topic, record.partition), record.timestamp)
+            consumer.assign(tp for tp in positions if tp not in found)
+        return found
+
     async def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records before ``offsets[tp]`` (-1: the high watermark); returns each new low watermark."""
 
@@ -432,6 +488,183 @@ class AsyncAdmin:
                 for p in t.partitions
             }
         return result
+
+    async def find_coordinator(self, group_id: str) -> BrokerMetadata:
+        """The broker coordinating ``group_id`` (FindCoordinator); known to the cluster's connections afterwards."""
+        body = {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
+        response = await self.cluster.send(None, ApiKey.FIND_COORDINATOR, body)
+        entry = response.coordinators[0] if getattr(response, "coordinators", None) else response
+        if entry.error_code != ErrorCode.NONE:
+            raise kafka_error(entry.error_code, entry.error_message, f"find coordinator of group {group_id!r}")
+        broker = BrokerMetadata(int(entry.node_id), entry.host, int(entry.port), None)
+        known = self.cluster.brokers.get(broker.node_id)
+        if known is None or (known.host, known.port) != (broker.host, broker.port):
+            self.cluster.brokers[broker.node_id] = broker
+        return self.cluster.brokers[broker.node_id]
+
+    async def _to_coordinator(self, group_id: str, api_key: int, body: Mapping[str, Any]) -> Any:
+        """Send to the group's coordinator; a moved or loading coordinator is looked up again and retried."""
+
+        async def attempt() -> Any:
+            node = (await self.find_coordinator(group_id)).node_id
+            response = await self.cluster.send(node, api_key, body)
+            code = _group_error(response)
+            if code in COORDINATOR_MOVED:
+                raise kafka_error(code, None, f"group {group_id!r}")
+            return response
+
+        return await self.cluster.with_retries(attempt)
+
+    async def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        """Groups of every broker (ListGroups), sorted by id; ``states`` keeps only groups in those states."""
+        wanted = None if states is None else set(states)
+        await self.cluster.with_retries(lambda: self.cluster.refresh_metadata([]))
+        body = {"states_filter": sorted(wanted or ()), "types_filter": []}
+        found: dict[str, GroupListing] = {}
+        for node in sorted(self.cluster.brokers):
+
+            async def attempt(node: int = node) -> Any:
+                return await self.cluster.send(node, ApiKey.LIST_GROUPS, body)
+
+            response = await self.cluster.with_retries(attempt)
+            if response.error_code != ErrorCode.NONE:
+                raise kafka_error(response.error_code, None, f"list groups of broker {node}")
+            for group in response.groups:
+                listing = GroupListing(group.group_id, group.protocol_type, getattr(group, "group_state", ""))
+                if wanted is None or listing.state in wanted:
+                    found[listing.group_id] = listing
+        return [found[g] for g in sorted(found)]
+
+    async def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """State, protocol and members of each group (DescribeGroups at its coordinator); unknown groups are Dead."""
+        result = []
+        for group_id in group_ids:
+            body = {"groups": [group_id], "include_authorized_operations": False}
+            response = await self._to_coordinator(group_id, ApiKey.DESCRIBE_GROUPS, body)
+            group = response.groups[0]
+            state = group.group_state
+            if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+                state = "Dead"
+            elif group.error_code != ErrorCode.NONE:
+                raise kafka_error(group.error_code, getattr(group, "error_message", None), f"describe {group_id!r}")
+            consumer = group.protocol_type in ("consumer", "")
+            members = tuple(
+                MemberDescription(
+                    m.member_id,
+                    getattr(m, "group_instance_id", None),
+                    m.client_id,
+                    m.client_host,
+                    _assignment(m.member_assignment) if consumer else (),
+                )
+                for m in group.members
+            )
+            coordinator = await self.find_coordinator(group_id)
+            result.append(
+                GroupDescription(group_id, state, group.protocol_type, group.protocol_data, members, coordinator)
+            )
+        return result
+
+    async def list_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, int]:
+        """Committed offsets of the group (OffsetFetch; None: every partition it committed); -1 entries omitted."""
+        topics = None if partitions is None else _by_topic(partitions, "partition_indexes")
+        body = {
+            "group_id": group_id,
+            "topics": topics,
+            "groups": [{"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
+            "require_stable": False,
+        }
+        response = await self._to_coordinator(group_id, ApiKey.OFFSET_FETCH, body)
+        group = response.groups[0] if getattr(response, "groups", None) else response
+        result = {}
+        for topic in group.topics:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.name, int(part.partition_index))
+                if part.error_code != ErrorCode.NONE:
+                    raise kafka_error(part.error_code, None, f"fetch offset of {tp} for group {group_id!r}")
+                if part.committed_offset >= 0:
+                    result[tp] = int(part.committed_offset)
+        return result
+
+    async def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for the group as an admin does (generation -1, no member): the group must be empty,
+        else the coordinator's error (e.g. UNKNOWN_MEMBER_ID) is raised."""
+        by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for tp, offset in offsets.items():
+            by_topic[tp.topic].append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": offset,
+                    "committed_leader_epoch": -1,
+                    "commit_timestamp": -1,
+                    "committed_metadata": "",
+                }
+            )
+        body = {
+            "group_id": group_id,
+            "generation_id_or_member_epoch": -1,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        response = await self._to_coordinator(group_id, ApiKey.OFFSET_COMMIT, body)
+        for topic in response.topics:
+            for part in topic.partitions:
+                if part.error_code != ErrorCode.NONE:
+                    tp = TopicPartition(topic.name, int(part.partition_index))
+                    raise kafka_error(part.error_code, None, f"commit offset of {tp} for group {group_id!r}")
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, ErrorCode]:
+        """Delete each group at its coordinator (DeleteGroups); the outcome is per group (NON_EMPTY_GROUP, ...)."""
+        result = {}
+        for group_id in group_ids:
+            response = await self._to_coordinator(group_id, ApiKey.DELETE_GROUPS, {"groups_names": [group_id]})
+            for entry in response.results:
+                result[entry.group_id] = ErrorCode(entry.error_code)
+        return result
+
+    async def delete_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Delete the group's committed offsets of ``partitions`` (OffsetDelete); the outcome is per partition."""
+        body = {"group_id": group_id, "topics": _by_topic(partitions, "partitions", "partition_index")}
+        response = await self._to_coordinator(group_id, ApiKey.OFFSET_DELETE, body)
+        if response.error_code != ErrorCode.NONE:
+            raise kafka_error(response.error_code, None, f"delete offsets of group {group_id!r}")
+        return {
+            TopicPartition(t.name, int(p.partition_index)): ErrorCode(p.error_code)
+            for t in response.topics
+            for p in t.partitions
+        }
+
+
+def _group_error(response: Any) -> int:
+    """The error a group response reports for the whole group (or its first group entry)."""
+    for name in ("groups", "results"):
+        entries = getattr(response, name, None)
+        if entries:
+            return int(entries[0].error_code)
+    return int(getattr(response, "error_code", ErrorCode.NONE))
+
+
+def _assignment(data: bytes) -> tuple[TopicPartition, ...]:
+    try:
+        return decode_assignment(data).partitions
+    except ConsumerProtocolError:
+        return ()
+
+
+def _by_topic(
+    partitions: Iterable[TopicPartition], field_name: str, index_name: str | None = None
+) -> list[dict[str, Any]]:
+    """``[{"name": t, field_name: [p, ...]}]`` (or ``[{index_name: p}, ...]`` when ``index_name`` is given)."""
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for tp in partitions:
+        by_topic[tp.topic].append(tp.partition if index_name is None else {index_name: tp.partition})
+    return [{"name": t, field_name: ps} for t, ps in by_topic.items()]
 
 
 def _raise_for_responses(responses: Iterable[Any], context: str) -> None:

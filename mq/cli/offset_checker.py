@@ -1,0 +1,103 @@
+"""``mq consumer-offset-checker``: Kafka's ConsumerOffsetChecker columns over committed offsets in the broker."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from mq.cli.common import EXIT_USAGE, ToolError, default_format, format_option, handle_errors, print_table
+from mq.cli.consumer_groups import status_options
+from mq.client.admin import GroupDescription
+from mq.client.cluster import BrokerMetadata
+from mq.tools import consumer_groups, offset_checker
+
+
+@click.command("consumer-offset-checker", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--group", required=True, help="Consumer group.")
+@click.option("--topic", metavar="T1,T2", help="Comma-separated topics (default: the group's topics).")
+@click.option("--broker-info", is_flag=True, help="Print broker info.")
+@click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to connect to.")
+@click.option(
+    "--zookeeper",
+    metavar="HOST:PORT[,...][/CHROOT]",
+    help="ZooKeeper of a cluster: the brokers are found in /brokers/ids (offsets are read from the brokers).",
+)
+@click.option(
+    "--socket.timeout.ms", "socket_timeout_ms", type=int, default=6000, show_default=True, help="Request timeout."
+)
+@click.option("--verbose", is_flag=True, help="Add lagSeconds after Owner in text output.")
+@status_options()
+@format_option()
+@handle_errors
+def consumer_offset_checker(**options: Any) -> None:
+    """Check the offset of your consumers.
+
+    \b
+    Columns: Group Topic Pid Offset logSize Lag Owner (Offset and Lag "unknown" without a committed offset, Owner
+    "none" without an active member). Beyond Kafka: lagSeconds (now minus the timestamp of the first unconsumed
+    record, 0 without lag) in table and json output and with --verbose; --status rates each partition over
+    --samples samples --interval seconds apart (see mq consumer-groups --help). Lag is never negative.
+
+    \b
+    Exit codes: 0 success, 1 the operation failed, 2 bad usage.
+    """
+    output_format = options["output_format"] or default_format()
+    if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
+        raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified", EXIT_USAGE)
+    bootstrap = options["bootstrap_server"] or _bootstrap_from_zookeeper(options["zookeeper"])
+    from mq.client.sync import SyncAdmin
+
+    with SyncAdmin(bootstrap, request_timeout_ms=options["socket_timeout_ms"]) as sync:
+        admin = consumer_groups.ClientGroupAdmin(sync)
+        topics = offset_checker.parse_topics(options["topic"])
+        group = options["group"]
+
+        def collect(description: GroupDescription) -> consumer_groups.GroupOffsets:
+            return offset_checker.check(admin, description, topics)
+
+        if options["status"]:
+            report = consumer_groups.sample_offsets(admin, group, options["samples"], options["interval"], collect)
+        else:
+            report = collect(admin.describe_groups([group])[0])
+        extra = options["verbose"] or options["status"] or output_format != "text"
+        if extra:
+            report = consumer_groups.with_lag_seconds(admin, report)
+        brokers: list[BrokerMetadata] = list(sync.call("describe_cluster").brokers) if options["broker_info"] else []
+    _render(report, brokers, extra, output_format)
+
+
+def _bootstrap_from_zookeeper(connect: str) -> str:
+    from mq.zk.kafka_zk_client import KafkaZkClient
+    from mq.zk.zk_store import ZooKeeperStore
+
+    store = ZooKeeperStore(connect, session_timeout_ms=30000)
+    try:
+        endpoints = [r.host_port() for r in KafkaZkClient(store).get_all_brokers().values()]
+    finally:
+        store.close()
+    bootstrap = ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
+    if not bootstrap:
+        raise ToolError(f"Exiting due to: no brokers are registered in {connect}.")
+    return bootstrap
+
+
+def _render(
+    report: consumer_groups.GroupOffsets, brokers: list[BrokerMetadata], extra: bool, output_format: str
+) -> None:
+    if output_format == "json":
+        document: dict[str, Any] = asdict(report)
+        if brokers:
+            document["brokers"] = [{"id": b.node_id, "host": b.host, "port": b.port} for b in brokers]
+        click.echo(json.dumps(document))
+        return
+    if output_format == "table":
+        print_table(*offset_checker.cells(report, extra))
+    else:
+        for line in offset_checker.lines(report, extra):
+            click.echo(line)
+    if brokers:
+        for line in offset_checker.broker_lines(brokers):
+            click.echo(line)
