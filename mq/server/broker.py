@@ -47,6 +47,7 @@ from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.checkpoints import OffsetCheckpointFile
+from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_manager import LogManager
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
@@ -120,6 +121,7 @@ class KafkaServer:
         self.server: SocketServer | None = None
         self.log_manager: Any = None
         self.replica_manager: ReplicaManager | None = None
+        self.log_cleaner: LogCleaner | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -353,6 +355,21 @@ class KafkaServer:
                 "leader rebalance",
             )
         every(config.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs, "flush")
+        if config.log_cleaner_enable:
+            cleaner = self.log_cleaner = LogCleaner(
+                self.log_manager,
+                threads=config.log_cleaner_threads,
+                dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+                backoff_ms=config.log_cleaner_backoff_ms,
+                bounded_by_high_watermarks=True,
+            )
+            cleaner.update_high_watermarks(replica_manager.high_watermarks())
+            cleaner.start()
+            every(
+                max(min(config.log_cleaner_backoff_ms, 1000), 100),
+                lambda: cleaner.update_high_watermarks(replica_manager.high_watermarks()),
+                "cleaner high watermarks",
+            )
         every(
             config.log_flush_offset_checkpoint_interval_ms,
             self.log_manager.checkpoint_recovery_points,
@@ -444,6 +461,8 @@ class KafkaServer:
             task.cancel()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=5.0)
+        if self.log_cleaner is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.log_cleaner.shutdown)
         self.checkpoint_high_watermarks()
         if self.log_manager is not None:
             self.log_manager.shutdown()
