@@ -299,9 +299,16 @@ class BrokerConfig:
         "offsets.retention.check.interval.ms", 600000, "how often stale offsets are removed", minimum=1
     )
     offsets_commit_timeout_ms: int = _key("offsets.commit.timeout.ms", 5000, "offset commit wait", minimum=1)
+    offsets_commit_required_acks: int = _key(
+        "offsets.commit.required.acks", -1, "acks an offset commit waits for (-1: the whole ISR)", minimum=-1
+    )
+    offsets_load_buffer_size: int = _key(
+        "offsets.load.buffer.size", 5242880, "read size when loading __consumer_offsets partitions", minimum=1
+    )
     offset_metadata_max_bytes: int = _key("offset.metadata.max.bytes", 4096, "largest offset commit metadata")
     group_min_session_timeout_ms: int = _key("group.min.session.timeout.ms", 6000, "smallest session timeout")
     group_max_session_timeout_ms: int = _key("group.max.session.timeout.ms", 1800000, "largest session timeout")
+    group_max_size: int = _key("group.max.size", INT_MAX, "most members one consumer group may have", minimum=1)
     group_initial_rebalance_delay_ms: int = _key(
         "group.initial.rebalance.delay.ms",
         3000,

@@ -8,7 +8,7 @@ Keys::
     version 0/1  OffsetCommitKey    group string, topic string, partition int32
     version 2    GroupMetadataKey   group string
 
-Offset commit values (version 3 is written; 0-3 are read)::
+Offset commit values (version 3 is written, version 1 when an expire timestamp is set; 0-3 are read)::
 
     v0, v2  offset int64, metadata string, commit_timestamp int64
     v1      offset int64, metadata string, commit_timestamp int64, expire_timestamp int64
@@ -164,6 +164,17 @@ def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
+    """Version 3, or version 1 when the commit carries an expire timestamp (a v2-v4 OffsetCommit retention time)."""
+    if value.expire_timestamp >= 0:
+        return b"".join(
+            [
+                _I16.pack(1),
+                _I64.pack(value.offset),
+                _string(value.metadata),
+                _I64.pack(value.commit_timestamp),
+                _I64.pack(value.expire_timestamp),
+            ]
+        )
     return b"".join(
         [
             _I16.pack(OFFSET_COMMIT_VALUE_VERSION),

@@ -26,12 +26,16 @@ from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.controller import Controller, ControllerChannel
+from mq.server.group_coordinator import GroupCoordinator
+from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
 from mq.server.handlers.controller_requests import controller_apis
 from mq.server.handlers.fetch import fetch_api
+from mq.server.handlers.group_offsets import group_offset_apis
+from mq.server.handlers.groups import group_apis, offsets_topic_creator
 from mq.server.handlers.inter_broker import inter_broker_apis
 from mq.server.handlers.leader_epoch import leader_epoch_apis
 from mq.server.handlers.log_dirs import log_dirs_apis
@@ -122,6 +126,7 @@ class KafkaServer:
         self.log_manager: Any = None
         self.replica_manager: ReplicaManager | None = None
         self.log_cleaner: LogCleaner | None = None
+        self.group_coordinator: GroupCoordinator | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -200,6 +205,11 @@ class KafkaServer:
             config, self.broker_id, self.log_manager, self.topic_config, high_watermarks
         )
 
+        coordinator = self.group_coordinator = GroupCoordinator(
+            config, GroupMetadataManager(config, self.replica_manager, self._offsets_topic_partitions)
+        )
+        self.replica_manager.leadership_listener = coordinator.on_leadership_change
+
         def post(fn: Callable[[], None]) -> None:
             loop.call_soon_threadsafe(fn)
 
@@ -239,6 +249,8 @@ class KafkaServer:
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *reassignment_apis(self.zk),
+            *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config)),
+            *group_offset_apis(coordinator, self.cache, config),
             *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache, self.zk)),
         ]:
             dispatcher.add(api)
@@ -312,6 +324,15 @@ class KafkaServer:
         log.info("ISR of %s is now %s", tp, sorted(isr))
         return True
 
+    def _offsets_topic_partitions(self) -> int:
+        """Partitions of ``__consumer_offsets``: the topic's own count once it exists, else the configured one."""
+        topic = self.cache.topics.get(GROUP_METADATA_TOPIC_NAME)
+        return (
+            len(topic.partitions)
+            if topic is not None and topic.partitions
+            else self.config.offsets_topic_num_partitions
+        )
+
     def _cached_endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         return self.cache.brokers.get(broker_id)
 
@@ -370,6 +391,9 @@ class KafkaServer:
                 lambda: cleaner.update_high_watermarks(replica_manager.high_watermarks()),
                 "cleaner high watermarks",
             )
+        coordinator = self.group_coordinator
+        if coordinator is not None:
+            every(config.offsets_retention_check_interval_ms, coordinator.schedule_offset_expiration, "offset expiry")
         every(
             config.log_flush_offset_checkpoint_interval_ms,
             self.log_manager.checkpoint_recovery_points,
@@ -451,6 +475,8 @@ class KafkaServer:
         log.info("mq broker %d shutting down", self.broker_id)
         if self.server is not None and self.zk is not None:
             await self._controlled_shutdown()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()  # members waiting on a rebalance are answered before the drain
         if self.server is not None:
             await self.server.stop()
         if self.cluster_channel is not None:

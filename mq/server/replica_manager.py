@@ -76,6 +76,9 @@ class ReplicaManager:
         self._appended = asyncio.Event()
         self.quotas = ReplicationQuotas(config, broker_id, topic_config)
         """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
+        self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
+        """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
+        coordinator loads and unloads ``__consumer_offsets`` partitions through it."""
 
     # --- controller decisions ----------------------------------------------------------------------------------
 
@@ -102,14 +105,20 @@ class ReplicaManager:
             elif info.leader >= 0 and self.fetchers is not None:
                 partition.producers.truncate()
                 self.fetchers.follow(partition, info.leader)  # truncates by leader epoch before fetching
+            if self.leadership_listener is not None:
+                self.leadership_listener(info.tp, partition.is_leader)
+        self._wake_fetchers()  # parked produces and fetches re-check who leads
 
     def stop_replicas(self, tps: Iterable[TopicPartition], delete: bool) -> None:
         for tp in tps:
             self.partitions.pop(tp, None)
             if self.fetchers is not None:
                 self.fetchers.unfollow(tp)
+            if self.leadership_listener is not None:
+                self.leadership_listener(tp, False)
             if delete:
                 self.log_manager.delete_log(tp)
+        self._wake_fetchers()
 
     def update_topic_config(self, topic: str) -> None:
         config = self.topic_config(topic)
@@ -171,29 +180,44 @@ class ReplicaManager:
                 results[tp] = ProduceResult(error_code_of(exc), message=str(exc))
         if appended:
             self._wake_fetchers()
+        outcomes: dict[TopicPartition, ErrorCode | None] = dict.fromkeys(appended, ErrorCode.NONE)
         if required_acks == -1 and appended:
-            await self._await_replication(appended, timeout_ms)
+            outcomes = await self._await_replication(appended, timeout_ms)
         for tp, result in appended.items():
-            hosted = self.partitions.get(tp)
-            replicated = required_acks != -1 or (hosted is not None and hosted.high_watermark > result.base_offset)
-            error = ErrorCode.NONE if replicated else ErrorCode.REQUEST_TIMED_OUT
+            outcome = outcomes[tp]
+            error = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
             results[tp] = ProduceResult(error, result.base_offset, result.log_append_time_ms, result.log_start_offset)
         return results
 
-    async def _await_replication(self, appended: dict[TopicPartition, AppendResult], timeout_ms: int) -> None:
-        def done() -> bool:
-            for tp, result in appended.items():
-                partition = self.partitions.get(tp)
-                if partition is not None and partition.high_watermark <= result.base_offset:
-                    return False
-            return True
+    def _replication_outcome(self, tp: TopicPartition, base_offset: int) -> ErrorCode | None:
+        """Where an acks=all append stands: None while it waits for the ISR, NONE once the high watermark passed it,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when it did with the ISR below ``min.insync.replicas``, and
+        NOT_LEADER_OR_FOLLOWER as soon as this broker no longer leads the partition (the producer retries on the new
+        leader instead of waiting out its timeout)."""
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if partition.high_watermark <= base_offset:
+            return None
+        if len(partition.isr) < self.topic_config(tp.topic).min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+    async def _await_replication(
+        self, appended: dict[TopicPartition, AppendResult], timeout_ms: int
+    ) -> dict[TopicPartition, ErrorCode | None]:
+        """Wait until every append has an outcome or ``timeout_ms`` passed; None marks those still waiting."""
+
+        def outcomes() -> dict[TopicPartition, ErrorCode | None]:
+            return {tp: self._replication_outcome(tp, result.base_offset) for tp, result in appended.items()}
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
-        while not done() and loop.time() < deadline:
+        while None in outcomes().values() and loop.time() < deadline:
             event = self._appended
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), deadline - loop.time())
+        return outcomes()
 
     # --- fetch -------------------------------------------------------------------------------------------------
 

@@ -59,6 +59,12 @@ def test_offset_commit_value_v1_carries_the_expire_timestamp() -> None:
     assert decode_offset_commit_value(data) == OffsetCommitValue(7, "", 1, -1, 2)
 
 
+def test_offset_commit_value_with_expire_timestamp_is_written_as_v1() -> None:
+    value = OffsetCommitValue(7, "", 1, -1, 2)
+    expected = bytes.fromhex("00010000000000000007000000000000000000010000000000000002")
+    assert encode_offset_commit_value(value) == expected
+
+
 def test_offset_commit_value_v0_and_v2() -> None:
     for version in ("0000", "0002"):
         data = bytes.fromhex(version + "0000000000000009000268690000000000000064")

@@ -1,0 +1,834 @@
+"""The group coordinator: classic consumer-group membership, rebalances and committed offsets.
+
+A broker coordinates the groups whose ``__consumer_offsets`` partition it leads (``partition_for(group id)``).
+Partitions become owned when this broker is elected their leader and has replayed their log; while one loads, its
+groups get COORDINATOR_LOAD_IN_PROGRESS, and a partition this broker does not own answers NOT_COORDINATOR.
+
+Rebalance protocol (Kafka's): members join (JoinGroup); once every known member has rejoined, or the rebalance
+timeout passed, a new generation starts, the leader gets every member's metadata and returns the assignment in its
+SyncGroup, which is stored before every member gets its share. Heartbeats keep members alive; a member silent for
+its session timeout is removed and the group rebalances. Static members (``group.instance.id``) keep their place
+across restarts: a rejoin with the same instance id takes over the old member without a rebalance, and the old
+member id is fenced (FENCED_INSTANCE_ID). Timers are asyncio timer handles on the broker's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from mq.config import BrokerConfig
+from mq.errors import ErrorCode
+from mq.protocol.consumer_offsets import OffsetCommitValue, partition_for
+from mq.server.group_metadata import (
+    CONSUMER_PROTOCOL_TYPE,
+    GroupMetadata,
+    GroupState,
+    JoinResult,
+    MemberMetadata,
+    SyncResult,
+    new_member_id,
+)
+from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager, LoadedPartition
+from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300000
+"""How long a new member may wait for its first JoinGroup answer before it is dropped."""
+
+Protocols = list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    require_known_member_id: bool
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        manager: GroupMetadataManager,
+        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.config = config
+        self.manager = manager
+        self.time_ms = time_ms
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned_partitions: set[int] = set()
+        self.loading_partitions: set[int] = set()
+        self.active = True
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # --- ownership -----------------------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.manager.partition_count())
+
+    def _status(self, group_id: str | None, allow_empty: bool = False) -> ErrorCode:
+        """Kafka's validateGroupStatus: whether this coordinator may act on ``group_id`` now."""
+        if group_id is None or (not group_id and not allow_empty):
+            return ErrorCode.INVALID_GROUP_ID
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition = self.partition_for(group_id)
+        if partition in self.loading_partitions:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition not in self.owned_partitions:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def on_leadership_change(self, tp: TopicPartition, is_leader: bool) -> None:
+        """The replica manager's hook: load a ``__consumer_offsets`` partition this broker now leads, unload one it
+        no longer leads."""
+        if tp.topic != GROUP_METADATA_TOPIC_NAME:
+            return
+        if is_leader:
+            if tp.partition not in self.owned_partitions and tp.partition not in self.loading_partitions:
+                self.loading_partitions.add(tp.partition)
+                self._spawn(self._load(tp.partition))
+        else:
+            self._unload(tp.partition)
+
+    async def _load(self, partition: int) -> None:
+        started = self.time_ms()
+        try:
+            loaded = await asyncio.get_running_loop().run_in_executor(None, self.manager.load, partition)
+        except Exception:
+            log.exception("loading __consumer_offsets-%d failed", partition)
+            self.loading_partitions.discard(partition)
+            return
+        if partition not in self.loading_partitions:
+            return  # resigned while loading
+        self.loading_partitions.discard(partition)
+        self.owned_partitions.add(partition)
+        self._install(partition, loaded)
+        log.info(
+            "Finished loading offsets and group metadata from %s-%d in %d milliseconds",
+            GROUP_METADATA_TOPIC_NAME,
+            partition,
+            self.time_ms() - started,
+        )
+
+    def _install(self, partition: int, loaded: LoadedPartition) -> None:
+        now = self.time_ms()
+        for group_id in set(loaded.groups) | set(loaded.offsets):
+            if group_id in self.groups:
+                continue
+            group = GroupMetadata(group_id, partition, state_timestamp_ms=now)
+            value = loaded.groups.get(group_id)
+            if value is not None:
+                group.protocol_type = value.protocol_type or None
+                group.generation_id = value.generation
+                group.protocol_name = value.protocol
+                group.state_timestamp_ms = value.current_state_timestamp if value.current_state_timestamp >= 0 else now
+                for m in value.members:
+                    member = MemberMetadata(
+                        m.member_id,
+                        m.group_instance_id,
+                        m.client_id,
+                        m.client_host,
+                        m.rebalance_timeout,
+                        m.session_timeout,
+                        value.protocol_type,
+                        [(value.protocol or "", m.subscription)],
+                        m.assignment,
+                    )
+                    group.add(member, None)
+                    if m.group_instance_id is not None:
+                        group.static_members[m.group_instance_id] = m.member_id
+                group.leader_id = value.leader if value.leader in group.members else group.leader_id
+                if group.members:
+                    group.state = GroupState.STABLE
+                    group.subscribed = group.compute_subscribed()
+            group.offsets = dict(loaded.offsets.get(group_id, {}))
+            self.groups[group_id] = group
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member)
+
+    def _unload(self, partition: int) -> None:
+        self.loading_partitions.discard(partition)
+        if partition not in self.owned_partitions:
+            return
+        self.owned_partitions.discard(partition)
+        for group_id, group in list(self.groups.items()):
+            if group.partition != partition:
+                continue
+            del self.groups[group_id]
+            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        log.info("Unloaded groups of %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
+
+    def _fail_all(self, group: GroupMetadata, error: ErrorCode) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+        for timer in group.pending_members.values():
+            if timer is not None:
+                timer.cancel()
+        for member in group.members.values():
+            if member.heartbeat_timer is not None:
+                member.heartbeat_timer.cancel()
+            self._answer_join(member, JoinResult(error, member.member_id))
+            self._answer_sync(member, SyncResult(error))
+
+    def shutdown(self) -> None:
+        self.active = False
+        for partition in list(self.owned_partitions):
+            self._unload(partition)
+        for task in self._tasks:
+            task.cancel()
+
+    # --- answers and timers ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _answer_join(member: MemberMetadata, result: JoinResult) -> None:
+        future, member.join_future = member.join_future, None
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    @staticmethod
+    def _answer_sync(member: MemberMetadata, result: SyncResult) -> None:
+        future, member.sync_future = member.sync_future, None
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    def _current(self, group: GroupMetadata) -> bool:
+        return self.groups.get(group.group_id) is group
+
+    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+        if member.heartbeat_timer is not None:
+            member.heartbeat_timer.cancel()
+        member.last_heartbeat_ms = self.time_ms()
+        delay = (timeout_ms if timeout_ms is not None else member.session_timeout_ms) / 1000
+        member.heartbeat_timer = asyncio.get_running_loop().call_later(
+            delay, self._heartbeat_expired, group, member.member_id, member
+        )
+
+    def _heartbeat_expired(self, group: GroupMetadata, member_id: str, member: MemberMetadata) -> None:
+        if not self._current(group) or group.members.get(member_id) is not member:
+            return
+        member.heartbeat_timer = None
+        if not member.is_new and (member.awaiting_join or member.awaiting_sync):
+            self._schedule_heartbeat(group, member)  # a rebalance in progress counts as liveness
+            return
+        log.info("Member %s in group %s has failed, removing it from the group", member_id, group.group_id)
+        self._remove_member_and_update(group, member)
+
+    def _add_pending_member(self, group: GroupMetadata, member_id: str, session_timeout_ms: int) -> None:
+        timer = asyncio.get_running_loop().call_later(
+            session_timeout_ms / 1000, self._pending_expired, group, member_id
+        )
+        group.pending_members[member_id] = timer
+
+    def _pending_expired(self, group: GroupMetadata, member_id: str) -> None:
+        if self._current(group) and group.pending_members.pop(member_id, None) is not None:
+            self._try_complete_join(group)
+
+    def _remove_pending(self, group: GroupMetadata, member_id: str) -> None:
+        timer = group.pending_members.pop(member_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    # --- membership changes ------------------------------------------------------------------------------------
+
+    def _remove_member_and_update(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        self._answer_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        self._answer_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        if member.heartbeat_timer is not None:
+            member.heartbeat_timer.cancel()
+            member.heartbeat_timer = None
+        group.remove(member.member_id)
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group)
+        elif group.is_in(GroupState.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    def _add_member_and_rebalance(
+        self, group: GroupMetadata, member_id: str, request: JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member = MemberMetadata(
+            member_id,
+            request.group_instance_id,
+            request.client_id,
+            request.client_host,
+            request.rebalance_timeout_ms,
+            request.session_timeout_ms,
+            request.protocol_type,
+            request.protocols,
+            is_new=True,
+        )
+        if group.is_in(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member, future)
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        if request.group_instance_id is not None:
+            group.static_members[request.group_instance_id] = member_id
+        else:
+            self._remove_pending(group, member_id)
+        self._maybe_prepare_rebalance(group)
+
+    def _update_member_and_rebalance(
+        self, group: GroupMetadata, member: MemberMetadata, request: JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        self._update_member(group, member, request, future)
+        self._maybe_prepare_rebalance(group)
+
+    def _maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group)
+
+    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        was_empty = group.is_in(GroupState.EMPTY)
+        group.transition_to(GroupState.PREPARING_REBALANCE, self.time_ms())
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+        loop = asyncio.get_running_loop()
+        log.info(
+            "Preparing to rebalance group %s in state PreparingRebalance with old generation %d",
+            group.group_id,
+            group.generation_id,
+        )
+        if was_empty:
+            delay = self.config.group_initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            group.join_timer = loop.call_later(delay / 1000, self._initial_join_expired, group, remaining)
+            group.initial_delay_active = True
+        else:
+            group.join_timer = loop.call_later(group.rebalance_timeout_ms() / 1000, self._join_expired, group)
+            self._try_complete_join(group)
+
+    def _initial_join_expired(self, group: GroupMetadata, remaining_ms: int) -> None:
+        """Kafka's InitialDelayedJoin: while new members keep arriving, wait another initial delay (bounded by the
+        rebalance timeout) before forming the first generation."""
+        if not self._current(group) or not group.is_in(GroupState.PREPARING_REBALANCE):
+            return
+        delay = self.config.group_initial_rebalance_delay_ms
+        if group.new_member_added and remaining_ms > 0:
+            group.new_member_added = False
+            group.join_timer = asyncio.get_running_loop().call_later(
+                min(delay, remaining_ms) / 1000, self._initial_join_expired, group, max(remaining_ms - delay, 0)
+            )
+            return
+        group.initial_delay_active = False
+        group.join_timer = None
+        self._complete_join(group)
+
+    def _join_expired(self, group: GroupMetadata) -> None:
+        if self._current(group) and group.is_in(GroupState.PREPARING_REBALANCE):
+            group.join_timer = None
+            self._complete_join(group)
+
+    def _try_complete_join(self, group: GroupMetadata) -> None:
+        if (
+            group.is_in(GroupState.PREPARING_REBALANCE)
+            and not group.initial_delay_active
+            and group.has_all_members_joined()
+        ):
+            if group.join_timer is not None:
+                group.join_timer.cancel()
+                group.join_timer = None
+            self._complete_join(group)
+
+    def _complete_join(self, group: GroupMetadata) -> None:
+        for member in group.not_yet_rejoined():
+            if member.group_instance_id is None:
+                log.info("Member %s of group %s did not rejoin; removing it", member.member_id, group.group_id)
+                if member.heartbeat_timer is not None:
+                    member.heartbeat_timer.cancel()
+                self._answer_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+                group.remove(member.member_id)
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            loop = asyncio.get_running_loop()
+            group.join_timer = loop.call_later(group.rebalance_timeout_ms() / 1000, self._join_expired, group)
+            return
+        group.init_next_generation(self.time_ms())
+        if group.is_in(GroupState.EMPTY):
+            self._spawn(self._store_empty_group(group))
+            return
+        log.info(
+            "Stabilized group %s generation %d with %d members", group.group_id, group.generation_id, len(group.members)
+        )
+        for member in group.members.values():
+            self._answer_join(member, group.join_result_for(member))
+            self._schedule_heartbeat(group, member)
+            member.is_new = False
+
+    async def _store_empty_group(self, group: GroupMetadata) -> None:
+        error = await self.manager.store_group(group, {})
+        if error != ErrorCode.NONE:
+            log.warning("Failed to write empty metadata for group %s: %s", group.group_id, error.name)
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: ErrorCode) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            self._answer_sync(member, SyncResult(error))
+
+    # --- JoinGroup ---------------------------------------------------------------------------------------------
+
+    async def join_group(self, request: JoinRequest) -> JoinResult:
+        error = self._status(request.group_id)
+        if error != ErrorCode.NONE:
+            return JoinResult(error, request.member_id)
+        if not (
+            self.config.group_min_session_timeout_ms
+            <= request.session_timeout_ms
+            <= self.config.group_max_session_timeout_ms
+        ):
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
+        unknown_member = request.member_id == ""
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if not unknown_member:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
+            group = GroupMetadata(
+                request.group_id, self.partition_for(request.group_id), state_timestamp_ms=self.time_ms()
+            )
+            self.groups[request.group_id] = group
+        if not self._accept_joining_member(group, request.member_id):
+            member = group.members.get(request.member_id)
+            if member is not None:
+                self._remove_member_and_update(group, member)
+            return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        if unknown_member:
+            self._join_new_member(group, request, future)
+        else:
+            self._join_known_member(group, request, future)
+        self._try_complete_join(group)
+        return await future
+
+    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+        limit = self.config.group_max_size
+        if group.is_in(GroupState.EMPTY, GroupState.DEAD):
+            return True
+        member = group.members.get(member_id)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return (member is not None and member.awaiting_join) or group.awaiting_join_count() < limit
+        return member is not None or len(group.members) < limit
+
+    def _join_new_member(self, group: GroupMetadata, request: JoinRequest, future: asyncio.Future[JoinResult]) -> None:
+        if group.is_in(GroupState.DEAD):
+            future.set_result(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
+            return
+        if not group.supports_protocols(request.protocol_type, request.protocols):
+            future.set_result(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
+        member_id = new_member_id(request.client_id, request.group_instance_id)
+        instance_id = request.group_instance_id
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None and group.has(old_id):
+                self._replace_static_member(group, old_id, member_id, request, future)
+            else:
+                self._add_member_and_rebalance(group, member_id, request, future)
+        elif request.require_known_member_id:
+            self._add_pending_member(group, member_id, request.session_timeout_ms)
+            future.set_result(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id))
+        else:
+            self._add_member_and_rebalance(group, member_id, request, future)
+
+    def _replace_static_member(
+        self,
+        group: GroupMetadata,
+        old_id: str,
+        new_id: str,
+        request: JoinRequest,
+        future: asyncio.Future[JoinResult],
+    ) -> None:
+        """A static member rejoined with a fresh member id: it takes over the old member. In a Stable group whose
+        protocol stays the same this is persisted and answered with the current generation, without a rebalance."""
+        assert request.group_instance_id is not None
+        previous_leader = group.leader_id or ""
+        member = group.replace_static_member(request.group_instance_id, old_id, new_id)
+        old_state = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
+        self._schedule_heartbeat(group, member)
+        self._update_member(group, member, request, future)
+        if group.is_in(GroupState.STABLE):
+            if group.protocol_name == group.select_protocol():
+                assignment = {m.member_id: m.assignment for m in group.members.values()}
+                self._spawn(self._store_static_rejoin(group, member, old_id, old_state, previous_leader, assignment))
+            else:
+                self._maybe_prepare_rebalance(group)
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group)
+
+    async def _store_static_rejoin(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        old_id: str,
+        old_state: tuple[Protocols, int, int],
+        previous_leader: str,
+        assignment: dict[str, bytes],
+    ) -> None:
+        """Persist the replaced static member and answer it with the current generation (it is never told it leads,
+        so it does not reassign); on failure the old member is restored."""
+        new_id = member.member_id
+        error = await self.manager.store_group(group, assignment)
+        if error != ErrorCode.NONE:
+            self._answer_join(member, JoinResult(error, ""))
+            if self._current(group) and group.members.get(new_id) is member and member.group_instance_id is not None:
+                group.replace_static_member(member.group_instance_id, new_id, old_id)
+                group.update_member(member, old_state[0], None)
+                member.rebalance_timeout_ms, member.session_timeout_ms = old_state[1], old_state[2]
+            return
+        self._answer_join(
+            member,
+            JoinResult(
+                ErrorCode.NONE,
+                new_id,
+                group.generation_id,
+                group.protocol_type,
+                group.protocol_name,
+                previous_leader,
+            ),
+        )
+
+    @staticmethod
+    def _update_member(
+        group: GroupMetadata, member: MemberMetadata, request: JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        member.session_timeout_ms = request.session_timeout_ms
+        group.update_member(member, request.protocols, future)
+
+    def _join_known_member(
+        self, group: GroupMetadata, request: JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member_id = request.member_id
+        if group.is_in(GroupState.DEAD):
+            future.set_result(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            return
+        if not group.supports_protocols(request.protocol_type, request.protocols):
+            future.set_result(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if member_id in group.pending_members:
+            self._add_member_and_rebalance(group, member_id, request, future)
+            return
+        instance_id = request.group_instance_id
+        if group.is_static_member_fenced(member_id, instance_id):
+            future.set_result(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
+            return
+        member = group.members.get(member_id)
+        if member is None or (instance_id is not None and instance_id not in group.static_members):
+            future.set_result(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+            return
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, request, future)
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            if member.matches(request.protocols):
+                future.set_result(group.join_result_for(member))
+            else:
+                self._update_member_and_rebalance(group, member, request, future)
+        elif group.is_in(GroupState.STABLE):
+            if group.is_leader(member_id) or not member.matches(request.protocols):
+                self._update_member_and_rebalance(group, member, request, future)
+            else:
+                future.set_result(group.join_result_for(member))
+        else:
+            future.set_result(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+
+    @staticmethod
+    def _member_error(group: GroupMetadata, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        """The checks every request of a member in a generation passes, in Kafka's order."""
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    # --- SyncGroup ---------------------------------------------------------------------------------------------
+
+    async def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult:
+        error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return SyncResult(error)
+        group = self.groups.get(group_id)
+        if group is None:
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        error = self._member_error(group, member_id, group_instance_id, generation_id)
+        if error != ErrorCode.NONE:
+            return SyncResult(error)
+        member = group.members[member_id]
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group.is_in(GroupState.EMPTY):
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        self._schedule_heartbeat(group, member)
+        if group.is_in(GroupState.STABLE):
+            return SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name)
+        future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        self._answer_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_future = future
+        if group.is_leader(member_id):
+            full = {m: assignments.get(m, b"") for m in group.members}
+            self._spawn(self._store_assignment(group, group.generation_id, full))
+        return await future
+
+    async def _store_assignment(self, group: GroupMetadata, generation_id: int, assignment: dict[str, bytes]) -> None:
+        error = await self.manager.store_group(group, assignment)
+        if not group.is_in(GroupState.COMPLETING_REBALANCE) or group.generation_id != generation_id:
+            return
+        if error != ErrorCode.NONE:
+            self._reset_and_propagate_assignment_error(group, error)
+            self._maybe_prepare_rebalance(group)
+            return
+        for member in group.members.values():
+            member.assignment = assignment.get(member.member_id, b"")
+            self._answer_sync(
+                member, SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name)
+            )
+        group.transition_to(GroupState.STABLE, self.time_ms())
+
+    # --- Heartbeat and LeaveGroup ------------------------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
+        error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return error
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = self._member_error(group, member_id, group_instance_id, generation_id)
+        if error != ErrorCode.NONE:
+            return error
+        if group.is_in(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._schedule_heartbeat(group, group.members[member_id])
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave_group(
+        self, group_id: str, leaving: Iterable[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        """Remove members given as (member id, group instance id); returns the request's error and each member's."""
+        leaving = list(leaving)
+        error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return error, []
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in leaving]
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        results = []
+        for member_id, instance_id in leaving:
+            results.append((member_id, instance_id, self._leave_one(group, member_id, instance_id)))
+        return ErrorCode.NONE, results
+
+    def _leave_one(self, group: GroupMetadata, member_id: str, instance_id: str | None) -> ErrorCode:
+        if member_id == "":
+            if instance_id is None or instance_id not in group.static_members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            member_id = group.static_members[instance_id]
+        elif group.is_static_member_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id in group.pending_members:
+            self._remove_pending(group, member_id)
+            self._try_complete_join(group)
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        log.info("Member %s has left group %s through explicit LeaveGroup", member_id, group.group_id)
+        self._remove_member_and_update(group, member)
+        return ErrorCode.NONE
+
+    # --- offsets -----------------------------------------------------------------------------------------------
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetCommitValue],
+    ) -> ErrorCode:
+        """Store ``offsets`` for the group; one error for all of them (the handler adds per-partition checks)."""
+        error = self._status(group_id, allow_empty=True)
+        if error != ErrorCode.NONE:
+            return error
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return ErrorCode.ILLEGAL_GENERATION
+            group = GroupMetadata(group_id, self.partition_for(group_id), state_timestamp_ms=self.time_ms())
+            self.groups[group_id] = group
+        standalone_commit = (
+            generation_id < 0
+            and group.is_in(GroupState.EMPTY)
+            and not group.is_static_member_fenced(member_id, group_instance_id)
+        )
+        if not standalone_commit:
+            error = self._member_error(group, member_id, group_instance_id, generation_id)
+            if error != ErrorCode.NONE:
+                return error
+            if group.is_in(GroupState.COMPLETING_REBALANCE):
+                return ErrorCode.REBALANCE_IN_PROGRESS
+            self._schedule_heartbeat(group, group.members[member_id])
+        if not offsets:
+            return ErrorCode.NONE
+        error = await self.manager.store_offsets(group, offsets)
+        if error == ErrorCode.NONE and self._current(group):
+            group.offsets.update(offsets)
+        return error
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetCommitValue | None]]:
+        """Committed offsets of ``partitions`` (None: every partition with one); None where nothing is committed."""
+        error = self._status(group_id, allow_empty=True)
+        if error != ErrorCode.NONE:
+            return error, {}
+        group = self.groups.get(group_id)
+        stored = {} if group is None or group.is_in(GroupState.DEAD) else group.offsets
+        if partitions is None:
+            return ErrorCode.NONE, dict(stored)
+        return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartition, ErrorCode] = {}
+        if group.is_in(GroupState.EMPTY):
+            deletable = partitions
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            deletable = []
+            for tp in partitions:
+                if group.is_subscribed_to(tp.topic):
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    deletable.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        removed = [tp for tp in deletable if group.offsets.pop(tp, None) is not None]
+        code = await self.manager.write_tombstones(group.partition, group.group_id, removed, False)
+        results.update({tp: code for tp in deletable})
+        return ErrorCode.NONE, results
+
+    # --- listing, describing, deleting -------------------------------------------------------------------------
+
+    def list_groups(self, states: Iterable[str] = ()) -> tuple[ErrorCode, list[GroupMetadata]]:
+        wanted = {s.lower() for s in states}
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading_partitions else ErrorCode.NONE
+        groups = [
+            g
+            for g in self.groups.values()
+            if g.partition in self.owned_partitions
+            and not g.is_in(GroupState.DEAD)
+            and (not wanted or g.state.value.lower() in wanted)
+        ]
+        return error, groups
+
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupMetadata | None]:
+        error = self._status(group_id, allow_empty=True)
+        if error != ErrorCode.NONE:
+            return error, None
+        group = self.groups.get(group_id)
+        return ErrorCode.NONE, None if group is None or group.is_in(GroupState.DEAD) else group
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            error = self._status(group_id, allow_empty=True)
+            group = self.groups.get(group_id)
+            if error != ErrorCode.NONE:
+                results[group_id] = error
+            elif group is None or group.is_in(GroupState.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_in(GroupState.EMPTY):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                group.transition_to(GroupState.DEAD, self.time_ms())
+                del self.groups[group_id]
+                offsets, group.offsets = list(group.offsets), {}
+                results[group_id] = await self.manager.write_tombstones(group.partition, group_id, offsets, True)
+        return results
+
+    # --- offset expiration -------------------------------------------------------------------------------------
+
+    def _expired_offsets(self, group: GroupMetadata, now: int, retention_ms: int) -> list[TopicPartition]:
+        def commit_expired(value: OffsetCommitValue) -> bool:
+            if value.expire_timestamp >= 0:
+                return value.expire_timestamp <= now
+            return value.commit_timestamp + retention_ms <= now
+
+        if group.protocol_type is None:
+            return [tp for tp, v in group.offsets.items() if commit_expired(v)]
+        if group.is_in(GroupState.EMPTY):
+            if group.state_timestamp_ms + retention_ms <= now:
+                return list(group.offsets)
+            return []
+        if group.is_in(GroupState.STABLE) and group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            return [tp for tp, v in group.offsets.items() if not group.is_subscribed_to(tp.topic) and commit_expired(v)]
+        return []
+
+    def schedule_offset_expiration(self) -> None:
+        self._spawn(self.expire_offsets())
+
+    async def expire_offsets(self) -> int:
+        """Remove offsets past ``offsets.retention.minutes`` (for an empty group, counted from when it became
+        empty) and groups left empty without offsets; returns how many offsets were removed."""
+        now = self.time_ms()
+        retention_ms = self.config.offsets_retention_minutes * 60000
+        removed = 0
+        for group in list(self.groups.values()):
+            if group.partition not in self.owned_partitions:
+                continue
+            expired = self._expired_offsets(group, now, retention_ms)
+            for tp in expired:
+                del group.offsets[tp]
+            group_gone = group.is_in(GroupState.EMPTY) and not group.offsets
+            if group_gone:
+                group.transition_to(GroupState.DEAD, now)
+                del self.groups[group.group_id]
+            if expired or group_gone:
+                removed += len(expired)
+                await self.manager.write_tombstones(group.partition, group.group_id, expired, group_gone)
+        if removed:
+            log.info("Removed %d expired offsets", removed)
+        return removed

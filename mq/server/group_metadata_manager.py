@@ -1,0 +1,204 @@
+"""``__consumer_offsets``: writing group metadata and committed offsets as records, and reading a partition back.
+
+Writes are one v2 batch per call, appended through the replica manager as the partition's leader with
+``offsets.commit.required.acks`` (-1: the answer waits until the ISR has the batch, up to
+``offsets.commit.timeout.ms``). Append errors are mapped as Kafka's coordinator maps them, so clients retry or
+rediscover the coordinator. Loading reads a partition from its log start to its log end: the last value of a key
+wins and a tombstone (null value) removes the key. Loading decodes every record, so it runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mq.config import BrokerConfig
+from mq.errors import ErrorCode
+from mq.protocol.consumer_offsets import (
+    FormatError,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
+from mq.records.batch_header import iter_headers
+from mq.records.default_batch import RecordBatchBuilder, iter_batch_records
+from mq.server.group_metadata import GroupMetadata
+from mq.server.replica_manager import ReplicaManager
+from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+
+_COMMON_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
+_TOO_LARGE = (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE)
+
+
+def group_append_error(code: ErrorCode) -> ErrorCode:
+    """The error a group metadata write reports (JoinGroup/SyncGroup): a timeout means the rebalance goes on."""
+    if code == ErrorCode.REQUEST_TIMED_OUT:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    if code in _TOO_LARGE:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return _COMMON_APPEND_ERRORS.get(code, code)
+
+
+def offset_append_error(code: ErrorCode) -> ErrorCode:
+    """The error an offset commit write reports."""
+    if code in _TOO_LARGE:
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return _COMMON_APPEND_ERRORS.get(code, code)
+
+
+@dataclass
+class LoadedPartition:
+    """What one ``__consumer_offsets`` partition holds after replaying its log."""
+
+    groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = field(default_factory=dict)
+
+
+def read_partition(log_: Any, buffer_bytes: int) -> LoadedPartition:
+    """Replay a partition's log from its start to its end (v2 batches; control batches are skipped)."""
+    loaded = LoadedPartition()
+    offset = int(log_.log_start_offset)
+    end = int(log_.log_end_offset)
+    while offset < end:
+        info = log_.read(offset, buffer_bytes, max_offset=None, min_one_message=True)
+        if info.records is None:
+            break
+        data = info.records.read()
+        next_offset = offset
+        for header in iter_headers(data):
+            next_offset = header.next_offset
+            if header.magic < 2 or header.is_control:
+                continue
+            for record in iter_batch_records(data, header):
+                if record.offset >= offset and record.key is not None:
+                    _apply(loaded, record.key, record.value)
+        if next_offset <= offset:
+            break
+        offset = next_offset
+    return loaded
+
+
+def _apply(loaded: LoadedPartition, key_bytes: bytes, value: bytes | None) -> None:
+    try:
+        key = decode_key(key_bytes)
+        if isinstance(key, OffsetCommitKey):
+            tp = TopicPartition(key.topic, key.partition)
+            if value is None:
+                loaded.offsets.get(key.group, {}).pop(tp, None)
+            else:
+                loaded.offsets.setdefault(key.group, {})[tp] = decode_offset_commit_value(value)
+        elif value is None:
+            loaded.groups.pop(key.group, None)
+        else:
+            loaded.groups[key.group] = decode_group_metadata_value(value)
+    except (FormatError, UnicodeDecodeError) as exc:
+        log.warning("skipping a __consumer_offsets record this broker cannot read: %s", exc)
+
+
+def group_metadata_value(group: GroupMetadata, assignment: dict[str, bytes]) -> GroupMetadataValue:
+    return GroupMetadataValue(
+        group.protocol_type or "",
+        group.generation_id,
+        group.protocol_name,
+        group.leader_id,
+        group.state_timestamp_ms,
+        tuple(
+            MemberMetadataValue(
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(group.protocol_name),
+                assignment.get(m.member_id, b""),
+                m.group_instance_id,
+            )
+            for m in group.members.values()
+        ),
+    )
+
+
+class GroupMetadataManager:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        partition_count: Callable[[], int],
+        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.config = config
+        self.replica_manager = replica_manager
+        self.partition_count = partition_count
+        """Partitions of ``__consumer_offsets``: the topic's own count once it exists, else the configured one."""
+        self.time_ms = time_ms
+
+    def log_of(self, partition: int) -> Any:
+        hosted = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
+        return None if hosted is None else hosted.log
+
+    def load(self, partition: int) -> LoadedPartition:
+        log_ = self.log_of(partition)
+        if log_ is None:
+            return LoadedPartition()
+        return read_partition(log_, self.config.offsets_load_buffer_size)
+
+    async def _append(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> ErrorCode:
+        builder = RecordBatchBuilder()
+        now = self.time_ms()
+        for key, value in records:
+            builder.append(now, key, value)
+        if not len(builder):
+            return ErrorCode.NONE
+        tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
+        results = await self.replica_manager.append_records(
+            {tp: builder.build()}, self.config.offsets_commit_required_acks, self.config.offsets_commit_timeout_ms
+        )
+        return results[tp].error
+
+    async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> ErrorCode:
+        key = encode_group_metadata_key(GroupMetadataKey(group.group_id))
+        value = encode_group_metadata_value(group_metadata_value(group, assignment))
+        return group_append_error(await self._append(group.partition, [(key, value)]))
+
+    async def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue]) -> ErrorCode:
+        records = [
+            (
+                encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
+                encode_offset_commit_value(value),
+            )
+            for tp, value in offsets.items()
+        ]
+        return offset_append_error(await self._append(group.partition, records))
+
+    async def write_tombstones(
+        self, partition: int, group_id: str, offsets: Iterable[TopicPartition], group_too: bool
+    ) -> ErrorCode:
+        """Remove offsets (and the group itself when ``group_too``) from the partition's compacted log."""
+        records: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_commit_key(OffsetCommitKey(group_id, tp.topic, tp.partition)), None) for tp in offsets
+        ]
+        if group_too:
+            records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
+        return offset_append_error(await self._append(partition, records))

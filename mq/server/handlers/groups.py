@@ -1,0 +1,279 @@
+"""Group membership APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
+DescribeGroups and DeleteGroups, over the group coordinator.
+
+FindCoordinator creates ``__consumer_offsets`` on first use (``offsets.topic.num.partitions`` partitions, compacted,
+``offsets.topic.segment.bytes`` segments). Its replication factor is ``offsets.topic.replication.factor``; as in
+Kafka, a cluster with fewer live brokers than that answers COORDINATOR_NOT_AVAILABLE until enough have registered.
+A standalone broker is the only broker there will ever be, so it creates the topic with one replica.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mq.config import BrokerConfig
+from mq.errors import ErrorCode, KafkaError
+from mq.protocol.api_keys import ApiKey
+from mq.server.api_dispatch import Api, RequestContext
+from mq.server.group_coordinator import GroupCoordinator, JoinRequest
+from mq.server.group_metadata import GroupState, JoinResult, SyncResult
+from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mq.server.metadata_cache import MetadataCache
+from mq.zk.admin_zk_client import AdminZkClient
+
+log = logging.getLogger(__name__)
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+CLASSIC_GROUP_TYPE = "classic"
+NO_AUTHORIZED_OPERATIONS = -2147483648
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+def client_host(context: RequestContext) -> str:
+    """The member host Kafka records: Java's InetAddress rendering, ``/<address>``."""
+    return f"/{context.client.host}"
+
+
+def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: BrokerConfig) -> Callable[[], bool]:
+    """A function that creates ``__consumer_offsets`` if it may; returns whether the topic exists (or was made)."""
+
+    def create() -> bool:
+        if GROUP_METADATA_TOPIC_NAME in cache.topics:
+            return True
+        factor = 1 if config.standalone else config.offsets_topic_replication_factor
+        if len(cache.brokers) < factor:
+            log.info(
+                "Number of alive brokers '%d' does not meet the required replication factor '%d' for the offsets "
+                "topic (configured via 'offsets.topic.replication.factor')",
+                len(cache.brokers),
+                factor,
+            )
+            return False
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config.offsets_topic_segment_bytes),
+            "compression.type": "producer",
+        }
+        try:
+            admin.create_topic(GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, factor, configs)
+            log.info("Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                log.warning("Could not create %s: %s", GROUP_METADATA_TOPIC_NAME, exc)
+        return False
+
+    return create
+
+
+def group_apis(
+    coordinator: GroupCoordinator, cache: MetadataCache, create_offsets_topic: Callable[[], bool]
+) -> list[Api]:
+    # --- FindCoordinator -----------------------------------------------------------------------------------------
+
+    def locate(key: str, key_type: int) -> dict[str, Any]:
+        answer: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1, "error_message": None}
+        if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+            return {**answer, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Unknown coordinator type"}
+        if key_type == TRANSACTION_KEY_TYPE or not create_offsets_topic():
+            return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+        topic = cache.topics.get(GROUP_METADATA_TOPIC_NAME)
+        state = None if topic is None else topic.partitions.get(coordinator.partition_for(key))
+        endpoint = None if state is None else cache.brokers.get(state.leader)
+        if endpoint is None:
+            return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+        return {**answer, "error_code": 0, "node_id": endpoint.broker_id, "host": endpoint.host, "port": endpoint.port}
+
+    async def find_coordinator(context: RequestContext, request: Any) -> dict[str, Any]:
+        key_type = int(getattr(request, "key_type", GROUP_KEY_TYPE))
+        if context.version >= 4:
+            return {"throttle_time": 0, "coordinators": [locate(k, key_type) for k in request.coordinator_keys]}
+        return {"throttle_time": 0, **locate(request.key, key_type)}
+
+    def find_coordinator_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        base = {"node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": None}
+        if context.version >= 4:
+            return {"throttle_time": 0, "coordinators": [{"key": k, **base} for k in request.coordinator_keys]}
+        return {"throttle_time": 0, **base}
+
+    # --- JoinGroup -----------------------------------------------------------------------------------------------
+
+    def join_response(context: RequestContext, result: JoinResult) -> dict[str, Any]:
+        flexible_names = context.version >= 7
+        return {
+            "throttle_time": 0,
+            "error_code": result.error,
+            "generation_id": result.generation_id,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name if flexible_names else result.protocol_name or "",
+            "leader": result.leader_id,
+            "member_id": result.member_id,
+            "members": [{"member_id": m, "group_instance_id": i, "metadata": data} for m, i, data in result.members],
+        }
+
+    async def join_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        session_timeout_ms = _ms(request.session_timeout)
+        rebalance = getattr(request, "rebalance_timeout", None)
+        join = JoinRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            require_known_member_id=context.version >= 4,
+            client_id=context.header.client_id or "",
+            client_host=client_host(context),
+            rebalance_timeout_ms=session_timeout_ms if rebalance is None else _ms(rebalance),
+            session_timeout_ms=session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        )
+        return join_response(context, await coordinator.join_group(join))
+
+    def join_group_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return join_response(context, JoinResult(code, request.member_id))
+
+    # --- SyncGroup -----------------------------------------------------------------------------------------------
+
+    def sync_response(result: SyncResult) -> dict[str, Any]:
+        return {
+            "throttle_time": 0,
+            "error_code": result.error,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name,
+            "assignment": result.assignment,
+        }
+
+    async def sync_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        result = await coordinator.sync_group(
+            request.group_id,
+            request.generation_id,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            getattr(request, "protocol_type", None),
+            getattr(request, "protocol_name", None),
+            {a.member_id: bytes(a.assignment) for a in request.assignments},
+        )
+        return sync_response(result)
+
+    def sync_group_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return sync_response(SyncResult(code))
+
+    # --- Heartbeat -----------------------------------------------------------------------------------------------
+
+    async def heartbeat(context: RequestContext, request: Any) -> dict[str, Any]:
+        code = coordinator.heartbeat(
+            request.group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id
+        )
+        return {"throttle_time": 0, "error_code": code}
+
+    def heartbeat_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code}
+
+    # --- LeaveGroup ----------------------------------------------------------------------------------------------
+
+    def leaving(context: RequestContext, request: Any) -> list[tuple[str, str | None]]:
+        if context.version >= 3:
+            return [(m.member_id, m.group_instance_id) for m in request.members]
+        return [(request.member_id, None)]
+
+    async def leave_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        code, members = coordinator.leave_group(request.group_id, leaving(context, request))
+        if context.version < 3 and code == ErrorCode.NONE and members:
+            code = members[0][2]  # one member: its error is the request's
+        return {
+            "throttle_time": 0,
+            "error_code": code,
+            "members": [{"member_id": m, "group_instance_id": i, "error_code": e} for m, i, e in members],
+        }
+
+    def leave_group_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "members": []}
+
+    # --- ListGroups ----------------------------------------------------------------------------------------------
+
+    async def list_groups(context: RequestContext, request: Any) -> dict[str, Any]:
+        types = {t.lower() for t in getattr(request, "types_filter", ())}
+        code, groups = coordinator.list_groups(getattr(request, "states_filter", ()))
+        if types and CLASSIC_GROUP_TYPE not in types:
+            groups = []
+        return {
+            "throttle_time": 0,
+            "error_code": code,
+            "groups": [
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": g.protocol_type or "",
+                    "group_state": g.state.value,
+                    "group_type": CLASSIC_GROUP_TYPE,
+                }
+                for g in groups
+            ],
+        }
+
+    def list_groups_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "groups": []}
+
+    # --- DescribeGroups ------------------------------------------------------------------------------------------
+
+    def described(context: RequestContext, group_id: str) -> dict[str, Any]:
+        code, group = coordinator.describe_group(group_id)
+        empty = {
+            "group_id": group_id,
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+            "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        }
+        if code != ErrorCode.NONE:
+            return {**empty, "error_code": code, "group_state": ""}
+        if group is None:
+            if context.version >= 6:
+                return {
+                    **empty,
+                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                    "error_message": f"Group {group_id} not found.",
+                    "group_state": GroupState.DEAD.value,
+                }
+            return {**empty, "error_code": 0, "group_state": GroupState.DEAD.value}
+        return {**group.summary(), "error_code": 0, "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+
+    async def describe_groups(context: RequestContext, request: Any) -> dict[str, Any]:
+        return {"throttle_time": 0, "groups": [described(context, g) for g in request.groups]}
+
+    def describe_groups_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        groups = [
+            {
+                "error_code": code,
+                "group_id": g,
+                "group_state": "",
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+            }
+            for g in request.groups
+        ]
+        return {"throttle_time": 0, "groups": groups}
+
+    # --- DeleteGroups --------------------------------------------------------------------------------------------
+
+    async def delete_groups(context: RequestContext, request: Any) -> dict[str, Any]:
+        results = await coordinator.delete_groups(request.groups_names)
+        return {"throttle_time": 0, "results": [{"group_id": g, "error_code": c} for g, c in results.items()]}
+
+    def delete_groups_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        return {"throttle_time": 0, "results": [{"group_id": g, "error_code": code} for g in request.groups_names]}
+
+    return [
+        Api(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator, find_coordinator_error),
+        Api(ApiKey.JOIN_GROUP, 0, 9, join_group, join_group_error),
+        Api(ApiKey.SYNC_GROUP, 0, 5, sync_group, sync_group_error),
+        Api(ApiKey.HEARTBEAT, 0, 4, heartbeat, heartbeat_error),
+        Api(ApiKey.LEAVE_GROUP, 0, 5, leave_group, leave_group_error),
+        Api(ApiKey.LIST_GROUPS, 0, 5, list_groups, list_groups_error),
+        Api(ApiKey.DESCRIBE_GROUPS, 0, 6, describe_groups, describe_groups_error),
+        Api(ApiKey.DELETE_GROUPS, 0, 2, delete_groups, delete_groups_error),
+    ]

@@ -1,0 +1,393 @@
+"""The group coordinator's state machine on the event loop, with the ``__consumer_offsets`` writes faked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from mq.config import BrokerConfig
+from mq.errors import ErrorCode
+from mq.protocol.consumer_offsets import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
+from mq.server.group_coordinator import GroupCoordinator, JoinRequest
+from mq.server.group_metadata import GroupMetadata, GroupState, JoinResult, MemberMetadata
+from mq.server.group_metadata_manager import LoadedPartition
+from mq.topic_partition import TopicPartition
+
+GROUP = "g"
+SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
+"""Consumer protocol v0 subscribing to topic ``t``."""
+
+
+class FakeManager:
+    """Records what the coordinator writes; ``error`` is what every write answers."""
+
+    def __init__(self) -> None:
+        self.error = ErrorCode.NONE
+        self.groups: list[tuple[str, int, dict[str, bytes]]] = []
+        self.offsets: list[dict[TopicPartition, OffsetCommitValue]] = []
+        self.tombstones: list[tuple[str, list[TopicPartition], bool]] = []
+        self.loaded = LoadedPartition()
+
+    def partition_count(self) -> int:
+        return 1
+
+    def load(self, partition: int) -> LoadedPartition:
+        return self.loaded
+
+    async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> ErrorCode:
+        self.groups.append((group.group_id, group.generation_id, dict(assignment)))
+        return self.error
+
+    async def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue]) -> ErrorCode:
+        self.offsets.append(dict(offsets))
+        return self.error
+
+    async def write_tombstones(
+        self, partition: int, group_id: str, offsets: list[TopicPartition], group_too: bool
+    ) -> ErrorCode:
+        self.tombstones.append((group_id, list(offsets), group_too))
+        return self.error
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def make(**overrides: Any) -> tuple[GroupCoordinator, FakeManager, Clock]:
+    config = BrokerConfig(
+        **{
+            "group_min_session_timeout_ms": 10,
+            "group_initial_rebalance_delay_ms": 0,
+            **overrides,
+        }
+    )
+    manager = FakeManager()
+    clock = Clock()
+    coordinator = GroupCoordinator(config, manager, clock)  # type: ignore[arg-type]
+    coordinator.owned_partitions.add(0)
+    return coordinator, manager, clock
+
+
+def run(test: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(test(), 10))
+
+
+def request(
+    member_id: str = "",
+    *,
+    instance: str | None = None,
+    protocols: list[tuple[str, bytes]] | None = None,
+    session_ms: int = 5000,
+    rebalance_ms: int = 5000,
+    require_known: bool = True,
+    protocol_type: str = "consumer",
+) -> JoinRequest:
+    return JoinRequest(
+        GROUP,
+        member_id,
+        instance,
+        require_known,
+        "client",
+        "/127.0.0.1",
+        rebalance_ms,
+        session_ms,
+        protocol_type,
+        protocols if protocols is not None else [("range", SUBSCRIPTION)],
+    )
+
+
+async def join_fully(coordinator: GroupCoordinator, **kwargs: Any) -> JoinResult:
+    """A new member's two JoinGroups (the first answered MEMBER_ID_REQUIRED)."""
+    first = await coordinator.join_group(request(**kwargs))
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
+    assert first.member_id.startswith("client-")
+    return await coordinator.join_group(request(first.member_id, **kwargs))
+
+
+async def sync(coordinator: GroupCoordinator, result: JoinResult, assignments: dict[str, bytes] | None = None) -> Any:
+    return await coordinator.sync_group(
+        GROUP, result.generation_id, result.member_id, None, None, None, assignments or {}
+    )
+
+
+def test_single_member_joins_syncs_and_is_stable() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        joined = await join_fully(coordinator)
+        assert (joined.error, joined.generation_id, joined.leader_id) == (0, 1, joined.member_id)
+        assert joined.protocol_name == "range"
+        assert [m[0] for m in joined.members] == [joined.member_id]
+        synced = await sync(coordinator, joined, {joined.member_id: b"assigned"})
+        assert (synced.error, synced.assignment) == (0, b"assigned")
+        group = coordinator.groups[GROUP]
+        assert group.state == GroupState.STABLE
+        assert manager.groups == [(GROUP, 1, {joined.member_id: b"assigned"})]
+        assert coordinator.heartbeat(GROUP, joined.member_id, None, 1) == ErrorCode.NONE
+
+    run(scenario)
+
+
+def test_second_member_triggers_a_rebalance_both_rejoin() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        first = await join_fully(coordinator)
+        await sync(coordinator, first, {first.member_id: b"all"})
+        second_task = asyncio.create_task(join_fully(coordinator))
+        await asyncio.sleep(0.05)
+        assert coordinator.groups[GROUP].state == GroupState.PREPARING_REBALANCE
+        assert coordinator.heartbeat(GROUP, first.member_id, None, 1) == ErrorCode.REBALANCE_IN_PROGRESS
+        rejoined = await coordinator.join_group(request(first.member_id))
+        second = await second_task
+        assert rejoined.generation_id == second.generation_id == 2
+        assert rejoined.leader_id == first.member_id
+        assert {m[0] for m in rejoined.members} == {first.member_id, second.member_id}
+        assert second.members == ()
+        leader_sync = asyncio.create_task(sync(coordinator, rejoined, {first.member_id: b"a", second.member_id: b"b"}))
+        follower = await sync(coordinator, second)
+        assert (follower.error, follower.assignment) == (0, b"b")
+        assert (await leader_sync).assignment == b"a"
+
+    run(scenario)
+
+
+def test_old_generation_and_unknown_members_are_refused() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        joined = await join_fully(coordinator)
+        await sync(coordinator, joined)
+        assert coordinator.heartbeat(GROUP, joined.member_id, None, 0) == ErrorCode.ILLEGAL_GENERATION
+        assert coordinator.heartbeat(GROUP, "nobody", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+        assert coordinator.heartbeat("other", "nobody", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+        stale = await coordinator.sync_group(GROUP, 7, joined.member_id, None, None, None, {})
+        assert stale.error == ErrorCode.ILLEGAL_GENERATION
+        unknown = await coordinator.join_group(request("nobody"))
+        assert unknown.error == ErrorCode.UNKNOWN_MEMBER_ID
+
+    run(scenario)
+
+
+def test_join_validation_errors() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make(group_max_session_timeout_ms=1000)
+        assert (await coordinator.join_group(request(session_ms=5))).error == ErrorCode.INVALID_SESSION_TIMEOUT
+        assert (await coordinator.join_group(request(session_ms=2000))).error == ErrorCode.INVALID_SESSION_TIMEOUT
+        joined = await join_fully(coordinator, session_ms=500)
+        await sync(coordinator, joined)
+        other = await coordinator.join_group(request(protocols=[("sticky", b"")], session_ms=500))
+        assert other.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        assert (await coordinator.join_group(request(protocols=[], protocol_type=""))).error in (
+            ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+            ErrorCode.INVALID_SESSION_TIMEOUT,
+        )
+        blank = JoinRequest("", "", None, True, "c", "/h", 500, 500, "consumer", [("range", b"")])
+        assert (await coordinator.join_group(blank)).error == ErrorCode.INVALID_GROUP_ID
+
+    run(scenario)
+
+
+def test_coordinator_ownership_errors() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        coordinator.owned_partitions.clear()
+        assert (await coordinator.join_group(request())).error == ErrorCode.NOT_COORDINATOR
+        coordinator.loading_partitions.add(0)
+        assert (await coordinator.join_group(request())).error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert coordinator.fetch_offsets(GROUP, None)[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+    run(scenario)
+
+
+def test_session_timeout_removes_the_member_and_rebalances_the_rest() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        first = await join_fully(coordinator, session_ms=5000)
+        await sync(coordinator, first)
+        second_task = asyncio.create_task(join_fully(coordinator, session_ms=100))
+        await asyncio.sleep(0.02)
+        first = await coordinator.join_group(request(first.member_id, session_ms=5000))
+        second = await second_task
+        await asyncio.gather(sync(coordinator, first), sync(coordinator, second))
+        group = coordinator.groups[GROUP]
+        assert group.state == GroupState.STABLE and len(group.members) == 2
+        for _ in range(6):  # only the first member keeps heartbeating
+            await asyncio.sleep(0.05)
+            coordinator.heartbeat(GROUP, first.member_id, None, first.generation_id)
+        assert second.member_id not in group.members
+        assert group.state == GroupState.PREPARING_REBALANCE
+        assert coordinator.heartbeat(GROUP, second.member_id, None, 2) == ErrorCode.UNKNOWN_MEMBER_ID
+        again = await coordinator.join_group(request(first.member_id, session_ms=5000))
+        assert (again.error, again.generation_id, len(again.members)) == (0, 3, 1)
+
+    run(scenario)
+
+
+def test_leave_group_empties_the_group_which_can_then_be_deleted() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        joined = await join_fully(coordinator)
+        await sync(coordinator, joined)
+        assert await coordinator.delete_groups([GROUP]) == {GROUP: ErrorCode.NON_EMPTY_GROUP}
+        code, members = coordinator.leave_group(GROUP, [(joined.member_id, None), ("ghost", None)])
+        assert code == ErrorCode.NONE
+        assert [m[2] for m in members] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
+        await asyncio.sleep(0.01)
+        assert coordinator.groups[GROUP].state == GroupState.EMPTY
+        assert manager.groups[-1][1] == 2  # the empty generation is written
+        assert await coordinator.delete_groups([GROUP]) == {GROUP: ErrorCode.NONE}
+        assert manager.tombstones[-1] == (GROUP, [], True)
+        assert await coordinator.delete_groups([GROUP]) == {GROUP: ErrorCode.GROUP_ID_NOT_FOUND}
+
+    run(scenario)
+
+
+def test_static_member_rejoins_without_rebalance_and_fences_the_old_id() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        first = await coordinator.join_group(request(instance="i1"))  # static members skip MEMBER_ID_REQUIRED
+        assert first.error == 0 and first.member_id.startswith("i1-")
+        await sync(coordinator, first, {first.member_id: b"mine"})
+        group = coordinator.groups[GROUP]
+        writes = len(manager.groups)
+        rejoined = await coordinator.join_group(request(instance="i1"))
+        assert rejoined.error == ErrorCode.NONE
+        assert rejoined.member_id != first.member_id
+        assert rejoined.generation_id == first.generation_id == group.generation_id
+        assert rejoined.leader_id == first.member_id  # not told it leads: it keeps its assignment
+        assert group.state == GroupState.STABLE
+        assert len(manager.groups) == writes + 1
+        synced = await coordinator.sync_group(GROUP, rejoined.generation_id, rejoined.member_id, "i1", None, None, {})
+        assert synced.assignment == b"mine"
+        fenced = ErrorCode.FENCED_INSTANCE_ID
+        assert coordinator.heartbeat(GROUP, first.member_id, "i1", first.generation_id) == fenced
+        assert (await coordinator.join_group(request(first.member_id, instance="i1"))).error == fenced
+        commit = await coordinator.commit_offsets(GROUP, first.member_id, "i1", first.generation_id, {})
+        assert commit == fenced
+        assert coordinator.leave_group(GROUP, [(first.member_id, "i1")])[1][0][2] == fenced
+        assert coordinator.leave_group(GROUP, [("", "i1")])[1][0][2] == ErrorCode.NONE
+        await asyncio.sleep(0.01)
+        assert group.state == GroupState.EMPTY
+
+    run(scenario)
+
+
+def test_protocol_is_chosen_by_votes_among_common_protocols() -> None:
+    group = GroupMetadata(GROUP, 0)
+    for name, protocols in [
+        ("a", [("range", b""), ("roundrobin", b"")]),
+        ("b", [("roundrobin", b""), ("range", b"")]),
+        ("c", [("sticky", b""), ("roundrobin", b""), ("range", b"")]),
+    ]:
+        group.add(MemberMetadata(name, None, "c", "h", 1, 1, "consumer", protocols), None)
+    assert group.select_protocol() == "roundrobin"
+    group.state = GroupState.STABLE  # an empty group accepts any protocol
+    assert group.supports_protocols("consumer", [("range", b"")])
+    assert not group.supports_protocols("consumer", [("sticky", b"")])
+
+
+def test_simple_commits_fetch_and_delete_offsets() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        tp = TopicPartition("t", 0)
+        value = OffsetCommitValue(5, "meta", 1)
+        assert await coordinator.commit_offsets(GROUP, "", None, 3, {tp: value}) == ErrorCode.ILLEGAL_GENERATION
+        assert await coordinator.commit_offsets(GROUP, "", None, -1, {tp: value}) == ErrorCode.NONE
+        assert coordinator.fetch_offsets(GROUP, None) == (ErrorCode.NONE, {tp: value})
+        other = TopicPartition("t", 1)
+        assert coordinator.fetch_offsets(GROUP, [tp, other]) == (ErrorCode.NONE, {tp: value, other: None})
+        assert coordinator.fetch_offsets("nobody", [tp]) == (ErrorCode.NONE, {tp: None})
+        assert manager.offsets == [{tp: value}]
+        code, results = await coordinator.delete_offsets(GROUP, [tp])
+        assert (code, results) == (ErrorCode.NONE, {tp: ErrorCode.NONE})
+        assert coordinator.fetch_offsets(GROUP, [tp])[1] == {tp: None}
+        assert (await coordinator.delete_offsets("nobody", [tp]))[0] == ErrorCode.GROUP_ID_NOT_FOUND
+
+    run(scenario)
+
+
+def test_failed_offset_write_is_not_applied() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        manager.error = ErrorCode.NOT_COORDINATOR
+        tp = TopicPartition("t", 0)
+        code = await coordinator.commit_offsets(GROUP, "", None, -1, {tp: OffsetCommitValue(1, "", 1)})
+        assert code == ErrorCode.NOT_COORDINATOR
+        assert coordinator.fetch_offsets(GROUP, [tp])[1] == {tp: None}
+
+    run(scenario)
+
+
+def test_member_commits_need_the_current_generation_and_subscribed_offsets_stay() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        joined = await join_fully(coordinator)
+        await sync(coordinator, joined)
+        tp = TopicPartition("t", 0)
+        value = OffsetCommitValue(3, "", 1)
+        assert await coordinator.commit_offsets(GROUP, "", None, -1, {tp: value}) == ErrorCode.UNKNOWN_MEMBER_ID
+        assert await coordinator.commit_offsets(GROUP, joined.member_id, None, 9, {tp: value}) == (
+            ErrorCode.ILLEGAL_GENERATION
+        )
+        assert await coordinator.commit_offsets(GROUP, joined.member_id, None, 1, {tp: value}) == ErrorCode.NONE
+        other = TopicPartition("u", 0)
+        await coordinator.commit_offsets(GROUP, joined.member_id, None, 1, {other: value})
+        code, results = await coordinator.delete_offsets(GROUP, [tp, other])
+        assert code == ErrorCode.NONE
+        assert results == {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: ErrorCode.NONE}
+
+    run(scenario)
+
+
+def test_loading_a_partition_restores_groups_and_offsets() -> None:
+    async def scenario() -> None:
+        coordinator, manager, clock = make()
+        coordinator.owned_partitions.clear()
+        tp = TopicPartition("t", 2)
+        member = MemberMetadataValue("m-1", "client", "/h", 5000, 5000, SUBSCRIPTION, b"assigned", "i1")
+        manager.loaded.groups[GROUP] = GroupMetadataValue("consumer", 4, "range", "m-1", clock.now, (member,))
+        manager.loaded.offsets[GROUP] = {tp: OffsetCommitValue(42, "", 1)}
+        manager.loaded.offsets["simple"] = {tp: OffsetCommitValue(7, "", 1)}
+        coordinator.on_leadership_change(TopicPartition("__consumer_offsets", 0), True)
+        assert 0 in coordinator.loading_partitions
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if 0 in coordinator.owned_partitions:
+                break
+        group = coordinator.groups[GROUP]
+        assert (group.state, group.generation_id, group.leader_id) == (GroupState.STABLE, 4, "m-1")
+        assert group.static_members == {"i1": "m-1"}
+        assert coordinator.fetch_offsets(GROUP, [tp])[1][tp] == OffsetCommitValue(42, "", 1)
+        assert coordinator.groups["simple"].state == GroupState.EMPTY
+        assert coordinator.heartbeat(GROUP, "m-1", "i1", 4) == ErrorCode.NONE
+        coordinator.on_leadership_change(TopicPartition("__consumer_offsets", 0), False)
+        assert coordinator.heartbeat(GROUP, "m-1", "i1", 4) == ErrorCode.NOT_COORDINATOR
+        assert not coordinator.groups
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("empty_for_ms", [0, 60_000 * 10])
+def test_offsets_of_long_empty_groups_expire(empty_for_ms: int) -> None:
+    async def scenario() -> None:
+        coordinator, manager, clock = make(offsets_retention_minutes=5)
+        joined = await join_fully(coordinator)
+        await sync(coordinator, joined)
+        tp = TopicPartition("t", 0)
+        await coordinator.commit_offsets(GROUP, joined.member_id, None, 1, {tp: OffsetCommitValue(1, "", clock.now)})
+        coordinator.leave_group(GROUP, [(joined.member_id, None)])
+        await asyncio.sleep(0.01)
+        clock.now += empty_for_ms
+        removed = await coordinator.expire_offsets()
+        if empty_for_ms:
+            assert removed == 1 and GROUP not in coordinator.groups
+            assert manager.tombstones == [(GROUP, [tp], True)]
+        else:
+            assert removed == 0 and coordinator.groups[GROUP].offsets
+
+    run(scenario)
