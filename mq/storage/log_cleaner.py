@@ -144,6 +144,7 @@ class LogCleaner:
                 if self.bounded and (bounds is None or tp not in bounds):
                     continue
                 bound = bounds.get(tp) if bounds is not None else None
+                self._truncate_checkpoint(tp, partition_log)
                 candidate = log_to_clean(tp, partition_log, self.checkpoints.get(tp), now, bound)
                 if candidate.cleanable_bytes > 0 and (
                     candidate.needs_compaction_now
@@ -178,6 +179,13 @@ class LogCleaner:
             with self._mutex:
                 self._in_progress.discard(chosen.tp)
         return True
+
+    def _truncate_checkpoint(self, tp: TopicPartition, partition_log: Log) -> None:
+        """Lower ``tp``'s checkpoint to the offset its log was truncated to, if lower (and write it at once)."""
+        truncated_to = partition_log.take_truncation_offset()
+        checkpoint = self.checkpoints.get(tp)
+        if truncated_to is not None and checkpoint is not None and truncated_to < checkpoint:
+            self._checkpoint(tp, partition_log.dir.parent, truncated_to)
 
     def _checkpoint(self, tp: TopicPartition, directory: Path, offset: int) -> None:
         """Record ``offset`` for ``tp`` and rewrite ``directory``'s checkpoint with the entries of its live logs."""

@@ -124,6 +124,7 @@ class Log:
         self.truncations = 0
         """How many times the log was truncated (at the end or fully): the cleaner swaps nothing into a log truncated
         while it cleaned."""
+        self._truncated_to: int | None = None
         self.last_flush_ms = time_ms()
         directory.mkdir(parents=True, exist_ok=True)
         self.leader_epoch_cache = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_FILE))
@@ -536,6 +537,17 @@ class Log:
             segment.mark_deleted()
             self._pending_deletes.append((due, segment))
 
+    def _note_truncation(self, offset: int) -> None:
+        self.truncations += 1
+        self._truncated_to = offset if self._truncated_to is None else min(self._truncated_to, offset)
+
+    def take_truncation_offset(self) -> int | None:
+        """The lowest offset the log was truncated to since the last call (None: no truncation); offsets from
+        there on are new data, whatever a cleaner checkpoint says."""
+        with self._lock:
+            offset, self._truncated_to = self._truncated_to, None
+            return offset
+
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (a follower catching up with a new leader)."""
         with self._lock:
@@ -544,20 +556,26 @@ class Log:
             if offset <= self.log_start_offset:
                 self.truncate_fully_and_start_at(offset)
                 return
-            self.truncations += 1
             keep = self._segment_for(offset)
             self._schedule_delete(self.segments[keep + 1 :])
             del self.segments[keep + 1 :]
             del self._bases[keep + 1 :]
-            self.active.truncate_to(offset)
-            self.log_end_offset = self.active.read_next_offset()
+            segment = self.active
+            found = segment.translate_offset(offset)
+            removed = segment.header_at(found[1]) if found is not None else None
+            segment.truncate_to(offset)
+            self.log_end_offset = segment.read_next_offset()
+            if segment.size == 0 and removed is not None:
+                # a cleaned segment's first batch may start above its base offset: offsets below it stay used
+                self.log_end_offset = max(self.log_end_offset, min(offset, removed.offset))
+            self._note_truncation(self.log_end_offset)
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at ``offset`` (log start, log end and recovery point)."""
         with self._lock:
-            self.truncations += 1
+            self._note_truncation(offset)
             self._schedule_delete(self.segments)
             self.segments = [self._new_segment(offset)]
             self._bases = [offset]

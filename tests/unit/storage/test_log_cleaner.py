@@ -174,3 +174,19 @@ def test_the_threads_clean_in_the_background_and_stop_promptly(tmp_path: Path) -
     finally:
         cleaner.shutdown()
     assert not [t for t in threading.enumerate() if t.name.startswith("kafka-log-cleaner-thread")]
+
+
+def test_truncation_below_the_checkpoint_lowers_it(tmp_path: Path) -> None:
+    clock = Clock()
+    manager, log = manager_with(tmp_path, compacted(), clock)
+    rounds(log, 3)
+    produce(log, [(b"k0", b"x")])
+    cleaner = LogCleaner(manager, time_ms=clock)
+    assert one_pass(cleaner)
+    assert cleaner.checkpoints[TP] == 15
+    log.truncate_to(12)  # a follower catching up with a new leader; the batch holding 10-14 goes whole
+    assert log.log_end_offset == 10  # offsets below the cleaned segment's first batch stay used
+    rounds(log, 2)
+    chosen = cleaner.grab_filthiest_log()
+    assert chosen is not None and chosen.first_dirty_offset == 10
+    assert OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_FILE).read() == {TP: 10}
