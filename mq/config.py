@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,6 +207,15 @@ class BrokerConfig:
     log_cleaner_threads: int = _key("log.cleaner.threads", 1, "log cleaner threads", minimum=0)
     log_cleaner_dedupe_buffer_size: int = _key(
         "log.cleaner.dedupe.buffer.size", 134217728, "memory for the cleaner's key map", minimum=0
+    )
+    log_cleaner_io_buffer_size: int = _key(
+        "log.cleaner.io.buffer.size", 524288, "read buffer memory across cleaner threads", minimum=0
+    )
+    log_cleaner_io_buffer_load_factor: float = _key(
+        "log.cleaner.io.buffer.load.factor", 0.9, "share of the key map's slots the cleaner fills", minimum=0
+    )
+    log_cleaner_io_max_bytes_per_second: float = _key(
+        "log.cleaner.io.max.bytes.per.second", sys.float_info.max, "cleaner read + write rate limit", minimum=0
     )
     log_cleaner_backoff_ms: int = _key("log.cleaner.backoff.ms", 15000, "cleaner sleep when idle", minimum=0)
     log_cleaner_min_cleanable_ratio: float = _key(
@@ -506,7 +516,7 @@ def _parse_value(f: dataclasses.Field[Any], text: str, source: str) -> Any:
             raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected {expected}") from None
         if meta["minimum"] is not None and number < meta["minimum"]:
             raise ConfigError(f"invalid value '{text}' for {key} in {source}: must be at least {meta['minimum']}")
-        if number > LONG_MAX:
+        if number_type is int and number > LONG_MAX:
             raise ConfigError(f"invalid value '{text}' for {key} in {source}: must be at most {LONG_MAX}")
         return number
     if meta["choices"] is not None and text not in meta["choices"]:

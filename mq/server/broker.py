@@ -381,6 +381,9 @@ class KafkaServer:
                 self.log_manager,
                 threads=config.log_cleaner_threads,
                 dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+                io_buffer_size=config.log_cleaner_io_buffer_size,
+                io_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
+                max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
                 backoff_ms=config.log_cleaner_backoff_ms,
                 bounded_by_high_watermarks=True,
             )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -46,20 +47,48 @@ from mq.storage.partition_log import Log
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 1 << 20
+MIN_READ_CHUNK = 4096
 OFFSET_MAP_ENTRY_BYTES = 24
 """What Kafka's offset map spends per key (16-byte MD5 hash + 8-byte offset): log.cleaner.dedupe.buffer.size
-divided by it (times the 0.9 load factor) is how many keys one pass maps."""
-OFFSET_MAP_LOAD_FACTOR = 0.9
+divided by it (times log.cleaner.io.buffer.load.factor) is how many keys one pass maps."""
 
 
 class CleaningAbortedError(Exception):
     """The cleaner was asked to stop, or the log changed under it; nothing was swapped for the unfinished group."""
 
 
-def map_slots(dedupe_buffer_size: int, threads: int) -> int:
-    """Keys one pass may map: each thread's share of log.cleaner.dedupe.buffer.size at Kafka's entry size."""
-    return max(int(dedupe_buffer_size / max(threads, 1) / OFFSET_MAP_ENTRY_BYTES * OFFSET_MAP_LOAD_FACTOR), 1)
+def map_slots(dedupe_buffer_size: int, threads: int, load_factor: float = 0.9) -> int:
+    """Keys one pass may map: each thread's share of log.cleaner.dedupe.buffer.size at Kafka's entry size, filled
+    to ``load_factor``."""
+    return max(int(dedupe_buffer_size / max(threads, 1) / OFFSET_MAP_ENTRY_BYTES * load_factor), 1)
+
+
+class Throttler:
+    """log.cleaner.io.max.bytes.per.second, shared by every cleaner thread: after each check period, a thread
+    that finds more bytes done than the rate allows sleeps (interruptibly, on ``stop``) until the rate is met."""
+
+    CHECK_PERIOD_S = 0.1
+
+    def __init__(self, max_bytes_per_second: float, stop: threading.Event) -> None:
+        self.rate = max_bytes_per_second
+        self.stop = stop
+        self._mutex = threading.Lock()
+        self._period_start = time.monotonic()
+        self._bytes = 0.0
+
+    def maybe_throttle(self, done_bytes: int) -> None:
+        if self.rate >= sys.float_info.max:
+            return
+        with self._mutex:
+            self._bytes += done_bytes
+            elapsed = time.monotonic() - self._period_start
+            if elapsed < self.CHECK_PERIOD_S:
+                return
+            wait = self._bytes / self.rate - elapsed
+            self._period_start = time.monotonic() + max(wait, 0.0)
+            self._bytes = 0.0
+        if wait > 0:
+            self.stop.wait(wait)
 
 
 @dataclass
@@ -88,11 +117,11 @@ class _SegmentView:
     """Base offset of the segment after it (the first offset it cannot hold)."""
 
 
-def read_entries(fd: int, size: int) -> Iterator[tuple[bytes, BatchHeader]]:
+def read_entries(fd: int, size: int, read_chunk: int) -> Iterator[tuple[bytes, BatchHeader]]:
     """Every whole entry of the first ``size`` bytes of ``fd``, as (chunk, header in the chunk), read in chunks of
-    about ``READ_CHUNK`` bytes (one entry larger than that is read whole)."""
+    about ``read_chunk`` bytes (one entry larger than that is read whole)."""
     position = 0
-    want = READ_CHUNK
+    want = read_chunk
     while position < size:
         chunk = os.pread(fd, min(want, size - position), position)
         consumed = 0
@@ -106,16 +135,37 @@ def read_entries(fd: int, size: int) -> Iterator[tuple[bytes, BatchHeader]]:
             want = head.size
             continue
         position += consumed
-        want = READ_CHUNK
+        want = read_chunk
 
 
 class Cleaner:
-    """Cleans one log at a time; ``stop`` aborts a pass between entries."""
+    """Cleans one log at a time; ``stop`` aborts a pass between entries. ``read_chunk`` bytes are read at a time
+    (this thread's half of log.cleaner.io.buffer.size); reads and writes go through ``throttler`` when given."""
 
-    def __init__(self, map_slots: int, stop: threading.Event, thread_id: int = 0) -> None:
+    def __init__(
+        self,
+        map_slots: int,
+        stop: threading.Event,
+        thread_id: int = 0,
+        *,
+        read_chunk: int = 262144,
+        throttler: Throttler | None = None,
+    ) -> None:
         self.map_slots = map_slots
         self.stop = stop
         self.thread_id = thread_id
+        self.read_chunk = max(read_chunk, MIN_READ_CHUNK)
+        self.throttler = throttler
+
+    def _entries(self, view: _SegmentView) -> Iterator[tuple[bytes, BatchHeader]]:
+        """The segment's entries; stops the pass when asked to, throttles per chunk read."""
+        chunk_seen = None
+        for chunk, header in read_entries(view.fd, view.size, self.read_chunk):
+            self._check_stop()
+            if self.throttler is not None and chunk is not chunk_seen:
+                self.throttler.maybe_throttle(len(chunk))
+                chunk_seen = chunk
+            yield chunk, header
 
     def _check_stop(self) -> None:
         if self.stop.is_set():
@@ -165,8 +215,7 @@ class Cleaner:
                 continue
             if offset_map and len(offset_map) >= self.map_slots:
                 break
-            for chunk, header in read_entries(view.fd, view.size):
-                self._check_stop()
+            for chunk, header in self._entries(view):
                 if header.last_offset < first_dirty:
                     continue
                 if header.producer_id >= 0:
@@ -254,8 +303,7 @@ class Cleaner:
         stats: CleanerStats,
     ) -> None:
         stats.bytes_read += view.size
-        for chunk, header in read_entries(view.fd, view.size):
-            self._check_stop()
+        for chunk, header in self._entries(view):
             validate(chunk, header)
             entry = memoryview(chunk)[header.position : header.end_position]
             if header.is_control:
@@ -279,6 +327,8 @@ class Cleaner:
             assert written is not None
             cleaned.append(written.last_offset, written.max_timestamp, written.last_offset, out)
             stats.bytes_written += len(out)
+            if self.throttler is not None:
+                self.throttler.maybe_throttle(len(out))
 
 
 def _retain(record: KeyedRecord, offset_map: dict[bytes, int], retain_deletes: bool) -> bool:

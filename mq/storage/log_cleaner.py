@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from mq.config import LONG_MAX
 from mq.storage.checkpoints import CLEANER_OFFSET_FILE, OffsetCheckpointFile
-from mq.storage.cleaner import Cleaner, CleanerStats, CleaningAbortedError, map_slots
+from mq.storage.cleaner import Cleaner, CleanerStats, CleaningAbortedError, Throttler, map_slots
 from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -104,13 +105,17 @@ class LogCleaner:
         *,
         threads: int = 1,
         dedupe_buffer_size: int = 134217728,
+        io_buffer_size: int = 524288,
+        io_buffer_load_factor: float = 0.9,
+        max_io_bytes_per_second: float = sys.float_info.max,
         backoff_ms: int = 15000,
         bounded_by_high_watermarks: bool = False,
         time_ms: Callable[[], int] = _wall_ms,
     ) -> None:
         self.log_manager = log_manager
         self.threads = max(threads, 1)
-        self.map_slots = map_slots(dedupe_buffer_size, self.threads)
+        self.map_slots = map_slots(dedupe_buffer_size, self.threads, io_buffer_load_factor)
+        self.read_chunk = io_buffer_size // self.threads // 2
         self.backoff_ms = backoff_ms
         self.bounded = bounded_by_high_watermarks
         self.time_ms = time_ms
@@ -120,6 +125,7 @@ class LogCleaner:
         self._in_progress: set[TopicPartition] = set()
         self._uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
         self._stop = threading.Event()
+        self._throttler = Throttler(max_io_bytes_per_second, self._stop)
         self._threads: list[threading.Thread] = []
         self.checkpoints: dict[TopicPartition, int] = {}
         """First dirty offset per partition (what ``cleaner-offset-checkpoint`` files hold)."""
@@ -224,7 +230,9 @@ class LogCleaner:
         """Start the cleaner threads (``kafka-log-cleaner-thread-<n>``)."""
         self._stop.clear()
         for thread_id in range(self.threads):
-            cleaner = Cleaner(self.map_slots, self._stop, thread_id)
+            cleaner = Cleaner(
+                self.map_slots, self._stop, thread_id, read_chunk=self.read_chunk, throttler=self._throttler
+            )
             thread = threading.Thread(
                 target=self._run, args=(cleaner,), name=f"kafka-log-cleaner-thread-{thread_id}", daemon=True
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -10,8 +11,9 @@ import pytest
 from compaction_helpers import TS, Clock, compacted, produce, records
 
 from mq.config import TopicConfig
+from mq.storage import cleaner as cleaner_module
 from mq.storage.checkpoints import CLEANER_OFFSET_FILE, OffsetCheckpointFile
-from mq.storage.cleaner import Cleaner, map_slots
+from mq.storage.cleaner import Cleaner, Throttler, map_slots
 from mq.storage.log_cleaner import LogCleaner, log_to_clean
 from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
@@ -190,3 +192,33 @@ def test_truncation_below_the_checkpoint_lowers_it(tmp_path: Path) -> None:
     chosen = cleaner.grab_filthiest_log()
     assert chosen is not None and chosen.first_dirty_offset == 10
     assert OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_FILE).read() == {TP: 10}
+
+
+class RecordingStop(threading.Event):
+    """A stop event that records the waits asked of it instead of sleeping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
+def test_the_throttler_sleeps_off_bytes_beyond_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(cleaner_module.time, "monotonic", lambda: now[0])
+    stop = RecordingStop()
+    throttler = Throttler(1000.0, stop)
+    throttler.maybe_throttle(500)  # within the first check period: no check yet
+    now[0] += 0.2
+    throttler.maybe_throttle(500)  # 1000 bytes in 0.2 s at 1000 B/s: 0.8 s to sleep
+    assert stop.waits == [pytest.approx(0.8)]
+    now[0] += 1.0
+    throttler.maybe_throttle(100)  # well below the rate
+    assert len(stop.waits) == 1
+    unlimited = Throttler(sys.float_info.max, stop)
+    now[0] += 5
+    unlimited.maybe_throttle(1 << 40)
+    assert len(stop.waits) == 1
