@@ -192,6 +192,9 @@ class BrokerConnection:
             self._close(BrokerConnectionError(f"connection to {self.host}:{self.port} closed after a timeout"), future)
             future.cancel()
             raise error from None
+        except asyncio.CancelledError:
+            future.cancel()  # its response, if it comes, is read and dropped; a later close has nothing to report
+            raise
 
     async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         decoder = FrameDecoder(MAX_RESPONSE_BYTES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import struct
 from typing import Any
 
@@ -155,6 +156,30 @@ def test_broker_closing_fails_in_flight_and_next_send_reconnects() -> None:
             await broker.stop()
 
     run(main())
+
+
+def test_a_cancelled_request_leaves_nothing_unretrieved_when_the_connection_closes() -> None:
+    async def main() -> list[dict[str, Any]]:
+        unhandled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: unhandled.append(context))
+        broker = await FakeBroker().start()
+        broker.handlers[ApiKey.METADATA] = lambda header, body: None  # never answers
+        conn = BrokerConnection(broker.host, broker.port)
+        try:
+            request = asyncio.create_task(conn.send(ApiKey.METADATA, _md("a")))
+            await asyncio.sleep(0.1)
+            assert conn.in_flight_count == 1
+            request.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await request
+        finally:
+            await conn.close()
+            await broker.stop()
+        del request
+        gc.collect()
+        return unhandled
+
+    assert run(main()) == []
 
 
 def test_unexpected_correlation_id_closes_the_connection() -> None:
