@@ -1,5 +1,5 @@
-"""mq's group consumer against a broker process: shared assignments, rebalances, committed offsets, kafka-python
-members in the same group, and ``mq console-consumer --group``."""
+"""mq's group consumer against a broker process: shared assignments, rebalances, committed offsets, kafka-python and
+confluent-kafka members in the same group, and ``mq console-consumer --group``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import confluent_kafka
 import pytest
 from kafka import KafkaConsumer
 
@@ -149,28 +150,44 @@ def test_committed_offsets_survive_a_restart(broker: Any) -> None:
     run(main)
 
 
-class KafkaPythonMember:
-    """A kafka-python consumer in the group, polling on its own thread."""
+class ThreadMember:
+    """A kafka-python or confluent-kafka consumer in the group, polling on its own thread."""
 
-    def __init__(self, bootstrap: str, group: str) -> None:
-        self.consumer = KafkaConsumer(
-            "events",
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            session_timeout_ms=6000,
-            heartbeat_interval_ms=200,
-            auto_offset_reset="earliest",
-        )
+    def __init__(self, client: str, bootstrap: str, group: str) -> None:
+        self.client = client
+        self.consumer: Any
+        if client == "kafka-python":
+            self.consumer = KafkaConsumer(
+                "events",
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=200,
+                auto_offset_reset="earliest",
+            )
+        else:
+            self.consumer = confluent_kafka.Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": group,
+                    "session.timeout.ms": 6000,
+                    "heartbeat.interval.ms": 200,
+                    "auto.offset.reset": "earliest",
+                    "partition.assignment.strategy": "range,roundrobin",
+                }
+            )
+            self.consumer.subscribe(["events"])
         self.assigned: set[TopicPartition] = set()
-        self.values: list[bytes] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for records in self.consumer.poll(timeout_ms=100).values():
-                self.values.extend(r.value for r in records)
+            if self.client == "kafka-python":
+                self.consumer.poll(timeout_ms=100)
+            else:
+                self.consumer.poll(0.1)
             self.assigned = {TopicPartition(tp.topic, tp.partition) for tp in self.consumer.assignment()}
 
     def close(self) -> None:
@@ -179,13 +196,14 @@ class KafkaPythonMember:
         self.consumer.close()
 
 
-@pytest.mark.parametrize("leader", ["mq", "kafka-python"])
-def test_mq_and_kafka_python_members_share_a_group(broker: Any, leader: str) -> None:
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+@pytest.mark.parametrize("leader", ["mq", "other"])
+def test_mq_and_other_clients_share_a_group(broker: Any, client: str, leader: str) -> None:
     async def main() -> None:
         await create_topic(broker.bootstrap, "events", 6)
         await produce(broker.bootstrap, "events", dict.fromkeys(range(6), 1))
         members: list[Member] = []
-        other: KafkaPythonMember | None = None
+        other: ThreadMember | None = None
 
         def join_mq() -> None:
             config = FAST_GROUP | {"auto_offset_reset": "earliest"}
@@ -195,16 +213,16 @@ def test_mq_and_kafka_python_members_share_a_group(broker: Any, leader: str) -> 
             if leader == "mq":
                 join_mq()
                 await eventually(lambda: len(members[0].assignment()) == 6)
-                other = await asyncio.to_thread(KafkaPythonMember, broker.bootstrap, "mixed")
+                other = await asyncio.to_thread(ThreadMember, client, broker.bootstrap, "mixed")
             else:
-                other = await asyncio.to_thread(KafkaPythonMember, broker.bootstrap, "mixed")
+                other = await asyncio.to_thread(ThreadMember, client, broker.bootstrap, "mixed")
                 await eventually(lambda: other is not None and len(other.assigned) == 6)
                 join_mq()
             assert other is not None
             [ours] = members
             await eventually(lambda: splits_everything([ours.assignment(), other.assigned], ALL))
             assert len(ours.assignment()) == 3  # range over two members
-            # kafka-python may have committed past the records of partitions it handed over: read them again
+            # the other client may have committed past the records of partitions it handed over: read them again
             ours.consumer.seek_to_beginning()
             expected = {f"{tp.partition}-0".encode() for tp in ours.assignment()}
             await eventually(lambda: expected <= {r.value for r in ours.records})
