@@ -150,6 +150,37 @@ def test_committed_offsets_survive_a_restart(broker: Any) -> None:
     run(main)
 
 
+def test_a_static_member_restarts_into_its_old_partitions_without_a_rebalance(broker: Any) -> None:
+    async def main() -> None:
+        await create_topic(broker.bootstrap, "events", 6)
+
+        def static(instance: str) -> Member:
+            consumer = AsyncGroupConsumer(broker.bootstrap, group_id="static", group_instance_id=instance, **FAST_GROUP)
+            return Member(consumer, ["events"])
+
+        leader = static("a")
+        await eventually(lambda: len(leader.assignment()) == 6)
+        follower = static("b")
+        members = [leader, follower]
+        try:
+            await eventually(lambda: splits_everything([m.assignment() for m in members], ALL))
+            generation = follower.consumer.generation_id
+            before = leader.assignment()
+            await leader.stop()  # a static member does not leave the group
+            restarted = static("a")
+            members = [restarted, follower]
+            await eventually(lambda: restarted.assignment() == before)
+            assert restarted.consumer.generation_id == generation
+            await asyncio.sleep(1)  # several heartbeats: the follower is not asked to rejoin
+            assert follower.consumer.generation_id == generation
+            assert splits_everything([m.assignment() for m in members], ALL)
+        finally:
+            for member in members:
+                await member.stop()
+
+    run(main)
+
+
 class ThreadMember:
     """A kafka-python or confluent-kafka consumer in the group, polling on its own thread."""
 
