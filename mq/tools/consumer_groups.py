@@ -29,6 +29,17 @@ from mq.topic_partition import TopicPartition
 EARLIEST = -2
 LATEST = -1
 MISSING = "-"
+OFFSETS_HEADER = (
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+)
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 RESET_SPECS = (
     "to_datetime",
@@ -314,17 +325,7 @@ def offsets_cells(report: GroupOffsets, extra: bool = False) -> tuple[list[str],
     """Header and cells of the describe table; ``extra`` appends LAG-SECONDS, and STATUS when the rows carry one."""
     rows = report.rows
     with_status = extra and any(r.status is not None for r in rows)
-    header = [
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "LOG-END-OFFSET",
-        "LAG",
-        "CONSUMER-ID",
-        "HOST",
-        "CLIENT-ID",
-    ]
+    header = list(OFFSETS_HEADER)
     table = [
         [
             r.group,
