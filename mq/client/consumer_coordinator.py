@@ -126,13 +126,16 @@ class ConsumerCoordinator:
     # -- coordinator ------------------------------------------------------------------------------------------------
 
     async def ensure_coordinator(self) -> BrokerConnection:
-        """The connection to the group's coordinator, found with FindCoordinator (retried) when unknown."""
+        """The connection to the group's coordinator, found with FindCoordinator when unknown; retriable failures are
+        retried for up to the cluster's request timeout, then raised."""
         async with self._find_lock:
+            loop = asyncio.get_running_loop()
+            give_up = loop.time() + self.cluster.request_timeout_ms / 1000
             while self._connection is None:
                 try:
                     self._connection = await self._find_coordinator()
                 except KafkaError as exc:
-                    if not exc.code.retriable:
+                    if not exc.code.retriable or loop.time() >= give_up:
                         raise
                     log.debug("group %s: coordinator lookup failed: %s", self.group_id, exc)
                     await self._backoff()
@@ -199,6 +202,7 @@ class ConsumerCoordinator:
         while True:
             if self.fatal_error is not None:
                 raise self.fatal_error
+            await self.ensure_coordinator()  # a coordinator that stays unavailable is raised from here
             try:
                 result = await self._join_and_sync(metadata)
             except KafkaError as exc:
@@ -241,8 +245,11 @@ class ConsumerCoordinator:
         topics: frozenset[str] = frozenset()
         counts: dict[str, int] = {}
         assignments: list[dict[str, Any]] = []
-        if leader and not getattr(response, "skip_assignment", False):
+        if leader:
+            skip = bool(getattr(response, "skip_assignment", False))
             topics, counts, assignments = await self._perform_assignment(response.protocol_name, response.members)
+            if skip:  # a static leader rejoined a stable group: the members keep their assignments
+                assignments = []
         body = {
             "group_id": self.group_id,
             "generation_id": generation.generation_id,

@@ -155,6 +155,13 @@ class AsyncGroupConsumer:
         self._listener = listener
         self.coordinator.rejoin_needed = True
 
+    async def unsubscribe(self) -> None:
+        """Give up the assignment (committing first with auto commit) and leave the group."""
+        await self._revoke()
+        await self.coordinator.maybe_leave_group("the consumer unsubscribed")
+        self._topics = frozenset()
+        self._pattern = None
+
     def subscription(self) -> frozenset[str]:
         """The topics subscribed to (for a pattern: the matching topics found so far)."""
         return self._topics
@@ -255,6 +262,7 @@ class AsyncGroupConsumer:
             self.coordinator.last_poll = loop.time()
             await self._maybe_refresh_metadata()
             await self._ensure_active_group()
+            self.coordinator.last_poll = loop.time()
             await self._position_assigned()
             await self._maybe_auto_commit()
             remaining_ms = max(0, int((deadline - loop.time()) * 1000))

@@ -160,6 +160,9 @@ class SyncGroupConsumer(_SyncConsuming):
     ) -> None:
         self.consumer.subscribe(topics, pattern=pattern, listener=listener)
 
+    def unsubscribe(self) -> None:
+        self.call("unsubscribe")
+
     def assignment(self) -> list[TopicPartition]:
         return self.consumer.assignment()
 

@@ -52,6 +52,8 @@ class FakeGroup:
         self.protocol = "range"
         self.others: dict[str, bytes] = {}
         self.follower_assignment: Assignment | None = None
+        self.skip_assignment = False
+        self.kept: dict[str, Assignment] = {}
         self.committed: dict[TP, int] = {}
         self.errors: dict[int, list[int]] = defaultdict(list)
         self.synced: list[dict[str, Assignment]] = []
@@ -108,6 +110,7 @@ class FakeGroup:
             "protocol_type": "consumer",
             "protocol_name": self.protocol,
             "leader": leader,
+            "skip_assignment": self.skip_assignment,
             "member_id": member_id,
             "members": members if leader == member_id else [],
         }
@@ -119,6 +122,9 @@ class FakeGroup:
         assert body.generation_id == self.generation
         sent = {a.member_id: decode_assignment(a.assignment) for a in body.assignments}
         self.synced.append(sent)
+        if self.skip_assignment:
+            sent = self.kept
+        self.kept = sent
         mine = self.follower_assignment if self.follower_assignment is not None else sent[body.member_id]
         return {
             "error_code": 0,
@@ -448,3 +454,43 @@ def test_fatal_join_errors_and_misuse_are_raised() -> None:
         assert raised.value.code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
     with_group(test)
+
+
+def test_a_static_leader_told_to_skip_the_assignment_keeps_the_groups_assignment() -> None:
+    async def test(consumer: AsyncGroupConsumer, group: FakeGroup) -> None:
+        consumer.subscribe(["t"])
+        await consumer.poll(0)
+        group.skip_assignment = True
+        group.errors[ApiKey.HEARTBEAT].append(ErrorCode.REBALANCE_IN_PROGRESS)
+        await until(lambda: consumer.generation_id == 2, consumer)
+        assert group.synced[-1] == {}
+        assert sorted(consumer.assignment()) == [TP("t", 0), TP("t", 1), TP("t", 2)]
+
+    with_group(test, group_instance_id="static-leader")
+
+
+def test_unsubscribe_commits_revokes_and_leaves() -> None:
+    async def test(consumer: AsyncGroupConsumer, group: FakeGroup) -> None:
+        consumer.subscribe(["t"])
+        await consumer.poll(0)
+        consumer.seek(TP("t", 0), 4)
+        await consumer.unsubscribe()
+        assert group.committed[TP("t", 0)] == 4
+        assert consumer.assignment() == [] and consumer.subscription() == frozenset()
+        assert [m.member_id for _, b in group.requests(ApiKey.LEAVE_GROUP) for m in b.members] == ["mq-1"]
+        with pytest.raises(RuntimeError, match="not subscribed"):
+            await consumer.poll(0)
+
+    with_group(test)
+
+
+def test_a_coordinator_that_stays_unavailable_is_reported_after_the_request_timeout() -> None:
+    async def test(consumer: AsyncGroupConsumer, group: FakeGroup) -> None:
+        group.errors[ApiKey.FIND_COORDINATOR] += [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 10_000
+        consumer.subscribe(["t"])
+        with pytest.raises(KafkaError) as raised:
+            await consumer.poll(0)
+        assert raised.value.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert len(group.requests(ApiKey.FIND_COORDINATOR)) > 1
+
+    with_group(test, request_timeout_ms=300)
