@@ -7,9 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from waiting import wait_for
+
+from mq.storage.checkpoints import OffsetCheckpointFile
+from mq.topic_partition import TopicPartition as MqTopicPartition
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +80,7 @@ def test_a_consumer_reads_each_keys_latest_value_and_tombstones_expire(
         produce(bootstrap, "state", [(b"filler", filler)] * 3)  # most of a segment: the data before rolls out
         return read_all(bootstrap, "state")
 
-    expected = {key: record for key, record in latest(produced).items()}
+    expected = latest(produced)
     deadline = time.monotonic() + 30
     seen: list[Record] = []
     while time.monotonic() < deadline:
@@ -94,8 +97,27 @@ def test_a_consumer_reads_each_keys_latest_value_and_tombstones_expire(
     assert sorted(final) == sorted(expected[b"k%d" % i] for i in range(5, 20))
 
 
+def test_a_record_without_key_is_refused_by_a_compacted_topic(broker_factory: Callable[..., object]) -> None:
+    broker = broker_factory()
+    broker.start()  # type: ignore[attr-defined]
+    bootstrap = broker.bootstrap  # type: ignore[attr-defined]
+    create_compacted(bootstrap, "keyed")
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False})
+    errors = []
+    producer.produce("keyed", value=b"no key", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(30)
+    assert [e.code() for e in errors] == [KafkaError.INVALID_RECORD]
+    assert produce(bootstrap, "keyed", [(b"k", b"v")]) == [(0, b"k", b"v")]
+
+
 def dirty_files(log_dir: Path) -> list[str]:
     return [p.name for p in log_dir.glob("big-0/*") if p.name.endswith((".cleaned", ".swap"))]
+
+
+def mid_pass(log_dir: Path) -> bool:
+    """Several groups were swapped in (their old files wait as ``.deleted``) and another is being written."""
+    swapped = list(log_dir.glob("big-0/*.log.deleted"))
+    return len(swapped) >= 5 and bool(dirty_files(log_dir))
 
 
 def test_kill_during_cleaning_leaves_a_consistent_log(broker_factory: Callable[..., object]) -> None:
@@ -112,7 +134,7 @@ def test_kill_during_cleaning_leaves_a_consistent_log(broker_factory: Callable[.
     broker.overrides = ["log.cleaner.enable=true", "log.cleaner.backoff.ms=50"]  # type: ignore[attr-defined]
     broker.start()  # type: ignore[attr-defined]
     log_dir = broker.log_dir  # type: ignore[attr-defined]
-    assert wait_for(lambda: dirty_files(log_dir), timeout=30, interval=0.005), "no cleaning was observed"
+    assert wait_for(lambda: mid_pass(log_dir), timeout=30, interval=0.005), "no cleaning was observed"
     broker.kill()  # type: ignore[attr-defined]
 
     broker.overrides = ["log.cleaner.enable=false"]  # type: ignore[attr-defined]
@@ -123,3 +145,14 @@ def test_kill_during_cleaning_leaves_a_consistent_log(broker_factory: Callable[.
     assert set(content) <= set(produced)  # nothing invented, nothing moved
     assert latest(content) == expected  # every key's latest value at its offset
     assert not dirty_files(log_dir)
+
+    broker.stop()  # type: ignore[attr-defined]
+    broker.overrides = ["log.cleaner.enable=true", "log.cleaner.backoff.ms=50"]  # type: ignore[attr-defined]
+    broker.start()  # type: ignore[attr-defined]
+    checkpoint = OffsetCheckpointFile(log_dir / "cleaner-offset-checkpoint")
+    assert wait_for(lambda: checkpoint.read().get(MqTopicPartition("big", 0), 0) > 0, timeout=30)
+    cleaned_to = checkpoint.read()[MqTopicPartition("big", 0)]
+    content = read_all(bootstrap, "big")
+    cleaned = [key for offset, key, _ in content if offset < cleaned_to]
+    assert len(cleaned) == len(set(cleaned))  # the recovered log cleans: one record per key below the checkpoint
+    assert latest(content) == expected
