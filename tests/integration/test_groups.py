@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 from waiting import wait_for
 
@@ -99,7 +100,7 @@ def produce(bootstrap: str, values: Iterable[int], partitions: int = PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     sent = [str(v) for v in values]
     for v in sent:
-        producer.send(TOPIC, value=v.encode(), partition=int(v) % partitions).get(10)
+        producer.send(TOPIC, value=v.encode(), partition=int(v) % partitions).get(30)
     producer.close()
     return sent
 
@@ -192,20 +193,76 @@ def test_static_member_rejoins_without_rebalance_and_the_old_member_id_is_fenced
     admin.close()
 
 
-def heartbeat_as(bootstrap: str, member_id: str, instance_id: str) -> int:
-    """A Heartbeat v4 from ``member_id`` with ``instance_id``, sent over mq's own client; returns its error code."""
+def request(bootstrap: str, api_key: ApiKey, version: int, body: dict[str, Any]) -> Any:
+    """One request over mq's own client to the first broker of ``bootstrap``; returns the response."""
 
-    async def send() -> int:
-        host, port = bootstrap.rsplit(":", 1)
+    async def send() -> Any:
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
         connection = BrokerConnection(host, int(port))
         try:
-            body = {"group_id": GROUP, "generation_id": 1, "member_id": member_id, "group_instance_id": instance_id}
-            response = await connection.send(ApiKey.HEARTBEAT, body, 4)
-            return int(response.error_code)
+            return await connection.send(api_key, body, version)
         finally:
             await connection.close()
 
     return asyncio.run(send())
+
+
+def heartbeat_as(bootstrap: str, member_id: str, instance_id: str) -> int:
+    body = {"group_id": GROUP, "generation_id": 1, "member_id": member_id, "group_instance_id": instance_id}
+    return int(request(bootstrap, ApiKey.HEARTBEAT, 4, body).error_code)
+
+
+def coordinator_of(bootstrap: str, group: str) -> int:
+    response = request(bootstrap, ApiKey.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+    return int(response.node_id) if response.error_code == 0 else -1
+
+
+def committed_offsets(admin: KafkaAdminClient, group: str) -> dict[int, int]:
+    try:
+        committed = admin.list_group_offsets(group)[group]
+    except KafkaError:
+        return {}
+    return {tp.partition: o.offset for tp, o in committed.items() if tp.topic == TOPIC}
+
+
+def test_group_follows_its_coordinator_when_the_coordinator_broker_is_killed(
+    zookeeper, broker_factory, members
+) -> None:
+    """Cluster mode: the group's coordinator is the leader of its ``__consumer_offsets`` partition (RF 3); after a
+    kill -9 of that broker the partition's new leader loads the group and its offsets, and the members go on."""
+    connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
+    extra = [
+        "zookeeper.session.timeout.ms=4000",
+        "offsets.topic.replication.factor=3",
+        "offsets.topic.num.partitions=3",
+    ]
+    brokers = [
+        broker_factory(f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", *extra]).start()
+        for i in (1, 2, 3)
+    ]
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
+    members.extend(Member("kafka-python", bootstrap) for _ in range(2))
+    assert wait_for(lambda: settled(members) and group_state(admin) == ("Stable", 2), REBALANCE_WAIT_S)
+    offsets_topic = admin.describe_topics(["__consumer_offsets"])[0]
+    assert offsets_topic["is_internal"]
+    assert {len(p["replica_nodes"]) for p in offsets_topic["partitions"]} == {3}
+    first = produce(bootstrap, range(60))
+    assert wait_for(lambda: set().union(*(m.values() for m in members)) >= set(first), 30)
+    assert wait_for(lambda: committed_offsets(admin, GROUP) == dict.fromkeys(range(PARTITIONS), 10), 30)
+
+    coordinator = coordinator_of(bootstrap, GROUP)
+    assert coordinator in (1, 2, 3)
+    brokers[coordinator - 1].kill()
+    alive = ",".join(b.bootstrap for b in brokers if b.process is not None)
+    assert wait_for(lambda: coordinator_of(alive, GROUP) not in (-1, coordinator), REBALANCE_WAIT_S)
+    second = produce(alive, range(60, 120))
+    assert wait_for(lambda: set().union(*(m.values() for m in members)) >= set(second), REBALANCE_WAIT_S)
+    admin.close()
+    admin = KafkaAdminClient(bootstrap_servers=alive, request_timeout_ms=10000)
+    assert wait_for(lambda: committed_offsets(admin, GROUP) == dict.fromkeys(range(PARTITIONS), 20), 30)
+    admin.close()
 
 
 def test_offset_commit_and_fetch_survive_a_broker_restart_without_a_group(broker) -> None:
