@@ -19,6 +19,7 @@ from mq.tools.console import (
     parse_partitions,
     parse_properties,
     read_properties_file,
+    topic_filter,
 )
 from mq.topic_partition import TopicPartition
 
@@ -94,7 +95,8 @@ def _lines(prompt: bool) -> Any:
 
 @click.command("console-consumer", context_settings=SETTINGS)
 @click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,...]")
-@click.option("--topic", required=True)
+@click.option("--topic", help="The topic to consume.")
+@click.option("--whitelist", "--include", "whitelist", help="Regular expression of the topics to consume.")
 @click.option("--group", help="Consume as a member of this consumer group (committing offsets).")
 @click.option("--partition", type=int, help="Consume only this partition.")
 @click.option("--offset", default="latest", show_default=True, help="earliest, latest or an offset (with --partition).")
@@ -122,7 +124,8 @@ def _lines(prompt: bool) -> Any:
 )
 def console_consumer(
     bootstrap: str,
-    topic: str,
+    topic: str | None,
+    whitelist: str | None,
     group: str | None,
     partition: int | None,
     offset: str,
@@ -134,7 +137,7 @@ def console_consumer(
     consumer_config: str | None,
     isolation_level: str,
 ) -> None:
-    """Print messages of a topic (every partition, or --partition) to standard output.
+    """Print messages of a topic (every partition, or --partition), or of every topic --whitelist matches.
 
     With --group (or a group.id consumer property) the consumer joins that group, consumes the partitions it is
     assigned starting at the group's committed offsets, and commits as it goes and at exit. Without a group it reads
@@ -143,6 +146,10 @@ def console_consumer(
     """
     from mq.client.sync import SyncAdmin, SyncConsumer, SyncGroupConsumer
 
+    if (topic is None) == (whitelist is None):
+        _fail("Exactly one of whitelist/topic is required.", EXIT_USAGE)
+    if partition is not None and topic is None:
+        _fail("The topic is required when partition is specified.", EXIT_USAGE)
     if offset != "latest" and partition is None:
         _fail("The partition is required when offset is specified.", EXIT_USAGE)
     if from_beginning and offset != "latest":
@@ -152,6 +159,7 @@ def console_consumer(
         config = read_properties_file(consumer_config) if consumer_config else {}
         config.update(parse_properties(consumer_properties))
         settings = group_consumer_settings(group, config, from_beginning)
+        pattern = topic_filter(whitelist) if whitelist is not None else None
     except (ConsoleError, OSError) as exc:
         _fail(str(exc), EXIT_USAGE)
     settings.setdefault("isolation_level", isolation_level)
@@ -161,13 +169,20 @@ def console_consumer(
     try:
         if "group_id" in settings:
             with SyncGroupConsumer(bootstrap, **settings) as group_consumer:
-                group_consumer.subscribe([topic])
+                if pattern is not None:
+                    group_consumer.subscribe(pattern=pattern)
+                elif topic is not None:
+                    group_consumer.subscribe([topic])
                 printer.run(group_consumer)
         else:
             with SyncAdmin(bootstrap) as admin:
-                [metadata] = admin.call("describe_topics", [topic])
-            partitions = [partition] if partition is not None else [p.partition for p in metadata.partitions]
-            tps = [TopicPartition(topic, p) for p in partitions]
+                topics = admin.call("describe_topics", None if pattern is not None else [topic])
+            if pattern is not None:
+                topics = [t for t in topics if pattern.fullmatch(t.name) and not t.is_internal]
+            if partition is not None:
+                tps = [TopicPartition(topics[0].name, partition)]
+            else:
+                tps = [TopicPartition(t.name, p.partition) for t in topics for p in t.partitions]
             with SyncConsumer(bootstrap, auto_offset_reset="earliest", isolation_level=isolation_level) as consumer:
                 consumer.assign(tps)
                 if from_beginning or offset == "earliest":

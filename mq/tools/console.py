@@ -230,3 +230,13 @@ def read_properties_file(path: str) -> dict[str, str]:
             return parse_java_properties(handle.read(), path)
     except ConfigError as exc:
         raise ConsoleError(str(exc)) from None
+
+
+def topic_filter(text: str) -> re.Pattern[str]:
+    """Kafka's topic whitelist: a regular expression matched against whole topic names, where "," also separates
+    alternatives and spaces and surrounding quotes are dropped."""
+    cleaned = text.strip().replace(",", "|").replace(" ", "").strip("\"'")
+    try:
+        return re.compile(cleaned)
+    except re.error as exc:
+        raise ConsoleError(f"{text} is an invalid regex: {exc}") from None

@@ -284,3 +284,10 @@ def test_console_consumer_with_a_group_commits_what_it_printed(mq_command: list[
     assert again.stderr.strip().endswith("Processed a total of 1 messages")
     clash = mq_cli(mq_command, *common, "--consumer-property", "group.id=other")
     assert clash.returncode == 2 and "do not match" in clash.stderr
+    run(lambda: create_topic(broker.bootstrap, "extra", 1))
+    run(lambda: produce(broker.bootstrap, "extra", {0: 1}))
+    include = ["console-consumer", "--bootstrap-server", broker.bootstrap, "--whitelist", "ev.*, extra"]
+    for group in (["--group", "cli-pattern"], []):
+        matched = mq_cli(mq_command, *include, *group, "--from-beginning", "--max-messages", "7")
+        assert matched.returncode == 0, matched.stderr
+        assert sorted(matched.stdout.splitlines()) == ["0-0", "0-0", "0-1", "0-2", "1-0", "1-0", "1-1"]

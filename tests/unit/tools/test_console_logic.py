@@ -13,6 +13,7 @@ from mq.tools.console import (
     parse_partitions,
     parse_properties,
     read_properties_file,
+    topic_filter,
 )
 
 
@@ -95,3 +96,10 @@ def test_consumer_config_file(tmp_path: Path) -> None:
     path = tmp_path / "consumer.properties"
     path.write_text("# comment\ngroup.id=from-file\nenable.auto.commit = false\n")
     assert read_properties_file(str(path)) == {"group.id": "from-file", "enable.auto.commit": "false"}
+
+
+def test_topic_filter_is_kafkas_whitelist() -> None:
+    pattern = topic_filter(" 'orders, events.*' ")
+    assert [t for t in ("orders", "events-1", "orders2", "xevents") if pattern.fullmatch(t)] == ["orders", "events-1"]
+    with pytest.raises(ConsoleError, match="invalid regex"):
+        topic_filter("(unclosed")
