@@ -358,9 +358,11 @@ class LogSegment:
         self.index.path = renamed(self.index.path)
         self.time_index.path = renamed(self.time_index.path)
 
-    def mark_deleted(self) -> None:
-        """Rename every file to ``*.deleted``; the ``.log`` stays open so slices already handed out stay valid."""
-        self._close_indexes()
+    def mark_deleted(self, *, close_indexes: bool = True) -> None:
+        """Rename every file to ``*.deleted``; the ``.log`` stays open so slices already handed out stay valid, and
+        without ``close_indexes`` the indexes too (another thread may be flushing them)."""
+        if close_indexes:
+            self._close_indexes()
         self.change_file_suffixes("", DELETED_SUFFIX)
 
     def delete(self) -> None:

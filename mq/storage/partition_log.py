@@ -530,11 +530,11 @@ class Log:
         if self.log_end_offset > self.recovery_point and self.time_ms() - self.last_flush_ms >= self.config.flush_ms:
             self.flush()
 
-    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+    def _schedule_delete(self, segments: list[LogSegment], *, close_indexes: bool = True) -> None:
         """Rename the segments' files to ``*.deleted``; they are removed after file.delete.delay.ms."""
         due = self.time_ms() + self.config.file_delete_delay_ms
         for segment in segments:
-            segment.mark_deleted()
+            segment.mark_deleted(close_indexes=close_indexes)
             self._pending_deletes.append((due, segment))
 
     def _note_truncation(self, offset: int) -> None:
@@ -664,7 +664,7 @@ class Log:
                 return False
             if any(a is not b for a, b in zip(self.segments[first:end], old, strict=True)):
                 return False
-            self._schedule_delete(old)
+            self._schedule_delete(old, close_indexes=False)  # a flush outside the lock may be syncing them
             cleaned.change_file_suffixes(SWAP_SUFFIX, "")
             self.segments[first:end] = [cleaned]
             self._bases = [s.base_offset for s in self.segments]
