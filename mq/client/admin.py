@@ -504,14 +504,18 @@ class AsyncAdmin:
 
     async def _to_coordinator(self, group_id: str, api_key: int, body: Mapping[str, Any]) -> Any:
         """Send to the group's coordinator; a moved or loading coordinator is looked up again and retried."""
+        return (await self._at_coordinator(group_id, api_key, body))[1]
 
-        async def attempt() -> Any:
-            node = (await self.find_coordinator(group_id)).node_id
-            response = await self.cluster.send(node, api_key, body)
+    async def _at_coordinator(self, group_id: str, api_key: int, body: Mapping[str, Any]) -> tuple[BrokerMetadata, Any]:
+        """The coordinator that answered and its response (see ``_to_coordinator``)."""
+
+        async def attempt() -> tuple[BrokerMetadata, Any]:
+            coordinator = await self.find_coordinator(group_id)
+            response = await self.cluster.send(coordinator.node_id, api_key, body)
             code = _group_error(response)
             if code in COORDINATOR_MOVED:
                 raise kafka_error(code, None, f"group {group_id!r}")
-            return response
+            return coordinator, response
 
         return await self.cluster.with_retries(attempt)
 
@@ -540,7 +544,7 @@ class AsyncAdmin:
         result = []
         for group_id in group_ids:
             body = {"groups": [group_id], "include_authorized_operations": False}
-            response = await self._to_coordinator(group_id, ApiKey.DESCRIBE_GROUPS, body)
+            coordinator, response = await self._at_coordinator(group_id, ApiKey.DESCRIBE_GROUPS, body)
             group = response.groups[0]
             state = group.group_state
             if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
@@ -558,7 +562,6 @@ class AsyncAdmin:
                 )
                 for m in group.members
             )
-            coordinator = await self.find_coordinator(group_id)
             result.append(
                 GroupDescription(group_id, state, group.protocol_type, group.protocol_data, members, coordinator)
             )
