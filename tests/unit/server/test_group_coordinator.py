@@ -8,71 +8,16 @@ from typing import Any
 
 import pytest
 
-from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
 from mq.server.group_metadata import GroupMetadata, GroupState, JoinResult, MemberMetadata
-from mq.server.group_metadata_manager import LoadedPartition
 from mq.topic_partition import TopicPartition
+from tests.unit.server.group_fakes import make
 
 GROUP = "g"
 SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
 """Consumer protocol v0 subscribing to topic ``t``."""
-
-
-class FakeManager:
-    """Records what the coordinator writes; ``error`` is what every write answers."""
-
-    def __init__(self) -> None:
-        self.error = ErrorCode.NONE
-        self.groups: list[tuple[str, int, dict[str, bytes]]] = []
-        self.offsets: list[dict[TopicPartition, OffsetCommitValue]] = []
-        self.tombstones: list[tuple[str, list[TopicPartition], bool]] = []
-        self.loaded = LoadedPartition()
-
-    def partition_count(self) -> int:
-        return 1
-
-    def load(self, partition: int) -> LoadedPartition:
-        return self.loaded
-
-    async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> ErrorCode:
-        self.groups.append((group.group_id, group.generation_id, dict(assignment)))
-        return self.error
-
-    async def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue]) -> ErrorCode:
-        self.offsets.append(dict(offsets))
-        return self.error
-
-    async def write_tombstones(
-        self, partition: int, group_id: str, offsets: list[TopicPartition], group_too: bool
-    ) -> ErrorCode:
-        self.tombstones.append((group_id, list(offsets), group_too))
-        return self.error
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def make(**overrides: Any) -> tuple[GroupCoordinator, FakeManager, Clock]:
-    config = BrokerConfig(
-        **{
-            "group_min_session_timeout_ms": 10,
-            "group_initial_rebalance_delay_ms": 0,
-            **overrides,
-        }
-    )
-    manager = FakeManager()
-    clock = Clock()
-    coordinator = GroupCoordinator(config, manager, clock)  # type: ignore[arg-type]
-    coordinator.owned_partitions.add(0)
-    return coordinator, manager, clock
 
 
 def run(test: Callable[[], Awaitable[None]]) -> None:
