@@ -71,7 +71,15 @@ class ControllerChannel(Protocol):
         controller_id: int,
     ) -> None: ...
 
-    def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None: ...
+    def stop_replica(
+        self,
+        broker_id: int,
+        partitions: list[TopicPartition],
+        delete: bool,
+        on_response: Callable[[bool], None] | None = None,
+    ) -> None:
+        """Stop (and with ``delete`` remove) replicas; ``on_response`` is told whether the broker confirmed it, or
+        False when the broker could not be reached."""
 
 
 ElectionResult = tuple[ErrorCode, str | None]
@@ -86,7 +94,9 @@ class ControllerContext:
     states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
     deleting_on: dict[str, set[int]] = field(default_factory=dict)
-    """Per topic being deleted, the brokers whose replicas have not been deleted yet."""
+    """Per topic being deleted, the brokers that have not confirmed the deletion of their replicas yet."""
+    deletion_started: dict[str, set[int]] = field(default_factory=dict)
+    """Per topic being deleted, the brokers asked to delete whose answer has not come yet."""
     reassigning: dict[TopicPartition, list[int]] = field(default_factory=dict)
     """Target replicas of the partitions being reassigned."""
     shutting_down: set[int] = field(default_factory=set)
@@ -647,23 +657,45 @@ class Controller:
 
     def _delete_topic(self, topic: str) -> None:
         """Brokers drop the topic from their metadata, live replicas are stopped and deleted; the znodes go once
-        every replica has been deleted, so a replica on a broker that is down is deleted when it returns (the
-        deletion stays pending, and a new controller resumes it)."""
+        every broker holding a replica has confirmed its deletion (StopReplica answered without error), so a replica
+        on a broker that is down, or that failed to answer, is deleted when that broker returns (the deletion stays
+        pending, and a new controller resumes it)."""
         partitions = [tp for tp in self.context.states if tp.topic == topic]
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp in partitions:
             for broker_id in self.context.replicas(tp):
                 by_broker.setdefault(broker_id, []).append(tp)
         pending = self.context.deleting_on.setdefault(topic, set(by_broker))
+        started = self.context.deletion_started.setdefault(topic, set())
         for broker_id, tps in sorted(by_broker.items()):
-            if broker_id in self.context.live_brokers and broker_id in pending:
-                self.channel.stop_replica(broker_id, tps, delete=True)
-                pending.discard(broker_id)
+            if broker_id in self.context.live_brokers and broker_id in pending and broker_id not in started:
+                started.add(broker_id)
+                self.channel.stop_replica(broker_id, tps, True, self._deletion_answer(topic, broker_id))
         deleted = [
             PartitionStateInfo(tp, None, LEADER_DURING_DELETE, -1, (), (), -1, self.context.epoch) for tp in partitions
         ]
         for broker_id in sorted(self.context.live_brokers):
             self.channel.update_metadata(broker_id, deleted, list(self.context.live_brokers.values()), self.broker_id)
+        self._maybe_finish_deletion(topic)
+
+    def _deletion_answer(self, topic: str, broker_id: int) -> Callable[[bool], None]:
+        """The callback for ``broker_id``'s StopReplica answer: it joins the controller's event queue."""
+        epoch = self.context.epoch
+
+        def answered(ok: bool) -> None:
+            if not self.active or self.context.epoch != epoch or topic not in self.context.deleting:
+                return  # a later controller term resends what is still pending
+            self.context.deletion_started.get(topic, set()).discard(broker_id)
+            if ok:
+                self.context.deleting_on[topic].discard(broker_id)
+                self._maybe_finish_deletion(topic)
+            else:
+                log.warning("broker %d did not delete its replicas of %s; retried when it returns", broker_id, topic)
+
+        return lambda ok: self._enqueue(lambda: answered(ok))
+
+    def _maybe_finish_deletion(self, topic: str) -> None:
+        pending = self.context.deleting_on[topic]
         if pending:
             log.info("deletion of topic %s waits for brokers %s", topic, sorted(pending))
             return
@@ -677,6 +709,7 @@ class Controller:
             self.context.reassigning.pop(tp, None)
         self.context.deleting.discard(topic)
         self.context.deleting_on.pop(topic, None)
+        self.context.deletion_started.pop(topic, None)
 
 
 def _with(by_partition: dict[int, list[int]], partition: int, replicas: list[int]) -> dict[int, list[int]]:

@@ -42,6 +42,17 @@ def apply_update_metadata(
         cache.update_partition(info.tp.topic, info.topic_id, info.tp.partition, state)
 
 
+_Queued = tuple[int, dict[str, Any], Callable[[bool], None] | None]
+"""A request waiting for its broker: (api key, body, told whether the broker answered without error)."""
+
+
+def _without_errors(response: Any) -> bool:
+    """Whether a controller request's response carries no error, top-level or per partition."""
+    if int(getattr(response, "error_code", 0)) != 0:
+        return False
+    return all(int(p.error_code) == 0 for p in getattr(response, "partition_errors", ()))
+
+
 class LocalChannel:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
         self.broker_id = broker_id
@@ -62,9 +73,17 @@ class LocalChannel:
         if broker_id == self.broker_id:
             apply_update_metadata(self.cache, partitions, [endpoint_of(b) for b in brokers], controller_id)
 
-    def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None:
+    def stop_replica(
+        self,
+        broker_id: int,
+        partitions: list[TopicPartition],
+        delete: bool,
+        on_response: Callable[[bool], None] | None = None,
+    ) -> None:
         if broker_id == self.broker_id:
             self.replica_manager.stop_replicas(partitions, delete)
+        if on_response is not None:
+            on_response(broker_id == self.broker_id)
 
 
 def _partition_state(info: PartitionStateInfo) -> dict[str, Any]:
@@ -98,21 +117,24 @@ class ClusterChannel:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.endpoints = endpoints
-        self._queues: dict[int, asyncio.Queue[tuple[int, dict[str, Any]]]] = {}
+        self._queues: dict[int, asyncio.Queue[_Queued]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
 
-    def _enqueue(self, broker_id: int, api_key: int, body: dict[str, Any]) -> None:
+    def _enqueue(
+        self, broker_id: int, api_key: int, body: dict[str, Any], on_response: Callable[[bool], None] | None = None
+    ) -> None:
         queue = self._queues.get(broker_id)
         if queue is None:
             queue = self._queues[broker_id] = asyncio.Queue()
             self._tasks[broker_id] = asyncio.get_running_loop().create_task(self._drain(broker_id, queue))
         body = {"controller_id": self.controller_id, "controller_epoch": self.controller_epoch(), **body}
-        queue.put_nowait((api_key, body))
+        queue.put_nowait((api_key, body, on_response))
 
-    async def _drain(self, broker_id: int, queue: asyncio.Queue[tuple[int, dict[str, Any]]]) -> None:
+    async def _drain(self, broker_id: int, queue: asyncio.Queue[_Queued]) -> None:
         connection: BrokerConnection | None = None
         while True:
-            api_key, body = await queue.get()
+            api_key, body, on_response = await queue.get()
+            confirmed = False
             for attempt in range(30):
                 endpoint = self.endpoints(broker_id)
                 if endpoint is None:
@@ -124,11 +146,15 @@ class ClusterChannel:
                         endpoint.host, endpoint.port, node_id=broker_id, client_id=f"controller-{self.controller_id}"
                     )
                 try:
-                    await connection.send(api_key, body)
-                    break
+                    response = await connection.send(api_key, body)
                 except Exception as exc:
                     log.warning("controller request %d to broker %d failed (%s); retrying", api_key, broker_id, exc)
                     await asyncio.sleep(min(0.1 * (attempt + 1), 1.0))
+                    continue
+                confirmed = _without_errors(response)
+                break
+            if on_response is not None:
+                on_response(confirmed)
             queue.task_done()
 
     def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
@@ -154,12 +180,18 @@ class ClusterChannel:
             live.append({"id": e.broker_id, "endpoints": [endpoint], "rack": e.rack})
         self._enqueue(broker_id, UPDATE_METADATA, {"topic_states": _by_topic(partitions), "live_brokers": live})
 
-    def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None:
+    def stop_replica(
+        self,
+        broker_id: int,
+        partitions: list[TopicPartition],
+        delete: bool,
+        on_response: Callable[[bool], None] | None = None,
+    ) -> None:
         topics: dict[str, list[int]] = {}
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)
         body = {"delete_partitions": delete, "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()]}
-        self._enqueue(broker_id, STOP_REPLICA, body)
+        self._enqueue(broker_id, STOP_REPLICA, body, on_response)
 
     async def close(self, drain_timeout_s: float = 5.0) -> None:
         """Deliver what is queued (bounded by ``drain_timeout_s``: a broker that does not answer is given up), then

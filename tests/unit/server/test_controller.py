@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mq.errors import ErrorCode
@@ -28,8 +29,13 @@ class Recorder:
 
 
 class Channel:
-    def __init__(self, recorder: Recorder) -> None:
+    """Brokers answer StopReplica at once with ``answer`` (True: deleted), or, with ``answer`` None, only when the
+    test calls the callbacks kept in ``unanswered``."""
+
+    def __init__(self, recorder: Recorder, answer: bool | None = True) -> None:
         self.r = recorder
+        self.answer = answer
+        self.unanswered: list[Callable[[bool], None]] = []
 
     def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
         self.r.leader_and_isr.append((broker_id, partitions))
@@ -43,17 +49,29 @@ class Channel:
     ) -> None:
         self.r.update_metadata.append((broker_id, partitions))
 
-    def stop_replica(self, broker_id: int, partitions: list[TopicPartition], delete: bool) -> None:
+    def stop_replica(
+        self,
+        broker_id: int,
+        partitions: list[TopicPartition],
+        delete: bool,
+        on_response: Callable[[bool], None] | None = None,
+    ) -> None:
         self.r.stop_replica.append((broker_id, partitions, delete))
+        if on_response is not None:
+            if self.answer is None:
+                self.unanswered.append(on_response)
+            else:
+                on_response(self.answer)
 
 
-def setup(brokers: list[int]) -> tuple[KafkaZkClient, Controller, Recorder]:
+def setup(brokers: list[int], channel: Channel | None = None) -> tuple[KafkaZkClient, Controller, Recorder]:
     zk = KafkaZkClient(LocalStore(None))
     zk.create_top_level_paths()
     for b in brokers:
         zk.register_broker(BrokerRegistration(b, [f"PLAINTEXT://127.0.0.1:{9092 + b}"]))
-    recorder = Recorder()
-    controller = Controller(zk, brokers[0], Channel(recorder), lambda fn: fn())
+    channel = channel or Channel(Recorder())
+    recorder = channel.r
+    controller = Controller(zk, brokers[0], channel, lambda fn: fn())
     controller.startup()
     return zk, controller, recorder
 
@@ -248,3 +266,36 @@ def test_deletion_waits_for_replicas_on_brokers_that_are_down() -> None:
     assert recorder.leader_and_isr == []
     assert zk.get_all_topics() == [] and zk.get_topics_marked_for_deletion() == []
     assert not controller.context.deleting
+
+
+def test_deletion_completes_only_when_every_broker_confirmed_it() -> None:
+    channel = Channel(Recorder(), answer=None)
+    zk, controller, recorder = setup([1, 2], channel)
+    admin = AdminZkClient(zk)
+    admin.create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    admin.delete_topic("t")
+    assert [b for b, _, _ in recorder.stop_replica] == [1, 2]
+    first, second = channel.unanswered
+    first(True)
+    assert zk.get_topics_marked_for_deletion() == ["t"]  # broker 2 has not answered
+    second(True)
+    assert zk.get_all_topics() == [] and zk.get_topics_marked_for_deletion() == []
+    assert not controller.context.deleting
+
+
+def test_a_failed_deletion_is_retried_when_the_broker_returns() -> None:
+    channel = Channel(Recorder(), answer=None)
+    zk, _, recorder = setup([1, 2], channel)
+    admin = AdminZkClient(zk)
+    admin.create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    admin.delete_topic("t")
+    first, second = channel.unanswered
+    first(True)
+    second(False)  # broker 2 went away before it answered
+    assert zk.get_topics_marked_for_deletion() == ["t"]
+    recorder.stop_replica.clear()
+    channel.answer = True
+    zk.store.delete(paths.broker(2))
+    zk.register_broker(BrokerRegistration(2, ["PLAINTEXT://127.0.0.1:9094"]))
+    assert recorder.stop_replica == [(2, [TopicPartition("t", 0)], True)]
+    assert zk.get_all_topics() == [] and zk.get_topics_marked_for_deletion() == []
