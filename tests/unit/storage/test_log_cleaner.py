@@ -222,3 +222,28 @@ def test_the_throttler_sleeps_off_bytes_beyond_the_rate(monkeypatch: pytest.Monk
     now[0] += 5
     unlimited.maybe_throttle(1 << 40)
     assert len(stop.waits) == 1
+
+
+def test_compact_delete_logs_are_cleaned_and_retention_during_a_pass_aborts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    manager, log = manager_with(tmp_path, compacted(**{"cleanup.policy": "compact,delete"}), clock)
+    rounds(log, 3)
+    produce(log, [(b"k0", b"x")])
+    real = cleaner_module._fsync_dir
+
+    def retention_then_fsync(directory: Path) -> None:
+        log.maybe_increment_log_start_offset(5)  # DeleteRecords, then a retention pass, while the cleaner works
+        log.delete_old_segments()
+        real(directory)
+
+    monkeypatch.setattr(cleaner_module, "_fsync_dir", retention_then_fsync)
+    cleaner = LogCleaner(manager, time_ms=clock)
+    assert one_pass(cleaner)  # chosen, then aborted at the swap: the segments it cleaned are gone
+    assert TP not in cleaner.checkpoints
+    assert [o for o, _, _ in records(log)] == list(range(5, 16))
+    assert not [p.name for p in log.dir.iterdir() if p.name.endswith((".cleaned", ".swap"))]
+    monkeypatch.setattr(cleaner_module, "_fsync_dir", real)
+    assert one_pass(cleaner)
+    assert [o for o, _, _ in records(log)] == [10, 11, 12, 13, 14, 15]
