@@ -12,6 +12,10 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
+from mq.client.sync import SyncAdmin
+from mq.errors import ErrorCode, KafkaError
+from mq.topic_partition import TopicPartition
+
 pytestmark = pytest.mark.slow
 
 GROUP_TIMEOUTS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 200, "fetch_max_wait_ms": 100}
@@ -101,6 +105,10 @@ def test_describe_reset_and_delete_a_kafka_python_group(mq_command: list[str], b
         "Error: Assignments can only be reset if the group 'billing' is inactive, but the current state is Stable."
         in refused.stderr.splitlines()
     )
+
+    with SyncAdmin(broker.bootstrap) as admin, pytest.raises(KafkaError) as refusal:
+        admin.call("alter_group_offsets", "billing", {TopicPartition("orders", 0): 0})
+    assert refusal.value.code == ErrorCode.UNKNOWN_MEMBER_ID
 
     checker = Tool(mq_command, "consumer-offset-checker", "--bootstrap-server", broker.bootstrap)
     checked = checker("--group billing --broker-info --format text")
