@@ -97,6 +97,7 @@ def read_partition(log_: Any, buffer_bytes: int) -> LoadedPartition:
         if next_offset <= offset:
             break
         offset = next_offset
+    loaded.offsets = {group: offsets for group, offsets in loaded.offsets.items() if offsets}
     return loaded
 
 
