@@ -43,6 +43,7 @@ from mq.records.batch_header import (
     set_partition_leader_epoch,
     validate,
 )
+from mq.records.filtered import keyed_records
 from mq.records.legacy import assign_offsets_compressed
 from mq.storage.checkpoints import LEADER_EPOCH_FILE, LeaderEpochCheckpointFile
 from mq.storage.file_names import (
@@ -299,7 +300,8 @@ class Log:
         for header in headers:
             if header.is_control:
                 continue
-            for record in iter_records(data, header):
+            _, records = keyed_records(data, header)
+            for record in records:
                 if record.key is None:
                     raise InvalidRecordError(
                         f"Compacted topic cannot accept message without key in topic partition {self.dir.name}."
