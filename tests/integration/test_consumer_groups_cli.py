@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+import confluent_kafka
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.structs import OffsetAndMetadata
@@ -231,3 +232,41 @@ def test_offset_checker_finds_brokers_in_zookeeper(mq_command: list[str], zookee
         "BROKER INFO",
         f"7 -> 127.0.0.1:{broker.port}",
     ]
+
+
+def test_a_confluent_kafka_group_is_described_with_its_assignments(mq_command: list[str], broker: Any) -> None:
+    groups = Tool(mq_command, "consumer-groups", "--bootstrap-server", broker.bootstrap)
+    setup_topic(mq_command, broker.bootstrap, "events", 4, 3)
+    config = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": "rd",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 200,
+        "partition.assignment.strategy": "roundrobin",
+    }
+    consumers = [confluent_kafka.Consumer({**config, "client.id": f"rd-{i}"}) for i in range(2)]
+    for consumer in consumers:
+        consumer.subscribe(["events"])
+    read = 0
+    for _ in range(200):
+        for consumer in consumers:
+            message = consumer.poll(0.05)
+            if message is not None and message.error() is None:
+                read += 1
+                consumer.commit(message, asynchronous=False)
+        if read >= 12 and all(len(c.assignment()) == 2 for c in consumers):
+            break
+    members = groups("--describe --group rd --members --verbose --format text")
+    assert members.returncode == 0, members.stderr
+    by_client = {line.split()[3]: line.split() for line in members.stdout.splitlines()[2:]}
+    assert sorted(by_client) == ["rd-0", "rd-1"]
+    for i, consumer in enumerate(consumers):
+        owned = ",".join(str(tp.partition) for tp in sorted(consumer.assignment(), key=lambda tp: tp.partition))
+        assert by_client[f"rd-{i}"][4:] == ["2", f"events({owned})"]
+    described = rows(groups("--describe --group rd --format text").stdout)
+    assert sorted((r[2], r[3], r[5]) for r in described) == [(str(p), "3", "0") for p in range(4)]
+    assert {r[8] for r in described} == {"rd-0", "rd-1"}
+    for consumer in consumers:
+        consumer.close()
