@@ -1,4 +1,8 @@
-"""Produce: per-partition appends through the replica manager; acks=0 gets no response at all."""
+"""Produce: per-partition appends through the replica manager; acks=0 gets no response at all.
+
+Internal topics (``__consumer_offsets``) take appends only from their coordinators, not from clients: as in Kafka,
+only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
+
+ADMIN_CLIENT_ID = "__admin_client"
 
 
 def _append_time(ms: int) -> datetime.datetime | None:
@@ -19,6 +25,7 @@ def _append_time(ms: int) -> datetime.datetime | None:
 def produce_api(replica_manager: ReplicaManager) -> Api:
     async def handle(context: RequestContext, request: Any) -> dict[str, Any] | None:
         acks = int(request.acks)
+        internal_allowed = context.header.client_id == ADMIN_CLIENT_ID
         entries: dict[TopicPartition, bytes] = {}
         invalid: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_data:
@@ -28,6 +35,8 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
                     invalid[tp] = ErrorCode.INVALID_REQUIRED_ACKS
                 elif request.transactional_id is not None:
                     invalid[tp] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                elif topic.name in INTERNAL_TOPICS and not internal_allowed:
+                    invalid[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
                 elif p.records is None or not p.records:
                     invalid[tp] = ErrorCode.CORRUPT_MESSAGE
                 else:

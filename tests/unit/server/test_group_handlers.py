@@ -1,5 +1,6 @@
 """The group APIs through the dispatcher at every advertised version: requests encoded as clients send them,
-answers (and error answers) decoded with the response schema of that version."""
+answers (and error answers) decoded with the response schema of that version. Clients may not produce to
+``__consumer_offsets``."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from mq.server.api_dispatch import Api, ApiDispatcher
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.handlers.group_offsets import group_offset_apis
 from mq.server.handlers.groups import group_apis
+from mq.server.handlers.produce import produce_api
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.server.network import ClientAddress
+from mq.server.replica_manager import ProduceResult
+from mq.topic_partition import TopicPartition
 from tests.unit.server.group_fakes import make
 
 CLIENT = ClientAddress("127.0.0.1", 5555, 1)
@@ -184,3 +188,30 @@ def test_find_coordinator_reports_an_unavailable_coordinator() -> None:
     assert isinstance(wire, bytes)
     _, response = decode_response(wire[4:], response_schema(ApiKey.FIND_COORDINATOR, 3))
     assert response.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("client_id", "expected"), [("client", ErrorCode.INVALID_TOPIC_EXCEPTION), ("__admin_client", None)]
+)
+def test_clients_cannot_produce_to_the_offsets_topic(client_id: str, expected: ErrorCode | None) -> None:
+    appended: list[Any] = []
+
+    class ReplicaManagerStub:
+        async def append_records(self, entries: dict[Any, bytes], acks: int, timeout_ms: int) -> dict[Any, Any]:
+            appended.extend(entries)
+            return {tp: ProduceResult(ErrorCode.NONE, 0) for tp in entries}
+
+    dispatcher = ApiDispatcher([produce_api(ReplicaManagerStub())])  # type: ignore[arg-type]
+    values = {
+        "acks": 1,
+        "timeout": 1000,
+        "topic_data": [{"name": "__consumer_offsets", "partition_data": [{"index": 0, "records": b"batch"}]}],
+    }
+    body = build(request_schema(ApiKey.PRODUCE, 9), values)  # type: ignore[arg-type]
+    frame = encode_request(RequestHeader(ApiKey.PRODUCE, 9, 1, client_id, 0), body)[4:]
+    wire = asyncio.run(dispatcher(frame, CLIENT))
+    assert isinstance(wire, bytes)
+    _, response = decode_response(wire[4:], response_schema(ApiKey.PRODUCE, 9))
+    code = response.responses[0].partition_responses[0].error_code
+    assert code == (expected or ErrorCode.NONE)
+    assert appended == ([] if expected else [TopicPartition("__consumer_offsets", 0)])
