@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mq.tools.lag_status import Sample, Status, evaluate, lag
 
@@ -100,3 +102,38 @@ def test_lag_growth_from_retention_moving_start_is_not_negative() -> None:
 
 def test_uncommitted_samples_are_skipped_for_movement() -> None:
     assert evaluate([s(None, 8), s(4, 10), s(4, 11)]) is Status.STALL
+
+
+offsets = st.integers(min_value=0, max_value=1000)
+samples = st.lists(
+    st.builds(
+        lambda committed, start, length, owned: Sample(committed, start, start + length, owned),
+        st.none() | offsets,
+        offsets,
+        offsets,
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@given(st.none() | offsets, offsets, offsets)
+def test_lag_is_never_negative_nor_more_than_the_log_holds(committed: int | None, start: int, length: int) -> None:
+    found = lag(committed, start, start + length)
+    assert found is None if committed is None else 0 <= found <= length
+
+
+@given(samples)
+def test_every_window_gets_a_status_consistent_with_its_newest_commit(window: list[Sample]) -> None:
+    status = evaluate(window)
+    committed = [s for s in window if s.committed_offset is not None]
+    if not committed:
+        assert status is Status.ERR
+        return
+    newest = committed[-1]
+    assert newest.committed_offset is not None
+    behind_start = newest.committed_offset < newest.log_start_offset
+    assert (status is Status.ERR) == behind_start
+    if not behind_start and newest.committed_offset >= newest.log_end_offset:
+        assert status is Status.OK
