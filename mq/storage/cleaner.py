@@ -19,12 +19,12 @@ A pass over a log with its dirty section ``[first_dirty, first_uncleanable)``:
    files to plain names). A crash leaves at most ``*.cleaned`` files (discarded at load) or ``*.swap`` files (the
    load completes the swap): no state loses a key's latest record.
 
-Everything here runs in a cleaner thread; the log's lock is held only for the snapshot and each swap.
+Everything here runs in a cleaner thread; the log's lock is held only for the snapshot and each swap. Bytes read
+and written count against log.cleaner.io.max.bytes.per.second (``Throttler``, shared by the threads).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
@@ -44,8 +44,6 @@ from mq.storage.file_names import (
 )
 from mq.storage.log_segment import HEADER_READ, INT_MAX, LogSegment
 from mq.storage.partition_log import Log
-
-log = logging.getLogger(__name__)
 
 MIN_READ_CHUNK = 4096
 OFFSET_MAP_ENTRY_BYTES = 24
