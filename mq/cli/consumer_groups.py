@@ -54,6 +54,22 @@ def status_options(prefix: str = "") -> Callable[[F], F]:
     return decorate
 
 
+def sampling_sleep(group: str, samples: int, output_format: str) -> Callable[[float], None]:
+    """``time.sleep``, showing which sample comes next on stderr while the output is a terminal table."""
+    if output_format != "table":
+        return time.sleep
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    upcoming = iter(range(2, samples + 1))
+
+    def sleep(seconds: float) -> None:
+        with console.status(f"Sampling group {group}: sample {next(upcoming)} of {samples} in {seconds:g} s"):
+            time.sleep(seconds)
+
+    return sleep
+
+
 @click.command("consumer-groups", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED: The server(s) to connect to.")
 @click.option("--command-config", metavar="FILE", help="Admin client properties file.")
@@ -241,7 +257,9 @@ def _offsets(
     admin: GroupAdmin, description: GroupDescription, options: dict[str, Any], output_format: str
 ) -> tool.GroupOffsets:
     if options["status"]:
-        report = tool.sample_offsets(admin, description.group_id, options["samples"], options["interval"])
+        group, samples = description.group_id, options["samples"]
+        sleep = sampling_sleep(group, samples, output_format)
+        report = tool.sample_offsets(admin, group, samples, options["interval"], sleep=sleep)
     else:
         report = tool.collect_offsets(admin, description)
     if options["verbose"] or options["status"] or output_format != "text":

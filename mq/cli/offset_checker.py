@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from mq.cli.common import EXIT_USAGE, ToolError, default_format, format_option, handle_errors, print_table
-from mq.cli.consumer_groups import status_options
+from mq.cli.consumer_groups import sampling_sleep, status_options
 from mq.client.admin import GroupDescription
 from mq.client.cluster import BrokerMetadata
 from mq.tools import consumer_groups, offset_checker
@@ -59,7 +59,9 @@ def consumer_offset_checker(**options: Any) -> None:
             return offset_checker.check(admin, description, topics)
 
         if options["status"]:
-            report = consumer_groups.sample_offsets(admin, group, options["samples"], options["interval"], collect)
+            samples = options["samples"]
+            sleep = sampling_sleep(group, samples, output_format)
+            report = consumer_groups.sample_offsets(admin, group, samples, options["interval"], collect, sleep)
         else:
             report = collect(admin.describe_groups([group])[0])
         extra = options["verbose"] or options["status"] or output_format != "text"
