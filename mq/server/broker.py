@@ -209,6 +209,7 @@ class KafkaServer:
             config, GroupMetadataManager(config, self.replica_manager, self._offsets_topic_partitions)
         )
         self.replica_manager.leadership_listener = coordinator.on_leadership_change
+        self.cache.topic_removed_listener = coordinator.schedule_topic_removal
 
         def post(fn: Callable[[], None]) -> None:
             loop.call_soon_threadsafe(fn)

@@ -817,18 +817,35 @@ class GroupCoordinator:
         retention_ms = self.config.offsets_retention_minutes * 60000
         removed = 0
         for group in list(self.groups.values()):
-            if group.partition not in self.owned_partitions:
-                continue
-            expired = self._expired_offsets(group, now, retention_ms)
-            for tp in expired:
-                del group.offsets[tp]
-            group_gone = group.is_in(GroupState.EMPTY) and not group.offsets
-            if group_gone:
-                group.transition_to(GroupState.DEAD, now)
-                del self.groups[group.group_id]
-            if expired or group_gone:
-                removed += len(expired)
-                await self.manager.write_tombstones(group.partition, group.group_id, expired, group_gone)
+            if group.partition in self.owned_partitions:
+                removed += await self._remove_offsets(group, self._expired_offsets(group, now, retention_ms), now)
         if removed:
             log.info("Removed %d expired offsets", removed)
         return removed
+
+    def schedule_topic_removal(self, topic: str) -> None:
+        self._spawn(self.remove_offsets_of_topic(topic))
+
+    async def remove_offsets_of_topic(self, topic: str) -> int:
+        """Drop every group's offsets for a deleted topic (and groups left empty without offsets)."""
+        now = self.time_ms()
+        removed = 0
+        for group in list(self.groups.values()):
+            if group.partition in self.owned_partitions:
+                removed += await self._remove_offsets(group, [tp for tp in group.offsets if tp.topic == topic], now)
+        if removed:
+            log.info("Removed %d offsets of deleted topic %s", removed, topic)
+        return removed
+
+    async def _remove_offsets(self, group: GroupMetadata, partitions: list[TopicPartition], now: int) -> int:
+        """Kafka's cleanupGroupMetadata for one group: remove ``partitions``' offsets, and the group itself when it
+        is empty with no offsets left; tombstones record both."""
+        for tp in partitions:
+            group.offsets.pop(tp, None)
+        group_gone = group.is_in(GroupState.EMPTY) and not group.offsets
+        if group_gone:
+            group.transition_to(GroupState.DEAD, now)
+            del self.groups[group.group_id]
+        if partitions or group_gone:
+            await self.manager.write_tombstones(group.partition, group.group_id, partitions, group_gone)
+        return len(partitions)

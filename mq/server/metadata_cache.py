@@ -55,6 +55,8 @@ class MetadataCache:
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.topics: dict[str, TopicInfo] = {}
         self._changed: asyncio.Event | None = None
+        self.topic_removed_listener: Callable[[str], None] | None = None
+        """Told the name of each deleted topic: the group coordinator drops the offsets committed for it."""
 
     def _notify(self) -> None:
         if self._changed is not None:
@@ -90,7 +92,8 @@ class MetadataCache:
         self._notify()
 
     def remove_topic(self, topic: str) -> None:
-        self.topics.pop(topic, None)
+        if self.topics.pop(topic, None) is not None and self.topic_removed_listener is not None:
+            self.topic_removed_listener(topic)
         self._notify()
 
     def partition(self, tp: TopicPartition) -> PartitionInfo | None:

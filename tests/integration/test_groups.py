@@ -284,3 +284,16 @@ def test_offset_commit_and_fetch_survive_a_broker_restart_without_a_group(broker
     assert admin.delete_groups(["manual"])
     assert admin.list_group_offsets("manual")["manual"] == {}
     admin.close()
+
+
+def test_offsets_of_a_deleted_topic_disappear(broker) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    admin.create_topics([NewTopic(TOPIC, 1, 1), NewTopic("doomed", 1, 1)])
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="manual", enable_auto_commit=False)
+    kept, doomed = TopicPartition(TOPIC, 0), TopicPartition("doomed", 0)
+    consumer.commit({kept: OffsetAndMetadata(0, "", -1), doomed: OffsetAndMetadata(0, "", -1)})
+    consumer.close()
+    assert set(admin.list_group_offsets("manual")["manual"]) == {kept, doomed}
+    admin.delete_topics(["doomed"])
+    assert wait_for(lambda: set(admin.list_group_offsets("manual")["manual"]) == {kept}, 30)
+    admin.close()

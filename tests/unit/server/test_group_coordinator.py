@@ -336,3 +336,19 @@ def test_offsets_of_long_empty_groups_expire(empty_for_ms: int) -> None:
             assert removed == 0 and coordinator.groups[GROUP].offsets
 
     run(scenario)
+
+
+def test_offsets_of_a_deleted_topic_are_removed() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
+        value = OffsetCommitValue(1, "", 1)
+        await coordinator.commit_offsets(GROUP, "", None, -1, {t0: value, u0: value})
+        assert await coordinator.remove_offsets_of_topic("t") == 1
+        assert coordinator.fetch_offsets(GROUP, None)[1] == {u0: value}
+        assert manager.tombstones == [(GROUP, [t0], False)]
+        assert await coordinator.remove_offsets_of_topic("u") == 1
+        assert GROUP not in coordinator.groups
+        assert manager.tombstones[-1] == (GROUP, [u0], True)
+
+    run(scenario)
