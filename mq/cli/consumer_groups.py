@@ -345,9 +345,7 @@ def _reset(admin: GroupAdmin, groups: Sequence[str], options: dict[str, Any], ou
     if not options["execute"] and not options["dry_run"]:
         click.echo(
             "WARN: No action will be performed as the --execute option is missing.In a future major release, "
-            "the default behavior of this command will be to prompt the user before executing the reset rather "
-            "than doing a dry run. You should add the --dry-run option explicitly if you are scripting this "
-            "command and want to keep the current default behavior without prompting.",
+            "this default may change: pass --dry-run to keep a dry run, --execute to commit the plan.",
             err=True,
         )
     outcome = tool.reset_offsets(
