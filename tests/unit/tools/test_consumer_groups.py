@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from mq.client.admin import MemberDescription
 from mq.errors import ErrorCode
 from mq.tools import consumer_groups as tool
 from mq.tools.consumer_groups import GroupCommandError, ResetSpec
@@ -394,3 +395,13 @@ def test_delete_offsets_errors() -> None:
     admin.offset_delete_error = ErrorCode.GROUP_ID_NOT_FOUND
     lines, error = tool.delete_offsets_lines(tool.delete_offsets(admin, "my-group", ["my-topic:0"]))
     assert error == "'my-group' does not exist."
+
+
+def test_members_lines_show_group_instance_ids_when_a_member_has_one() -> None:
+    static = MemberDescription("s-1", "instance-a", "s", "/h", (T0,))
+    report = tool.collect_members(group("g", "Stable", static, member("d-1", T1, host="/h", client_id="d")))
+    assert tool.members_lines(report, verbose=False)[1:] == [
+        "GROUP           CONSUMER-ID     GROUP-INSTANCE-ID HOST            CLIENT-ID       #PARTITIONS     ",
+        "g               s-1             instance-a        /h              s               1               ",
+        "g               d-1                               /h              d               1               ",
+    ]
