@@ -352,3 +352,36 @@ def test_offsets_of_a_deleted_topic_are_removed() -> None:
         assert manager.tombstones[-1] == (GROUP, [u0], True)
 
     run(scenario)
+
+
+def test_initial_rebalance_delay_gathers_members_into_the_first_generation() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make(group_initial_rebalance_delay_ms=300)
+        first = asyncio.create_task(join_fully(coordinator))
+        await asyncio.sleep(0.1)
+        assert not first.done()  # the first member waits for others
+        second = asyncio.create_task(join_fully(coordinator))
+        one, two = await asyncio.gather(first, second)
+        assert one.generation_id == two.generation_id == 1
+        assert len(one.members if one.members else two.members) == 2
+
+    run(scenario)
+
+
+def test_group_max_size_refuses_extra_members() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make(group_max_size=1)
+        joined = await join_fully(coordinator)
+        await sync(coordinator, joined)
+        extra = await join_fully_or_error(coordinator)
+        assert extra.error == ErrorCode.GROUP_MAX_SIZE_REACHED
+        assert list(coordinator.groups[GROUP].members) == [joined.member_id]
+
+    run(scenario)
+
+
+async def join_fully_or_error(coordinator: GroupCoordinator) -> JoinResult:
+    first = await coordinator.join_group(request())
+    if first.error != ErrorCode.MEMBER_ID_REQUIRED:
+        return first
+    return await coordinator.join_group(request(first.member_id))
