@@ -26,3 +26,18 @@ def test_metadata_produce_consume(broker) -> None:
     consumed = kcat("-b", broker.bootstrap, "-C", "-t", "kc", "-e", "-f", "%k|%s|%o\n")
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.decode().splitlines() == [f"key{i}|value {i}|{i}" for i in range(100)]
+
+
+def test_balanced_consumer_commits_and_resumes(broker) -> None:
+    """kcat -G (librdkafka 2.0.2: JoinGroup v5, OffsetCommit v7) reads what was produced, commits it at exit, and
+    a second run of the same group reads only what came after."""
+    produced = kcat("-b", broker.bootstrap, "-P", "-t", "kg", data=b"".join(f"m{i}\n".encode() for i in range(5)))
+    assert produced.returncode == 0, produced.stderr
+    group = ["-b", broker.bootstrap, "-G", "kgroup", "-X", "session.timeout.ms=6000", "-e", "-q", "kg"]
+    first = kcat(*group, "-o", "beginning")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.decode().split() == [f"m{i}" for i in range(5)]
+    assert kcat("-b", broker.bootstrap, "-P", "-t", "kg", data=b"m5\nm6\n").returncode == 0
+    second = kcat(*group)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.decode().split() == ["m5", "m6"]
