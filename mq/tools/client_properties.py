@@ -1,0 +1,120 @@
+"""Kafka client properties files (``--producer.config``, ``--consumer.config``) mapped onto mq's client options.
+
+``producer_settings`` and ``consumer_settings`` return keyword arguments of ``AsyncProducer`` and
+``AsyncGroupConsumer``. ``bootstrap.servers`` is returned under ``bootstrap_servers``. Keys mq's clients act on are
+parsed (a bad value raises ``ValueError`` naming the key); keys whose Kafka meaning mq's clients already have
+(byte-array serializers, one batch in flight per partition, ...) are accepted silently; any other key is reported
+through ``warn`` and ignored, never fatal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mq.config import parse_properties
+from mq.tools.console import CONSUMER_KEYS
+
+Warn = Callable[[str], None]
+
+
+def _flag(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {value!r}")
+    return value.lower() == "true"
+
+
+def _acks(value: str) -> int:
+    if value == "all":
+        return -1
+    acks = int(value)
+    if acks not in (-1, 0, 1):
+        raise ValueError(f"acks must be all, -1, 0 or 1, not {value!r}")
+    return acks
+
+
+def _retries(value: str) -> int:
+    return min(int(value), 2**31 - 1)
+
+
+PRODUCER_KEYS: Mapping[str, tuple[str, Callable[[str], Any]]] = {
+    "client.id": ("client_id", str),
+    "acks": ("acks", _acks),
+    "linger.ms": ("linger_ms", int),
+    "batch.size": ("batch_size", int),
+    "compression.type": ("compression", str),
+    "enable.idempotence": ("enable_idempotence", _flag),
+    "retries": ("retries", _retries),
+    "retry.backoff.ms": ("retry_backoff_ms", int),
+    "request.timeout.ms": ("request_timeout_ms", int),
+}
+"""Kafka producer keys ``AsyncProducer`` acts on: its keyword argument and value parser."""
+
+PRODUCER_KEYS_WITHOUT_EFFECT = frozenset(
+    {
+        "key.serializer",
+        "value.serializer",
+        "max.in.flight.requests.per.connection",
+        "delivery.timeout.ms",
+        "max.block.ms",
+        "buffer.memory",
+        "max.request.size",
+        "metadata.max.age.ms",
+        "send.buffer.bytes",
+        "receive.buffer.bytes",
+        "producer.type",
+    }
+)
+"""Producer keys accepted silently: mq's producer always sends byte arrays, keeps one batch per partition in flight
+(so retries never reorder) and blocks ``send`` only on metadata."""
+
+CONSUMER_KEYS_WITHOUT_EFFECT = frozenset(
+    {"key.deserializer", "value.deserializer", "receive.buffer.bytes", "send.buffer.bytes", "check.crcs"}
+)
+"""Consumer keys accepted silently: mq's consumer hands out byte arrays and always checks batch CRCs."""
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java properties file as a dict; raises OSError when unreadable, ConfigError when malformed."""
+    return parse_properties(Path(path).read_text(encoding="utf-8"), path)
+
+
+def _settings(
+    properties: Mapping[str, str],
+    keys: Mapping[str, tuple[str, Callable[[str], Any]]],
+    without_effect: frozenset[str],
+    handled: frozenset[str],
+    what: str,
+    warn: Warn,
+) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for key, raw in properties.items():
+        value = raw.strip()
+        if key == "bootstrap.servers":
+            settings["bootstrap_servers"] = value
+        elif key in keys:
+            name, parse = keys[key]
+            try:
+                settings[name] = parse(value)
+            except ValueError as exc:
+                raise ValueError(f"invalid value {value!r} for {what} property {key}: {exc}") from None
+        elif key not in without_effect and key not in handled:
+            warn(f"Warning: ignoring {what} property {key} (mq's client does not use it)")
+    return settings
+
+
+def producer_settings(
+    properties: Mapping[str, str], warn: Warn, handled: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``AsyncProducer`` keyword arguments (plus ``bootstrap_servers``) from Kafka producer properties; ``handled``
+    names keys the calling tool interprets itself (no warning for them)."""
+    return _settings(properties, PRODUCER_KEYS, PRODUCER_KEYS_WITHOUT_EFFECT, handled, "producer", warn)
+
+
+def consumer_settings(
+    properties: Mapping[str, str], warn: Warn, handled: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``AsyncGroupConsumer`` keyword arguments (plus ``bootstrap_servers``) from Kafka consumer properties;
+    ``handled`` names keys the calling tool interprets itself (no warning for them)."""
+    return _settings(properties, CONSUMER_KEYS, CONSUMER_KEYS_WITHOUT_EFFECT, handled, "consumer", warn)
