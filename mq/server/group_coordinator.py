@@ -73,6 +73,8 @@ class GroupCoordinator:
         self.loading_partitions: set[int] = set()
         self.active = True
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._loads: dict[int, asyncio.Task[Any]] = {}
+        """Partition -> its running load."""
 
     # --- ownership -----------------------------------------------------------------------------------------------
 
@@ -92,10 +94,11 @@ class GroupCoordinator:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def on_leadership_change(self, tp: TopicPartition, is_leader: bool) -> None:
         """The replica manager's hook: load a ``__consumer_offsets`` partition this broker now leads, unload one it
@@ -105,21 +108,23 @@ class GroupCoordinator:
         if is_leader:
             if tp.partition not in self.owned_partitions and tp.partition not in self.loading_partitions:
                 self.loading_partitions.add(tp.partition)
-                self._spawn(self._load(tp.partition))
+                self._loads[tp.partition] = self._spawn(self._load(tp.partition))
         else:
             self._unload(tp.partition)
 
     async def _load(self, partition: int) -> None:
         started = self.time_ms()
+        loaded: LoadedPartition | None = None
         try:
             loaded = await asyncio.get_running_loop().run_in_executor(None, self.manager.load, partition)
         except Exception:
-            log.exception("loading __consumer_offsets-%d failed", partition)
-            self.loading_partitions.discard(partition)
-            return
-        if partition not in self.loading_partitions:
-            return  # resigned while loading
+            log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, partition)
+        if self._loads.get(partition) is not asyncio.current_task():
+            return  # superseded by a newer election
+        del self._loads[partition]
         self.loading_partitions.discard(partition)
+        if loaded is None:
+            return
         self.owned_partitions.add(partition)
         self._install(partition, loaded)
         log.info(
@@ -167,6 +172,9 @@ class GroupCoordinator:
 
     def _unload(self, partition: int) -> None:
         self.loading_partitions.discard(partition)
+        load = self._loads.pop(partition, None)
+        if load is not None:
+            load.cancel()  # resigned while loading: what it read is dropped
         if partition not in self.owned_partitions:
             return
         self.owned_partitions.discard(partition)

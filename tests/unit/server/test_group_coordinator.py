@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -385,3 +386,29 @@ async def join_fully_or_error(coordinator: GroupCoordinator) -> JoinResult:
     if first.error != ErrorCode.MEMBER_ID_REQUIRED:
         return first
     return await coordinator.join_group(request(first.member_id))
+
+
+def test_a_load_overtaken_by_resignation_installs_nothing() -> None:
+    async def scenario() -> None:
+        coordinator, manager, clock = make()
+        coordinator.owned_partitions.clear()
+        release = threading.Event()
+        loaded = manager.loaded
+        loaded.offsets[GROUP] = {TopicPartition("t", 0): OffsetCommitValue(1, "", clock.now)}
+
+        def slow_load(partition: int) -> Any:
+            release.wait(5)
+            return loaded
+
+        manager.load = slow_load  # type: ignore[method-assign]
+        tp = TopicPartition("__consumer_offsets", 0)
+        coordinator.on_leadership_change(tp, True)
+        await asyncio.sleep(0.01)
+        assert coordinator.fetch_offsets(GROUP, None)[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        coordinator.on_leadership_change(tp, False)
+        assert coordinator.fetch_offsets(GROUP, None)[0] == ErrorCode.NOT_COORDINATOR
+        release.set()
+        await asyncio.sleep(0.05)
+        assert not coordinator.groups and not coordinator.owned_partitions
+
+    run(scenario)
