@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
@@ -16,7 +17,7 @@ from mq.protocol.entities import build
 from mq.server.api_dispatch import Api, ApiDispatcher
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.handlers.group_offsets import group_offset_apis
-from mq.server.handlers.groups import group_apis
+from mq.server.handlers.groups import group_apis, offsets_topic_creator
 from mq.server.handlers.produce import produce_api
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.server.network import ClientAddress
@@ -215,3 +216,33 @@ def test_clients_cannot_produce_to_the_offsets_topic(client_id: str, expected: E
     code = response.responses[0].partition_responses[0].error_code
     assert code == (expected or ErrorCode.NONE)
     assert appended == ([] if expected else [TopicPartition("__consumer_offsets", 0)])
+
+
+class AdminStub:
+    def __init__(self) -> None:
+        self.created: list[tuple[str, int, int, dict[str, str]]] = []
+
+    def create_topic(self, topic: str, partitions: int, factor: int, configs: dict[str, str]) -> None:
+        self.created.append((topic, partitions, factor, configs))
+
+
+@pytest.mark.parametrize(
+    ("zookeeper", "live_brokers", "expected_factor"),
+    [(None, 1, 1), ("zk:2181", 1, None), ("zk:2181", 3, 3)],
+)
+def test_offsets_topic_creation_follows_the_replication_factor_rule(
+    zookeeper: str | None, live_brokers: int, expected_factor: int | None
+) -> None:
+    """Standalone: one replica whatever offsets.topic.replication.factor says; a cluster waits for enough brokers."""
+    config = BrokerConfig(zookeeper_connect=zookeeper, offsets_topic_num_partitions=5, offsets_topic_segment_bytes=1000)
+    metadata = MetadataCache(1, "cluster")
+    metadata.update_brokers([BrokerEndpoint(b, "h", 9092) for b in range(1, live_brokers + 1)], 1)
+    admin = AdminStub()
+    assert offsets_topic_creator(admin, metadata, config)() is False  # type: ignore[arg-type]
+    if expected_factor is None:
+        assert admin.created == []
+    else:
+        configs = {"cleanup.policy": "compact", "segment.bytes": "1000", "compression.type": "producer"}
+        assert admin.created == [("__consumer_offsets", 5, expected_factor, configs)]
+    metadata.update_partition("__consumer_offsets", None, 0, PartitionInfo(1, 0, (1,), (1,)))
+    assert offsets_topic_creator(admin, metadata, config)() is True  # type: ignore[arg-type]
