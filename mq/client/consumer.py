@@ -266,7 +266,11 @@ class AsyncConsumer:
         return records
 
     async def _resolve_positions(self) -> None:
-        missing = {tp: self._reset_target() for tp in self._assignment if tp not in self._positions}
+        missing = {
+            tp: self._reset_target()
+            for tp in self._assignment
+            if tp not in self._positions and tp not in self._pending_resets
+        }
         missing.update(self._pending_resets)
         if not missing:
             return

@@ -166,8 +166,13 @@ def test_latest_starts_at_the_end_and_none_raises_on_out_of_range() -> None:
         with pytest.raises(OffsetOutOfRangeError):
             await consumer.poll(timeout_ms=1000)
 
+    async def explicit_reset(consumer: AsyncConsumer, broker: FakeBroker) -> None:
+        consumer.seek_to_beginning(TP)
+        assert [r.offset for r in await consumer.poll(timeout_ms=1000)] == [0, 1]  # 2 is the truncated tail
+
     with_consumer(latest, log)
     with_consumer(none, log, auto_offset_reset="none")
+    with_consumer(explicit_reset, log, auto_offset_reset="none")  # an explicit seek needs no reset policy
 
 
 def test_unassigned_partitions_and_bad_settings_are_rejected() -> None:
