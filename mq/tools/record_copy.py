@@ -1,0 +1,37 @@
+"""Copying consumed records to another topic, as the copy tools (mirror, replay) do.
+
+A copy keeps the record's key, value, headers and timestamp (a negative timestamp lets the producer stamp the
+current time). Placement: the source partition number when the target topic has that partition, else the
+producer's partitioner (by key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from mq.client.consumer import ConsumerRecord
+from mq.client.producer import AsyncProducer, RecordMetadata
+
+
+def target_partition(source_partition: int, target_partitions: int) -> int | None:
+    """The source partition number when the target topic has it; None lets the producer's partitioner choose."""
+    return source_partition if 0 <= source_partition < target_partitions else None
+
+
+def record_size(record: ConsumerRecord) -> int:
+    """Bytes of payload a copy carries: key and value (headers and framing not counted)."""
+    return len(record.key or b"") + len(record.value or b"")
+
+
+async def send_copy(
+    producer: AsyncProducer, topic: str, record: ConsumerRecord, target_partitions: int
+) -> asyncio.Future[RecordMetadata]:
+    """Queue a copy of ``record`` on ``producer`` for ``topic`` (which has ``target_partitions`` partitions)."""
+    return await producer.send(
+        topic,
+        record.value,
+        record.key,
+        record.headers,
+        target_partition(record.partition, target_partitions),
+        record.timestamp if record.timestamp >= 0 else None,
+    )
