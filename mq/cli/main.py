@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.offset_checker:consumer_offset_checker",
         "Check the committed offsets and lag of a consumer group.",
     ),
+    "mirror": ("mq.cli.mirror:mirror", "Continuously copy data between Kafka clusters."),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",

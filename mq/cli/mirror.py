@@ -1,0 +1,207 @@
+"""``mq mirror``: Kafka's MirrorMaker flags, continuous copying without loss, and ``--check``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from typing import Any
+
+import click
+
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, handle_errors, verbose_option
+from mq.errors import ConfigError, KafkaError
+from mq.tools.client_properties import read_properties
+from mq.tools.mirror_maker import (
+    MirrorError,
+    MirrorMaker,
+    MirrorOptions,
+    MirrorStats,
+    SendFailure,
+    load_handler,
+    source_config,
+    target_config,
+    topic_pattern,
+)
+
+SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+def _report(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _properties(path: str) -> dict[str, str]:
+    try:
+        return read_properties(path)
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+    except ConfigError as exc:
+        raise ToolError(str(exc), EXIT_USAGE) from None
+
+
+def _flag(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ToolError(f"--abort.on.send.failure must be true or false, not {value!r}", EXIT_USAGE)
+    return value.lower() == "true"
+
+
+@click.command("mirror", context_settings=SETTINGS)
+@click.option(
+    "--consumer.config",
+    "consumer_configs",
+    multiple=True,
+    required=True,
+    metavar="FILE",
+    help="Source cluster consumer properties (bootstrap.servers, group.id, ...); repeat for several sources.",
+)
+@click.option("--producer.config", "producer_config", required=True, metavar="FILE", help="Target producer properties.")
+@click.option("--whitelist", "--include", "whitelist", help="Regex of the topics to mirror (commas separate too).")
+@click.option("--blacklist", help="Regex of topics not to mirror.")
+@click.option("--num.streams", "num_streams", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--offset.commit.interval.ms", "commit_interval_ms", type=click.IntRange(min=1), default=60_000)
+@click.option("--abort.on.send.failure", "abort_on_send_failure", default="true", show_default=True)
+@click.option("--message.handler", "message_handler", metavar="MODULE:FUNCTION", help="Maps a record to records.")
+@click.option("--message.handler.args", "message_handler_args", help="Passed once to the handler factory.")
+@click.option("--new.consumer", "new_consumer", is_flag=True, hidden=True, help="Accepted and ignored, as Kafka 2.x.")
+@click.option(
+    "--target.replication.factor",
+    "replication_factor",
+    type=int,
+    default=-1,
+    help="Replication factor of target topics the mirror creates (default: the target broker's default).",
+)
+@click.option("--no-create-topics", is_flag=True, help="Do not create missing target topics.")
+@click.option("--check", is_flag=True, help="Compare source and target partitions instead of mirroring.")
+@verbose_option()
+@handle_errors
+def mirror(
+    consumer_configs: tuple[str, ...],
+    producer_config: str,
+    whitelist: str | None,
+    blacklist: str | None,
+    num_streams: int,
+    commit_interval_ms: int,
+    abort_on_send_failure: str,
+    message_handler: str | None,
+    message_handler_args: str | None,
+    new_consumer: bool,
+    replication_factor: int,
+    no_create_topics: bool,
+    check: bool,
+    verbose: bool,
+) -> None:
+    """Continuously copy data between Kafka clusters.
+
+    Consumes the topics matching --whitelist (minus --blacklist) from each source cluster as the consumer group of
+    its --consumer.config and produces every record, with its key, value, headers and timestamp, to the same topic
+    and partition number of the --producer.config cluster (by key when the target has fewer partitions), creating
+    missing target topics with the source's partition count. Source offsets are committed only after the target
+    acknowledged every record before them (every --offset.commit.interval.ms, on rebalance and at exit), so a
+    crash re-sends records but never skips one. Source records removed before they were mirrored (retention,
+    deleted records, a recreated topic) are reported on stderr as GAP lines and counted. SIGTERM or SIGINT stops
+    cleanly. A summary line ends on stderr.
+
+    --check reads every partition of the matching topics in the source and the target and prints one line per
+    partition: record count and sha256 over length-prefixed keys and values in offset order on each side.
+
+    Exit codes: 0 stopped cleanly (--check: every partition the same), 1 a send failed with
+    --abort.on.send.failure true, a stream failed, or (--check) a partition differs, 2 bad usage.
+    """
+    try:
+        pattern = topic_pattern(whitelist, blacklist)
+        sources = [source_config(_properties(path), _report) for path in consumer_configs]
+        target = target_config(_properties(producer_config), _report)
+        handler = load_handler(message_handler, message_handler_args) if message_handler else None
+        if message_handler_args is not None and message_handler is None:
+            raise MirrorError("--message.handler.args needs --message.handler", usage=True)
+    except MirrorError as exc:
+        raise ToolError(str(exc), EXIT_USAGE if exc.usage else EXIT_FAILED) from None
+    if check:
+        if len(sources) != 1:
+            raise ToolError("--check compares one --consumer.config source with the target", EXIT_USAGE)
+        _check(sources[0].consumer, target, pattern)
+        return
+    options = MirrorOptions(
+        sources,
+        target,
+        pattern,
+        num_streams=num_streams,
+        offset_commit_interval_ms=commit_interval_ms,
+        abort_on_send_failure=_flag(abort_on_send_failure),
+        handler=handler,
+        create_topics=not no_create_topics,
+        target_replication_factor=replication_factor,
+    )
+    _run(options)
+
+
+def _check(source: dict[str, Any], target: dict[str, Any], pattern: Any) -> None:
+    from mq.tools.mirror_check import compare
+
+    comparisons = asyncio.run(compare(source, target, pattern))
+    for comparison in comparisons:
+        click.echo(comparison.line())
+    different = [c for c in comparisons if not c.same]
+    click.echo(f"{len(comparisons)} partitions compared, {len(different)} different", err=True)
+    if different:
+        sys.exit(EXIT_FAILED)
+
+
+def _run(options: MirrorOptions) -> None:
+    holder: dict[str, MirrorMaker] = {}
+
+    async def main() -> None:
+        maker = holder["maker"] = MirrorMaker(options, _report)
+        await maker.run()
+
+    def stats() -> MirrorStats | None:
+        maker = holder.get("maker")
+        return maker.stats if maker is not None else None
+
+    failure: str | None = None
+    with _progress(stats):
+        try:
+            asyncio.run(main())
+        except SendFailure as exc:
+            _report(f"ERROR: a record could not be mirrored: {exc}")
+            _report("Exiting on send failure, skip committing offsets.")
+            failure = "send failure"
+        except (KafkaError, MirrorError) as exc:
+            _report(f"ERROR: {exc}")
+            _report("Mirror maker thread exited abnormally, stopping the whole mirror maker.")
+            failure = str(exc)
+    final = stats()
+    if final is not None:
+        _report(final.summary())
+    if failure is not None:
+        sys.exit(EXIT_FAILED)
+
+
+def _progress(stats: Any) -> Any:
+    """A rich status line (records, records/s, MB/s, lag, gaps) on a terminal; nothing when stderr is piped."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    last = {"time": time.monotonic(), "records": 0, "bytes": 0, "rate": 0.0, "mbps": 0.0}
+
+    def render() -> Text:
+        current = stats()
+        if current is None:
+            return Text("connecting...")
+        now = time.monotonic()
+        elapsed = now - last["time"]
+        if elapsed >= 1.0:
+            last["rate"] = (current.records - last["records"]) / elapsed
+            last["mbps"] = (current.bytes - last["bytes"]) / elapsed / 1e6
+            last.update(time=now, records=current.records, bytes=current.bytes)
+        return Text(
+            f"mirrored {current.records} records  {last['rate']:.0f} records/s  {last['mbps']:.1f} MB/s  "
+            f"lag {current.lag}  gaps {current.gaps}"
+        )
+
+    return Live(get_renderable=render, console=Console(stderr=True), refresh_per_second=2, transient=True)

@@ -1,0 +1,494 @@
+"""MirrorMaker (v1): copy topics from one or more source clusters to a target cluster without losing records.
+
+Each ``--consumer.config`` names a source cluster; ``num_streams`` group consumers per source subscribe to the
+topic pattern (whitelist minus blacklist, matched against whole names, new topics picked up every
+``metadata.max.age.ms``). All streams share one producer to the target. A stream polls, passes each record through
+the message handler (default: the record unchanged) and queues it on the producer without waiting for the
+acknowledgement; the producer batches per partition.
+
+Invariant (no loss): a stream commits a source offset only after every record before it was acknowledged by the
+target (``acks=all`` by default). Commits happen every ``offset_commit_interval_ms``, when partitions are revoked by
+a rebalance, and at shutdown; a crash therefore re-sends records (duplicates) but never skips one. A failed send
+(after the producer's retries) stops the mirror without committing when ``abort_on_send_failure``.
+
+Placement: the target partition is the source partition number when the target topic has that partition, else the
+producer's partitioner (by key). Key, value, headers and timestamp are copied. Missing target topics are created
+with the source's partition count (unless ``create_topics`` is off).
+
+Gaps: a source position below the log start offset (retention, DeleteRecords) or above the log end offset
+(truncated or recreated topic) is reported once per occurrence with the offsets lost, counted, and the stream
+resumes at the log start offset; it is never skipped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import itertools
+import re
+import signal
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+from mq.client.admin import AsyncAdmin, NewTopic
+from mq.client.consumer import EARLIEST, LATEST, ConsumerRecord, list_offsets
+from mq.client.consumer_coordinator import CommitFailedError
+from mq.client.group_consumer import AsyncGroupConsumer
+from mq.client.producer import AsyncProducer, RecordMetadata
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.tools.client_properties import consumer_settings, producer_settings
+from mq.topic_partition import TopicPartition
+
+Handler = Callable[[ConsumerRecord], Iterable[ConsumerRecord]]
+Report = Callable[[str], None]
+
+UNCHECKED_SENDS = 100_000
+"""A stream inspects its sent records' acknowledgements once this many are waiting (bounds memory between commits)."""
+
+MIRROR_CONSUMER_KEYS = frozenset({"max.poll.records", "enable.auto.commit", "auto.offset.reset"})
+"""Consumer keys the mirror interprets itself instead of passing them to the group consumer."""
+
+NO_DATA_LOSS_CONSUMER = {"enable.auto.commit": "false"}
+NO_DATA_LOSS_PRODUCER = {
+    "acks": "all",
+    "max.in.flight.requests.per.connection": "1",
+    "retries": str(2**31 - 1),
+    "delivery.timeout.ms": str(2**31 - 1),
+    "max.block.ms": str(2**63 - 1),
+}
+"""Kafka's forced "no data loss" settings; a config file may override them (with a warning line)."""
+
+
+class MirrorError(Exception):
+    """A mirror failure reported in one line; ``usage`` marks bad flags or config."""
+
+    def __init__(self, message: str, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class SendFailure(Exception):
+    """A record could not be delivered to the target and ``abort_on_send_failure`` is set."""
+
+
+# -- flags and configs ----------------------------------------------------------------------------------------------
+
+
+def java_topic_regex(text: str) -> str:
+    """Kafka's whitelist normalisation: trimmed, surrounding quotes dropped, spaces removed, commas as alternation."""
+    return text.strip().strip("\"'").replace(" ", "").replace(",", "|")
+
+
+def topic_pattern(whitelist: str | None, blacklist: str | None) -> re.Pattern[str]:
+    """One pattern a topic name must match entirely: the whitelist (default: every topic) and not the blacklist."""
+    if whitelist is None and blacklist is None:
+        raise MirrorError("Exactly one of whitelist or blacklist is required.", usage=True)
+    include = java_topic_regex(whitelist) if whitelist is not None else ".*"
+    text = include if blacklist is None else f"(?!(?:{java_topic_regex(blacklist)})\\Z)(?:{include})"
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise MirrorError(f"invalid topic regex {text!r}: {exc}", usage=True) from None
+
+
+def load_handler(spec: str, args: str | None = None) -> Handler:
+    """``module:function``, a callable mapping a record to zero or more records. With ``args`` the attribute is a
+    factory called once as ``function(args)`` (Kafka's handler constructor argument) that returns that callable."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise MirrorError(f"--message.handler must be module:function, not {spec!r}", usage=True)
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise MirrorError(f"cannot load message handler {spec}: {exc}", usage=True) from None
+    if args is not None:
+        target = target(args)
+    if not callable(target):
+        raise MirrorError(f"message handler {spec} is not callable", usage=True)
+    handler: Handler = target
+    return handler
+
+
+def forced_settings(properties: Mapping[str, str], forced: Mapping[str, str], report: Report) -> dict[str, str]:
+    """``properties`` with Kafka's no-data-loss values filled in; a differing value given by the user wins and is
+    reported with Kafka's line."""
+    result = dict(properties)
+    for key, value in forced.items():
+        given = result.get(key)
+        if given is None:
+            result[key] = value
+        elif given.strip() != value:
+            report(f"Property {key} is overridden to {given.strip()} - data loss or message reordering is possible.")
+    return result
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """One source cluster: group consumer keyword arguments and the mirror's own consumer keys."""
+
+    consumer: dict[str, Any]
+    max_poll_records: int = 500
+    auto_offset_reset: str = "latest"
+
+
+def source_config(properties: Mapping[str, str], report: Report) -> SourceConfig:
+    """A source cluster's consumer properties: Kafka's no-loss defaults forced, keys mapped onto the group consumer."""
+    props = forced_settings(properties, NO_DATA_LOSS_CONSUMER, report)
+    try:
+        settings = consumer_settings(props, report, MIRROR_CONSUMER_KEYS)
+        max_poll = int(props.get("max.poll.records", "500"))
+        auto_commit = props["enable.auto.commit"].strip().lower() == "true"
+    except ValueError as exc:
+        raise MirrorError(str(exc), usage=True) from None
+    reset = props.get("auto.offset.reset", "latest").strip()
+    if reset not in ("earliest", "latest", "none"):
+        raise MirrorError(f"invalid value {reset!r} for consumer property auto.offset.reset", usage=True)
+    if "bootstrap_servers" not in settings:
+        raise MirrorError("bootstrap.servers is missing from a --consumer.config file", usage=True)
+    if "group_id" not in settings:
+        raise MirrorError("group.id is missing from a --consumer.config file", usage=True)
+    # Offsets are reset by the mirror itself so that it can report what a reset skips.
+    settings.update(enable_auto_commit=auto_commit, auto_offset_reset="none")
+    return SourceConfig(settings, max_poll, reset)
+
+
+def target_config(properties: Mapping[str, str], report: Report) -> dict[str, Any]:
+    """The target's producer keyword arguments, Kafka's no-loss defaults forced."""
+    props = forced_settings(properties, NO_DATA_LOSS_PRODUCER, report)
+    try:
+        settings = producer_settings(props, report)
+    except ValueError as exc:
+        raise MirrorError(str(exc), usage=True) from None
+    if "bootstrap_servers" not in settings:
+        raise MirrorError("bootstrap.servers is missing from the --producer.config file", usage=True)
+    return settings
+
+
+# -- placement and gaps ---------------------------------------------------------------------------------------------
+
+
+def target_partition(source_partition: int, target_partitions: int) -> int | None:
+    """The source partition number when the target topic has it; None lets the producer's partitioner choose."""
+    return source_partition if 0 <= source_partition < target_partitions else None
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Source records a stream can no longer read: its position fell outside [log_start, log_end]."""
+
+    tp: TopicPartition
+    position: int
+    log_start: int
+    log_end: int
+
+    @property
+    def lost(self) -> int | None:
+        """How many offsets were lost (None when the log was truncated or recreated: not knowable)."""
+        return self.log_start - self.position if self.position < self.log_start else None
+
+    def describe(self) -> str:
+        if self.position < self.log_start:
+            return (
+                f"GAP in source {self.tp}: offsets {self.position} to {self.log_start - 1} ({self.lost} records) were "
+                f"removed before they were mirrored; resuming at the log start offset {self.log_start}"
+            )
+        return (
+            f"GAP in source {self.tp}: position {self.position} is beyond the log end offset {self.log_end} (the "
+            f"log was truncated or the topic recreated); records after offset {self.log_end - 1} of the old log "
+            f"were not mirrored; resuming at the log start offset {self.log_start}"
+        )
+
+
+def find_gaps(
+    positions: Mapping[TopicPartition, int],
+    log_starts: Mapping[TopicPartition, int],
+    log_ends: Mapping[TopicPartition, int],
+) -> list[Gap]:
+    """Partitions whose position lies outside their log, in the order of ``positions``."""
+    gaps = []
+    for tp, position in positions.items():
+        start, end = log_starts.get(tp), log_ends.get(tp)
+        if start is not None and end is not None and not start <= position <= end:
+            gaps.append(Gap(tp, position, start, end))
+    return gaps
+
+
+# -- running --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MirrorStats:
+    """Counters read by the progress display and the summary (updated on the mirror's event loop)."""
+
+    started: float = field(default_factory=time.monotonic)
+    records: int = 0
+    bytes: int = 0
+    gaps: int = 0
+    records_lost: int = 0
+    send_failures: int = 0
+    lag: int = 0
+
+    def summary(self) -> str:
+        seconds = max(time.monotonic() - self.started, 1e-9)
+        lost = f" ({self.records_lost} records lost)" if self.gaps else ""
+        return (
+            f"Mirrored {self.records} records ({self.bytes / 1e6:.1f} MB) in {seconds:.1f} s "
+            f"({self.records / seconds:.0f} records/s); gaps: {self.gaps}{lost}; send failures: {self.send_failures}"
+        )
+
+
+@dataclass
+class MirrorOptions:
+    sources: Sequence[SourceConfig]
+    target: Mapping[str, Any]
+    pattern: re.Pattern[str]
+    num_streams: int = 1
+    offset_commit_interval_ms: int = 60_000
+    abort_on_send_failure: bool = True
+    handler: Handler | None = None
+    create_topics: bool = True
+    target_replication_factor: int = -1
+    """-1: the target broker's default.replication.factor."""
+
+
+class _Targets:
+    """Partition counts of target topics, creating a missing topic (source partition count) on first use."""
+
+    def __init__(self, producer: AsyncProducer, admin: AsyncAdmin, options: MirrorOptions) -> None:
+        self.producer = producer
+        self.admin = admin
+        self.options = options
+        self.partitions: dict[str, int] = {}
+        self._lock = asyncio.Lock()
+
+    async def count(self, topic: str, source_partitions: int) -> int:
+        known = self.partitions.get(topic)
+        if known is not None:
+            return known
+        async with self._lock:
+            if topic not in self.partitions:
+                if self.options.create_topics:
+                    await self._create(topic, source_partitions)
+                self.partitions[topic] = len(await self.producer.partitions_for(topic))
+            return self.partitions[topic]
+
+    async def _create(self, topic: str, partitions: int) -> None:
+        try:
+            await self.admin.create_topics([NewTopic(topic, partitions, self.options.target_replication_factor)])
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+
+
+class _Stream:
+    """One group consumer feeding the shared producer; tracks what it may commit."""
+
+    def __init__(self, mirror: MirrorMaker, source: SourceConfig, index: int) -> None:
+        self.mirror = mirror
+        self.source = source
+        settings = dict(source.consumer)
+        settings["client_id"] = f"{settings['group_id']}-{index}"
+        self.consumer = AsyncGroupConsumer(**settings)
+        self.positions: dict[TopicPartition, int] = {}
+        """Next offset per partition; every record before it has been queued on the producer."""
+        self.committed: dict[TopicPartition, int] = {}
+        self.sent: list[asyncio.Future[RecordMetadata]] = []
+
+    async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        if self.mirror.aborted:
+            return
+        await self.commit(revoked)
+        for tp in revoked:
+            self.positions.pop(tp, None)
+            self.committed.pop(tp, None)
+
+    async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        fetcher = self.consumer.fetcher
+        known = fetcher.known_positions()
+        unknown = [tp for tp in assigned if tp not in known]
+        if unknown:
+            reset = self.source.auto_offset_reset
+            if reset == "none":
+                names = ", ".join(map(str, unknown))
+                raise MirrorError(f"no committed offset for {names} and auto.offset.reset is none")
+            (fetcher.seek_to_beginning if reset == "earliest" else fetcher.seek_to_end)(*unknown)
+        self.committed.update(known)
+        await self.resolve_gaps(known)
+
+    async def resolve_gaps(self, positions: Mapping[TopicPartition, int]) -> None:
+        """Report and skip past every position outside its partition's log."""
+        if not positions:
+            return
+        cluster = self.consumer.cluster
+        starts = await list_offsets(cluster, dict.fromkeys(positions, EARLIEST))
+        ends = await list_offsets(cluster, dict.fromkeys(positions, LATEST))
+        gaps = find_gaps(positions, {tp: o for tp, (o, _) in starts.items()}, {tp: o for tp, (o, _) in ends.items()})
+        for gap in gaps:
+            self.mirror.gap(gap)
+            self.consumer.seek(gap.tp, gap.log_start)
+            self.positions[gap.tp] = gap.log_start
+
+    async def run(self) -> None:
+        consumer = self.consumer
+        consumer.subscribe(pattern=self.mirror.options.pattern, listener=self)
+        interval = self.mirror.options.offset_commit_interval_ms / 1000
+        loop = asyncio.get_running_loop()
+        next_commit = loop.time() + interval
+        try:
+            while not self.mirror.stopping.is_set():
+                try:
+                    records = await consumer.poll(200, self.source.max_poll_records)
+                except OffsetOutOfRangeError:
+                    await self.resolve_gaps(consumer.fetcher.known_positions())
+                    continue
+                if records:
+                    await self.forward(records)
+                self.positions.update(consumer.fetcher.known_positions())
+                if len(self.sent) >= UNCHECKED_SENDS:
+                    self.sent = [f for f in self.sent if not (f.done() and self.mirror.delivered(f))]
+                if loop.time() >= next_commit:
+                    await self.commit()
+                    next_commit = loop.time() + interval
+            await self.commit()
+        finally:
+            if not self.mirror.aborted:
+                await consumer.close()
+
+    async def forward(self, records: list[ConsumerRecord]) -> None:
+        """Queue every record (through the handler) on the producer; poll returns each partition's records together."""
+        mirror = self.mirror
+        producer = mirror.producer
+        send = producer.send
+        sent = self.sent
+        handler = mirror.options.handler
+        stats = mirror.stats
+        for (topic, source_partition), group in itertools.groupby(records, key=attrgetter("topic", "partition")):
+            run = list(group)
+            stats.records += len(run)
+            stats.bytes += sum(len(r.value or b"") + len(r.key or b"") for r in run)
+            source_count = len((await self.consumer.cluster.topic(topic)).partitions)
+            if handler is None:
+                count = await mirror.targets.count(topic, source_count)
+                partition = target_partition(source_partition, count)
+                for r in run:
+                    sent.append(await send(topic, r.value, r.key, r.headers, partition, r.timestamp))
+                continue
+            for record in run:
+                for out in handler(record):
+                    count = await mirror.targets.count(out.topic, source_count)
+                    timestamp = out.timestamp if out.timestamp >= 0 else None
+                    partition = target_partition(out.partition, count)
+                    sent.append(await send(out.topic, out.value, out.key, out.headers, partition, timestamp))
+
+    async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Wait until the target acknowledged everything this stream sent, then commit its positions."""
+        sent, self.sent = self.sent, []
+        waiting = [f for f in sent if not f.done()]
+        if waiting:
+            await asyncio.wait(waiting)
+        for future in sent:
+            self.mirror.delivered(future)
+        wanted = (
+            self.positions
+            if partitions is None
+            else {tp: self.positions[tp] for tp in partitions if tp in self.positions}
+        )
+        offsets = {tp: offset for tp, offset in wanted.items() if self.committed.get(tp) != offset}
+        if not offsets:
+            return
+        try:
+            await self.consumer.commit(offsets)
+        except CommitFailedError as exc:
+            self.mirror.report(f"WARNING: offset commit failed ({exc}); the records will be mirrored again")
+            return
+        self.committed.update(offsets)
+
+
+class MirrorMaker:
+    """Runs every stream until ``stop`` (SIGTERM/SIGINT), a send failure with abort, or a stream's failure."""
+
+    def __init__(self, options: MirrorOptions, report: Report) -> None:
+        self.options = options
+        self.report = report
+        self.stats = MirrorStats()
+        self.stopping = asyncio.Event()
+        self.aborted = False
+        settings = dict(options.target)
+        self.producer = AsyncProducer(**settings)
+        self.admin = AsyncAdmin(cluster=self.producer.cluster)
+        self.targets = _Targets(self.producer, self.admin, options)
+        self.streams = [
+            _Stream(self, source, index) for source in options.sources for index in range(options.num_streams)
+        ]
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def gap(self, gap: Gap) -> None:
+        self.stats.gaps += 1
+        self.stats.records_lost += gap.lost or 0
+        self.report(gap.describe())
+
+    def delivered(self, future: asyncio.Future[RecordMetadata]) -> bool:
+        """True when the record was acknowledged; a failure is counted, and raises SendFailure with abort."""
+        error = future.exception()
+        if error is None:
+            return True
+        self.stats.send_failures += 1
+        if self.options.abort_on_send_failure:
+            self.aborted = True
+            raise SendFailure(str(error))
+        self.report(f"ERROR: a record was not mirrored and is skipped: {error}")
+        return False
+
+    def lag(self) -> int:
+        """Records in the source not yet mirrored, over the assigned partitions."""
+        total = 0
+        for stream in self.streams:
+            for tp, position in stream.positions.items():
+                high = stream.consumer.highwater(tp)
+                if high is not None and high > position:
+                    total += high - position
+        return total
+
+    async def _watch_lag(self) -> None:
+        while True:
+            self.stats.lag = self.lag()
+            await asyncio.sleep(0.5)
+
+    async def run(self) -> None:
+        """Mirror until stopped. Raises SendFailure (nothing committed after it) or a stream's error."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stop)
+        await self.producer.start()
+        tasks = [asyncio.create_task(stream.run()) for stream in self.streams]
+        watcher = asyncio.create_task(self._watch_lag())
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                error = task.exception()
+                if error is not None:
+                    self.aborted = isinstance(error, SendFailure)
+                    raise error
+        finally:
+            self.stop()
+            watcher.cancel()
+            for task in tasks:
+                if self.aborted:
+                    task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.stats.lag = self.lag()
+            if not self.aborted:
+                await self.producer.close()
+            else:
+                with contextlib.suppress(Exception):
+                    await self.producer.cluster.close()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
