@@ -13,7 +13,7 @@ import contextlib
 import random
 import time
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,20 @@ class RecordMetadata:
     """The broker's log-append time when the topic uses it, else the record's create time."""
 
 
+Row = tuple[bytes | None, bytes | None, Headers, int | None]
+"""One record for ``send_many``: key, value, headers, timestamp in ms (None: now)."""
+
+
+@dataclass(eq=False)
+class _BulkSend:
+    """One ``send_many`` call: its future gets the record count once every batch holding its records succeeded."""
+
+    future: asyncio.Future[int]
+    records: int = 0
+    batches: int = 0
+    """Batches holding its records that have not succeeded yet."""
+
+
 @dataclass(eq=False)
 class _Batch:
     tp: TopicPartition
@@ -88,6 +102,8 @@ class _Batch:
     created: float
     timestamps: list[int] = field(default_factory=list)
     futures: list[asyncio.Future[RecordMetadata]] = field(default_factory=list)
+    """Per record sent with ``send`` (records of ``send_many`` have none; ``bulk`` tracks them)."""
+    bulk: list[_BulkSend] = field(default_factory=list)
     full: bool = False
     data: bytes | None = None
     attempts: int = 0
@@ -144,7 +160,7 @@ class AsyncProducer:
         self._in_flight: set[TopicPartition] = set()
         self._next_sequence: dict[TopicPartition, int] = defaultdict(int)
         self._sticky: dict[str, int] = {}
-        self._pending: set[asyncio.Future[RecordMetadata]] = set()
+        self._pending: set[asyncio.Future[Any]] = set()
         self._requests: set[asyncio.Task[None]] = set()
         self._wakeup = asyncio.Event()
         self._flushing = 0
@@ -218,6 +234,45 @@ class AsyncProducer:
         if batch.full or self.linger_ms <= 0:
             self._wakeup.set()
         return future
+
+    async def send_many(self, topic: str, rows: Iterable[Row], partition: int | None = None) -> asyncio.Future[int]:
+        """Queue many records of ``topic``, all to ``partition`` or each where the partitioner puts it, with one
+        future instead of one per record: it gets the number of records once all were acknowledged, or the first
+        error. The records join the same per-partition batches as ``send``'s, in order."""
+        if self._closed:
+            raise KafkaError("the producer is closed", code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        await self.start()
+        partitions = await self.partitions_for(topic)
+        if partition is not None and partition not in partitions:
+            raise KafkaError(
+                f"partition {partition} of topic {topic!r} does not exist", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+        count = len(partitions)
+        bulk = _BulkSend(asyncio.get_running_loop().create_future())
+        now = int(time.time() * 1000)
+        tps: dict[int, TopicPartition] = {}
+        wake = self.linger_ms <= 0
+        for key, value, headers, timestamp in rows:
+            chosen = partition if partition is not None else self._choose_partition(topic, key, count)
+            tp = tps.get(chosen)
+            if tp is None:
+                tp = tps[chosen] = TopicPartition(topic, chosen)
+            batch = self._open_batch(tp, _record_size(key, value, headers))
+            batch.builder.append(now if timestamp is None else timestamp, key, value, headers)
+            bulk.records += 1
+            if not batch.bulk or batch.bulk[-1] is not bulk:
+                batch.bulk.append(bulk)
+                bulk.batches += 1
+            if batch.builder.estimated_size >= self.batch_size:
+                batch.full = wake = True
+        if bulk.batches == 0:
+            bulk.future.set_result(0)
+            return bulk.future
+        self._pending.add(bulk.future)
+        bulk.future.add_done_callback(self._pending.discard)
+        if wake:
+            self._wakeup.set()
+        return bulk.future
 
     def _choose_partition(self, topic: str, key: bytes | None, count: int) -> int:
         if key is not None:
@@ -390,6 +445,10 @@ class AsyncProducer:
                 offset = -1 if base_offset < 0 else base_offset + i
                 stamp = timestamp if append_ms is None else append_ms
                 future.set_result(RecordMetadata(batch.tp.topic, batch.tp.partition, offset, stamp))
+        for bulk in batch.bulk:
+            bulk.batches -= 1
+            if bulk.batches == 0 and not bulk.future.done():
+                bulk.future.set_result(bulk.records)
 
     def _failed(self, batch: _Batch, error: KafkaError) -> None:
         if error.code.retriable and batch.attempts < self.retries:
@@ -401,6 +460,9 @@ class AsyncProducer:
         for future in batch.futures:
             if not future.done():
                 future.set_exception(error)
+        for bulk in batch.bulk:
+            if not bulk.future.done():
+                bulk.future.set_exception(error)
 
 
 def _record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:

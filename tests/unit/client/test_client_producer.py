@@ -203,3 +203,41 @@ def test_unknown_partition_and_bad_settings_are_rejected() -> None:
         AsyncProducer("h:1", acks=1, enable_idempotence=True)
     with pytest.raises(ValueError):
         AsyncProducer("h:1", acks=2)
+
+
+def test_send_many_joins_the_batches_of_send_and_completes_once_for_all_records() -> None:
+    async def test(producer: AsyncProducer, log: ProduceLog, brokers: list[FakeBroker]) -> None:
+        single = await producer.send("t", b"first", partition=1)
+        rows = [(b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)], 1000 + i) for i in range(6)]
+        to_one = await producer.send_many("t", rows, partition=1)
+        keyed = await producer.send_many("t", [(b"a", b"x", (), None), (b"b", b"y", (), None)])
+        empty = await producer.send_many("t", [])
+        assert empty.done() and empty.result() == 0
+        assert (await asyncio.wait_for(to_one, 5), await asyncio.wait_for(keyed, 5)) == (6, 2)
+        assert (await single).offset == 0
+        by_partition: dict[int, list[Any]] = defaultdict(list)
+        for tp, _, records in log.batches:
+            by_partition[tp.partition].extend(records)
+        first, *mirrored = by_partition[1]
+        assert first.value == b"first"
+        assert [(r.key, r.value, r.headers, r.timestamp) for r in mirrored] == [
+            (b"k%d" % i, b"v%d" % i, (("h", b"%d" % i),), 1000 + i) for i in range(6)
+        ]
+        assert sum(b.records_count for _, b, _ in log.batches) == 9
+        assert len([tp for tp, _, _ in log.batches if tp.partition == 1]) >= 3  # one future spanned several batches
+        for key in (b"a", b"b"):
+            assert [r.key for r in by_partition[partition_for_key(key, 4)]].count(key) == 1
+
+    with_producer(test, partitions=4, batch_size=120, linger_ms=20)
+
+
+def test_send_many_fails_with_the_first_batch_error() -> None:
+    async def test(producer: AsyncProducer, log: ProduceLog, brokers: list[FakeBroker]) -> None:
+        future = await producer.send_many("t", [(None, b"v", (), None)] * 3)
+        with pytest.raises(KafkaError, match="scripted"):
+            await asyncio.wait_for(future, 5)
+        with pytest.raises(KafkaError) as info:
+            await producer.send_many("t", [], partition=7)
+        assert info.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    with_producer(test, errors=[ErrorCode.MESSAGE_TOO_LARGE], linger_ms=0)
