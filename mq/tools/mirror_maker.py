@@ -38,7 +38,7 @@ from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.consumer import EARLIEST, LATEST, ConsumerRecord, list_offsets
 from mq.client.consumer_coordinator import CommitFailedError
 from mq.client.group_consumer import AsyncGroupConsumer
-from mq.client.producer import AsyncProducer, RecordMetadata
+from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.tools.client_properties import consumer_settings, producer_settings
 from mq.topic_partition import TopicPartition
@@ -46,8 +46,10 @@ from mq.topic_partition import TopicPartition
 Handler = Callable[[ConsumerRecord], Iterable[ConsumerRecord]]
 Report = Callable[[str], None]
 
-UNCHECKED_SENDS = 100_000
-"""A stream inspects its sent records' acknowledgements once this many are waiting (bounds memory between commits)."""
+UNCHECKED_SENDS = 10_000
+"""A stream inspects its sends' acknowledgements once this many are waiting (bounds memory between commits)."""
+
+_PLACE = attrgetter("topic", "partition")
 
 MIRROR_CONSUMER_KEYS = frozenset({"max.poll.records", "enable.auto.commit", "auto.offset.reset"})
 """Consumer keys the mirror interprets itself instead of passing them to the group consumer."""
@@ -298,7 +300,7 @@ class _Stream:
         self.positions: dict[TopicPartition, int] = {}
         """Next offset per partition; every record before it has been queued on the producer."""
         self.committed: dict[TopicPartition, int] = {}
-        self.sent: list[asyncio.Future[RecordMetadata]] = []
+        self.sent: list[asyncio.Future[int]] = []
 
     async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         if self.mirror.aborted:
@@ -361,30 +363,22 @@ class _Stream:
                 await consumer.close()
 
     async def forward(self, records: list[ConsumerRecord]) -> None:
-        """Queue every record (through the handler) on the producer; poll returns each partition's records together."""
+        """Queue every record (through the handler) on the producer, one ``send_many`` per run of records bound for
+        the same partition (poll returns each partition's records together, in offset order)."""
         mirror = self.mirror
-        producer = mirror.producer
-        send = producer.send
-        sent = self.sent
-        handler = mirror.options.handler
         stats = mirror.stats
-        for (topic, source_partition), group in itertools.groupby(records, key=attrgetter("topic", "partition")):
+        handler = mirror.options.handler
+        for (topic, _), group in itertools.groupby(records, key=_PLACE):
             run = list(group)
             stats.records += len(run)
             stats.bytes += sum(len(r.value or b"") + len(r.key or b"") for r in run)
             source_count = len((await self.consumer.cluster.topic(topic)).partitions)
-            if handler is None:
-                count = await mirror.targets.count(topic, source_count)
-                partition = target_partition(source_partition, count)
-                for r in run:
-                    sent.append(await send(topic, r.value, r.key, r.headers, partition, r.timestamp))
-                continue
-            for record in run:
-                for out in handler(record):
-                    count = await mirror.targets.count(out.topic, source_count)
-                    timestamp = out.timestamp if out.timestamp >= 0 else None
-                    partition = target_partition(out.partition, count)
-                    sent.append(await send(out.topic, out.value, out.key, out.headers, partition, timestamp))
+            outputs = run if handler is None else [out for record in run for out in handler(record)]
+            for (target_topic, partition), out in itertools.groupby(outputs, key=_PLACE):
+                count = await mirror.targets.count(target_topic, source_count)
+                rows = [(r.key, r.value, r.headers, r.timestamp if r.timestamp >= 0 else None) for r in out]
+                future = await mirror.producer.send_many(target_topic, rows, target_partition(partition, count))
+                self.sent.append(future)
 
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Wait until the target acknowledged everything this stream sent, then commit its positions."""
@@ -435,7 +429,7 @@ class MirrorMaker:
         self.stats.records_lost += gap.lost or 0
         self.report(gap.describe())
 
-    def delivered(self, future: asyncio.Future[RecordMetadata]) -> bool:
+    def delivered(self, future: asyncio.Future[int]) -> bool:
         """True when the record was acknowledged; a failure is counted, and raises SendFailure with abort."""
         error = future.exception()
         if error is None:
