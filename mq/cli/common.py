@@ -110,3 +110,19 @@ def admin_client_options(path: str | None) -> dict[str, Any]:
         elif key != "bootstrap.servers":
             click.echo(f"Warning: ignoring admin client property {key}", err=True)
     return options
+
+
+def bootstrap_from_zookeeper(connect: str) -> str:
+    """``host:port,...`` of the brokers registered in ``/brokers/ids`` of a ZooKeeper-mode cluster."""
+    from mq.zk.kafka_zk_client import KafkaZkClient
+    from mq.zk.zk_store import ZooKeeperStore
+
+    store = ZooKeeperStore(connect, session_timeout_ms=30000)
+    try:
+        endpoints = [r.host_port() for r in KafkaZkClient(store).get_all_brokers().values()]
+    finally:
+        store.close()
+    bootstrap = ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
+    if not bootstrap:
+        raise ToolError(f"Exiting due to: no brokers are registered in {connect}.")
+    return bootstrap

@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_USAGE, ToolError, default_format, format_option, handle_errors, print_table
+from mq.cli.common import (
+    EXIT_USAGE,
+    ToolError,
+    bootstrap_from_zookeeper,
+    default_format,
+    format_option,
+    handle_errors,
+    print_table,
+)
 from mq.cli.consumer_groups import sampling_sleep, status_options
 from mq.client.admin import GroupDescription
 from mq.client.cluster import BrokerMetadata
@@ -47,7 +55,7 @@ def consumer_offset_checker(**options: Any) -> None:
     output_format = options["output_format"] or default_format()
     if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
         raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified", EXIT_USAGE)
-    bootstrap = options["bootstrap_server"] or _bootstrap_from_zookeeper(options["zookeeper"])
+    bootstrap = options["bootstrap_server"] or bootstrap_from_zookeeper(options["zookeeper"])
     from mq.client.sync import SyncAdmin
 
     with SyncAdmin(bootstrap, request_timeout_ms=options["socket_timeout_ms"]) as sync:
@@ -69,21 +77,6 @@ def consumer_offset_checker(**options: Any) -> None:
             report = consumer_groups.with_lag_seconds(admin, report)
         brokers: list[BrokerMetadata] = list(sync.call("describe_cluster").brokers) if options["broker_info"] else []
     _render(report, brokers, extra, output_format)
-
-
-def _bootstrap_from_zookeeper(connect: str) -> str:
-    from mq.zk.kafka_zk_client import KafkaZkClient
-    from mq.zk.zk_store import ZooKeeperStore
-
-    store = ZooKeeperStore(connect, session_timeout_ms=30000)
-    try:
-        endpoints = [r.host_port() for r in KafkaZkClient(store).get_all_brokers().values()]
-    finally:
-        store.close()
-    bootstrap = ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
-    if not bootstrap:
-        raise ToolError(f"Exiting due to: no brokers are registered in {connect}.")
-    return bootstrap
 
 
 def _render(
