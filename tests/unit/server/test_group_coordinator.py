@@ -412,3 +412,50 @@ def test_a_load_overtaken_by_resignation_installs_nothing() -> None:
         assert not coordinator.groups and not coordinator.owned_partitions
 
     run(scenario)
+
+
+def test_a_member_that_does_not_rejoin_within_the_rebalance_timeout_is_dropped() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        first = await join_fully(coordinator, rebalance_ms=200)
+        await sync(coordinator, first)
+        second_task = asyncio.create_task(join_fully(coordinator, rebalance_ms=200))
+        second = await second_task  # the first member never rejoins
+        assert (second.error, second.generation_id, second.leader_id) == (0, 2, second.member_id)
+        assert list(coordinator.groups[GROUP].members) == [second.member_id]
+
+    run(scenario)
+
+
+def test_a_failed_assignment_write_fails_the_sync_and_restarts_the_rebalance() -> None:
+    async def scenario() -> None:
+        coordinator, manager, _ = make()
+        joined = await join_fully(coordinator)
+        manager.error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        synced = await sync(coordinator, joined, {joined.member_id: b"x"})
+        assert synced.error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert coordinator.groups[GROUP].state == GroupState.PREPARING_REBALANCE
+        manager.error = ErrorCode.NONE
+        again = await coordinator.join_group(request(joined.member_id))
+        assert (again.error, again.generation_id) == (0, 2)
+
+    run(scenario)
+
+
+def test_a_pending_member_that_never_joins_holds_the_rebalance_only_for_its_session_timeout() -> None:
+    async def scenario() -> None:
+        coordinator, _, _ = make()
+        first = await join_fully(coordinator)
+        await sync(coordinator, first)
+        pending = await coordinator.join_group(request(session_ms=100))  # announced, then silent
+        assert pending.error == ErrorCode.MEMBER_ID_REQUIRED
+        group = coordinator.groups[GROUP]
+        assert pending.member_id in group.pending_members
+        rejoin = asyncio.create_task(coordinator.join_group(request(first.member_id)))
+        await asyncio.sleep(0.03)
+        assert not rejoin.done()  # the leader's rejoin waits for the pending member
+        result = await rejoin
+        assert (result.error, result.generation_id, len(result.members)) == (0, 2, 1)
+        assert not group.pending_members
+
+    run(scenario)
