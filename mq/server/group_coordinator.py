@@ -224,7 +224,6 @@ class GroupCoordinator:
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
         if member.heartbeat_timer is not None:
             member.heartbeat_timer.cancel()
-        member.last_heartbeat_ms = self.time_ms()
         delay = (timeout_ms if timeout_ms is not None else member.session_timeout_ms) / 1000
         member.heartbeat_timer = asyncio.get_running_loop().call_later(
             delay, self._heartbeat_expired, group, member.member_id, member

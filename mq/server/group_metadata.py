@@ -81,7 +81,6 @@ class MemberMetadata:
     sync_future: asyncio.Future[SyncResult] | None = None
     is_new: bool = False
     heartbeat_timer: asyncio.TimerHandle | None = None
-    last_heartbeat_ms: int = 0
 
     @property
     def awaiting_join(self) -> bool:
