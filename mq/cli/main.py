@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Check the committed offsets and lag of a consumer group.",
     ),
     "mirror": ("mq.cli.mirror:mirror", "Continuously copy data between Kafka clusters."),
+    "replay-log-producer": (
+        "mq.cli.replay:replay_log_producer",
+        "Copy a window of a topic's records to another topic, rate-limited and resumable.",
+    ),
     "dump-segments": (
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",
