@@ -1,0 +1,226 @@
+"""Reading raw segment files of a Kafka log directory into Arrow record batches, without a broker and without Spark.
+
+A log directory holds one directory per partition, ``<topic>-<partition>``, each with segment files named by their
+base offset (``00000000000000000042.log``). ``find_segments`` lists the ``.log`` files (index, time index, snapshot,
+checkpoint and any other files are skipped, as are directories that are not partition directories or are marked
+for deletion). ``read_segment`` reads one segment as log recovery does: entries are taken from position 0 while each
+is whole, within ``max_message_size``, of a known magic, passes its CRC and decodes; the first entry that fails ends
+the segment, and the ``SegmentOutcome`` says where and why. Every magic (v0, v1, v2) and codec is read; control
+batches (transaction markers) are not data and yield no rows.
+
+Rows have the columns of the ``mq`` source: key, value, topic, partition, offset, timestamp (UTC, microseconds),
+timestampType (-1 none, 0 CreateTime, 1 LogAppendTime), and headers (list of key/value structs) when asked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from mq.errors import CorruptRecordError, KafkaError
+from mq.records import iter_records, parse_header, validate
+from mq.records.batch_header import BatchHeader
+from mq.records.record import Record
+from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, LOG_SUFFIX, offset_from_file_name
+from mq.topic_partition import TopicPartition
+
+DEFAULT_MAX_MESSAGE_SIZE = 100 * 1024 * 1024
+"""Largest entry taken as valid; a larger size field is corruption (as a broker's recovery treats it)."""
+ROWS_PER_BATCH = 32_768
+_READ_CHUNK_BYTES = 1 << 20
+
+HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+ARROW_FIELDS = [
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("timestampType", pa.int32()),
+]
+HEADERS_FIELD = pa.field("headers", pa.list_(pa.field("element", HEADER_TYPE)))
+SPARK_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+)
+SPARK_HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
+
+
+def arrow_schema(include_headers: bool) -> pa.Schema:
+    return pa.schema([*ARROW_FIELDS, HEADERS_FIELD] if include_headers else ARROW_FIELDS)
+
+
+def spark_schema(include_headers: bool) -> str:
+    return f"{SPARK_SCHEMA}, {SPARK_HEADERS_COLUMN}" if include_headers else SPARK_SCHEMA
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """One ``.log`` file of partition ``tp``; ``size`` in bytes when it was listed."""
+
+    path: str
+    tp: TopicPartition
+    base_offset: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentOutcome:
+    """How reading one segment ended: ``valid_bytes`` of ``size`` were read; ``error`` says why reading stopped
+    early (None when the whole file was read)."""
+
+    path: str
+    size: int
+    valid_bytes: int
+    records: int
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.valid_bytes == self.size
+
+
+def partition_of_dir(name: str) -> TopicPartition | None:
+    """``orders-3`` -> orders/3; None for anything that is not a live partition directory."""
+    if name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
+        return None
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return TopicPartition(topic, int(partition))
+
+
+def find_segments(log_dir: str | Path, topics: Sequence[str] = ()) -> list[SegmentFile]:
+    """The segment files under ``log_dir`` (of ``topics`` only, when given), ordered by partition and base offset.
+
+    Raises FileNotFoundError / NotADirectoryError when ``log_dir`` is not a directory."""
+    root = Path(log_dir)
+    if not root.is_dir():
+        raise NotADirectoryError(f"{log_dir} is not a directory")
+    wanted = set(topics)
+    segments: list[SegmentFile] = []
+    for entry in root.iterdir():
+        tp = partition_of_dir(entry.name)
+        if tp is None or not entry.is_dir() or (wanted and tp.topic not in wanted):
+            continue
+        for file in entry.iterdir():
+            if not file.name.endswith(LOG_SUFFIX) or not file.is_file():
+                continue
+            try:
+                base_offset = offset_from_file_name(file.name)
+            except ValueError:
+                continue
+            segments.append(SegmentFile(str(file), tp, base_offset, file.stat().st_size))
+    segments.sort(key=lambda s: (s.tp, s.base_offset))
+    return segments
+
+
+def _entries(fd: int, size: int, base_offset: int, max_message_size: int) -> Iterator[tuple[bytes, BatchHeader]]:
+    """Whole, checksummed entries from position 0, each with the chunk it was parsed from (``header.position`` is
+    relative to that chunk); CorruptRecordError at the first bad one; the end at a partial entry."""
+    position = 0
+    read_size = _READ_CHUNK_BYTES
+    while position < size:
+        chunk = os.pread(fd, read_size, position)
+        consumed = 0
+        while (header := parse_header(chunk, consumed, max_message_size)) is not None:
+            validate(chunk, header)
+            if header.offset < base_offset:
+                raise CorruptRecordError(f"offset {header.offset} is below the segment's base offset {base_offset}")
+            yield chunk, header
+            consumed += header.size
+        if consumed == 0:
+            head = parse_header(chunk, 0, max_message_size, complete=False)
+            if head is None or position + head.size > size:
+                return  # a partial entry: the torn tail of an interrupted write
+            read_size = head.size  # one entry larger than a chunk
+            continue
+        position += consumed
+        read_size = _READ_CHUNK_BYTES
+
+
+class _Columns:
+    """Column lists of the rows of one partition, turned into a RecordBatch when full."""
+
+    def __init__(self, tp: TopicPartition, include_headers: bool) -> None:
+        self.tp = tp
+        self.include_headers = include_headers
+        self.schema = arrow_schema(include_headers)
+        self.clear()
+
+    def clear(self) -> None:
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+        self.headers: list[list[dict[str, object]]] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add(self, records: list[Record], timestamp_type: int) -> None:
+        for record in records:
+            self.keys.append(record.key)
+            self.values.append(record.value)
+            self.offsets.append(record.offset)
+            self.timestamps.append(record.timestamp * 1000)
+            self.timestamp_types.append(timestamp_type)
+            if self.include_headers:
+                self.headers.append([{"key": k, "value": v} for k, v in record.headers])
+
+    def batch(self) -> pa.RecordBatch:
+        n = len(self)
+        arrays = [
+            pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()),
+            pa.array([self.tp.topic] * n, pa.string()),
+            pa.array([self.tp.partition] * n, pa.int32()),
+            pa.array(self.offsets, pa.int64()),
+            pa.array(self.timestamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            pa.array(self.timestamp_types, pa.int32()),
+        ]
+        if self.include_headers:
+            arrays.append(pa.array(self.headers, HEADERS_FIELD.type))
+        self.clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def read_segment(
+    segment: SegmentFile,
+    report: Callable[[SegmentOutcome], None],
+    *,
+    include_headers: bool = False,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    rows_per_batch: int = ROWS_PER_BATCH,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of the segment's rows in offset order; ``report`` gets the outcome once the file is read.
+
+    An entry's records are all emitted or none: an entry that passes its CRC but does not decode ends the segment
+    before any of its rows."""
+    columns = _Columns(segment.tp, include_headers)
+    valid_bytes = 0
+    records = 0
+    error: str | None = None
+    with open(segment.path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        try:
+            for chunk, header in _entries(file.fileno(), size, segment.base_offset, max_message_size):
+                if not header.is_control:
+                    decoded = list(iter_records(chunk, header))
+                    columns.add(decoded, int(header.timestamp_type))
+                    records += len(decoded)
+                valid_bytes += header.size
+                if len(columns) >= rows_per_batch:
+                    yield columns.batch()
+        except KafkaError as exc:
+            error = f"position {valid_bytes}: {exc}"
+    if len(columns):
+        yield columns.batch()
+    if error is None and valid_bytes < size:
+        error = f"position {valid_bytes}: a partial entry ({size - valid_bytes} bytes) ends the file"
+    report(SegmentOutcome(segment.path, size, valid_bytes, records, error))
