@@ -1,0 +1,273 @@
+"""Batch and stream readers of the ``mq`` data source.
+
+The driver plans one input partition per topic-partition offset range ``[start, end)`` (more when
+``minPartitions`` asks); each executor task opens its own consumer, fetches exactly its range and yields Arrow
+record batches in the declared schema. Stream offsets are ``{"topic": {"partition": next offset}}``.
+
+Data loss (records a range should hold that the broker no longer has: retention, a deleted topic or partition, a
+log truncated below the planned end) fails the query with ``failOnDataLoss=true`` and is skipped with a warning
+otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from mq.client.consumer import AsyncConsumer, ConsumerRecord
+from mq.errors import OffsetOutOfRangeError
+from mq.spark.metadata import ClusterView
+from mq.spark.offsets import OffsetMap, OffsetRange, offsets_from_json, offsets_to_json, rate_limit, split_ranges
+from mq.spark.options import ReadOptions
+from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+MAX_RECORDS_PER_BATCH = 20_000
+"""Records per Arrow batch a task yields (at most: one poll's worth)."""
+
+
+class DataLossError(RuntimeError):
+    """Records a read should cover are gone, and ``failOnDataLoss`` is true."""
+
+
+def report_data_loss(message: str, fail: bool) -> None:
+    if fail:
+        raise DataLossError(
+            f"{message}. Some data may have been lost: aged out by retention, or the topic or partition deleted "
+            'before it was read. Set the source option "failOnDataLoss" to "false" to skip such data.'
+        )
+    log.warning("%s. Some data may have been lost; skipping it (failOnDataLoss=false).", message)
+
+
+@dataclass(frozen=True)
+class RangePartition(InputPartition):  # type: ignore[misc]
+    """One task's work: offsets ``[start, end)`` of one partition."""
+
+    range: OffsetRange
+
+
+class _Reading:
+    """What readers share: options, schema, the driver's lazily opened ``ClusterView``, and the executor's read."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self._view: ClusterView | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_view"] = None  # a live connection stays where it was opened
+        return state
+
+    @property
+    def view(self) -> ClusterView:
+        if self._view is None:
+            self._view = ClusterView(self.options.client)
+        return self._view
+
+    def close_view(self) -> None:
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+
+    def plan(self, start: OffsetMap, end: OffsetMap) -> list[RangePartition]:
+        ranges = (OffsetRange(tp, start[tp], end[tp]) for tp in sorted(end) if tp in start)
+        return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        yield from read_range(self.options, partition.range, arrow_schema)
+
+
+class BatchReader(_Reading, DataSourceReader):  # type: ignore[misc]
+    """``spark.read.format("mq")``: offsets fixed when the query is planned."""
+
+    def partitions(self) -> Sequence[InputPartition]:
+        try:
+            tps = self.view.partitions(self.options)
+            start = self.view.resolve(self.options.starting, tps, self.options, "startingOffsets")
+            end = self.view.resolve(self.options.ending, tps, self.options, "endingOffsets")
+        finally:
+            self.close_view()
+        for tp in tps:
+            if end[tp] < start[tp]:
+                raise ValueError(f"the ending offset {end[tp]} of {tp} is before its starting offset {start[tp]}")
+        return self.plan(start, end)
+
+
+class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+    """``spark.readStream.format("mq")``: micro-batches between JSON offsets; with ``commitToGroup`` the processed
+    offsets are committed to that consumer group."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        super().__init__(options, schema)
+        self._target: OffsetMap | None = None
+        self._latest: OffsetMap | None = None
+        self._group_offsets: OffsetMap | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        tps = self.view.partitions(self.options)
+        return offsets_to_json(self.view.resolve(self.options.starting, tps, self.options, "startingOffsets"))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._fetch_latest()
+
+    def _fetch_latest(self) -> OffsetMap:
+        self._latest = self.view.latest(self.view.partitions(self.options), self.options.isolation_level)
+        return self._latest
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The end of the next micro-batch: the latest offsets (frozen by availableNow), within ``limit``.
+
+        ``start`` is the end of the last batch Spark completed, so it is committed to the group here too:
+        ``commit`` trails by one batch and is never called for the last batch of a run."""
+        begin = offsets_from_json(start, "start offsets")
+        self._commit_group(begin)
+        latest = self._target if self._target is not None else self._fetch_latest()
+        if isinstance(limit, ReadMaxRows):
+            new = [tp for tp in latest if tp not in begin]
+            begin = begin | self.view.earliest(new, self.options.isolation_level)
+            return offsets_to_json(rate_limit(begin, latest, limit.max_rows))
+        return offsets_to_json(latest)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return None if self._latest is None else offsets_to_json(self._latest)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        begin = offsets_from_json(start, "start offsets")
+        until = offsets_from_json(end, "end offsets")
+        fail = self.options.fail_on_data_loss
+        new = [tp for tp in until if tp not in begin]
+        if new:
+            earliest = self.view.earliest(new, self.options.isolation_level)
+            for tp, offset in sorted(earliest.items()):
+                if offset != 0:
+                    report_data_loss(f"added partition {tp} starts at offset {offset} instead of 0", fail)
+            begin = begin | earliest
+        gone = sorted(str(tp) for tp in begin if tp not in until)
+        if gone:
+            report_data_loss(f"partitions {', '.join(gone)} are gone", fail)
+        for tp in sorted(until):
+            if until[tp] < begin[tp]:
+                report_data_loss(f"the offset of {tp} went back from {begin[tp]} to {until[tp]}", fail)
+                begin[tp] = until[tp]
+        return self.plan(begin, until)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self._commit_group(offsets_from_json(end, "end offsets"))
+
+    def _commit_group(self, offsets: OffsetMap) -> None:
+        group = self.options.commit_to_group
+        if group is None or offsets == self._group_offsets:
+            return
+        self.view.commit_group(group, offsets)
+        self._group_offsets = dict(offsets)
+
+    def stop(self) -> None:
+        self.close_view()
+
+
+def read_range(options: ReadOptions, offsets: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Record batches of offsets ``[start, end)`` of one partition, fetched by a consumer of this task's own.
+
+    Offsets with no record (compaction, transaction markers) are passed over; a start below the log start offset or
+    an end above the high watermark is data loss."""
+    loop = asyncio.new_event_loop()
+    consumer = loop.run_until_complete(_open_consumer(options))
+    tp, end = offsets.tp, offsets.end
+    try:
+        consumer.assign([tp])
+        position = offsets.start
+        consumer.seek(tp, position)
+        deadline = time.monotonic() + options.poll_timeout_ms / 1000
+        while position < end:
+            try:
+                records = loop.run_until_complete(consumer.poll(1000, MAX_RECORDS_PER_BATCH))
+            except OffsetOutOfRangeError:
+                position = _after_out_of_range(loop, consumer, tp, position, end, options.fail_on_data_loss)
+                consumer.seek(tp, position)
+                continue
+            kept = [r for r in records if r.offset < end]
+            if kept:
+                yield records_to_batch(kept, schema)
+            moved = max(position, consumer.known_positions().get(tp, position))
+            if moved > position:
+                position, deadline = moved, time.monotonic() + options.poll_timeout_ms / 1000
+                continue
+            highwater = consumer.highwater(tp)
+            if highwater is not None and highwater <= position < end:
+                report_data_loss(
+                    f"{tp} ends at offset {highwater}, before the planned end {end}", options.fail_on_data_loss
+                )
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"no record of {tp} at offset {position} arrived within {options.poll_timeout_ms} ms"
+                )
+    finally:
+        loop.run_until_complete(consumer.close())
+        loop.close()
+
+
+async def _open_consumer(options: ReadOptions) -> AsyncConsumer:
+    return AsyncConsumer(
+        options.client.bootstrap_servers,
+        client_id=options.client.client_id,
+        auto_offset_reset="none",
+        isolation_level=options.isolation_level,
+        max_partition_fetch_bytes=options.max_partition_fetch_bytes,
+        fetch_max_bytes=options.fetch_max_bytes,
+        request_timeout_ms=options.client.request_timeout_ms,
+    )
+
+
+def _after_out_of_range(
+    loop: asyncio.AbstractEventLoop, consumer: AsyncConsumer, tp: TopicPartition, position: int, end: int, fail: bool
+) -> int:
+    """Where to go on after the broker said ``position`` is out of range: the log start, when it is above it."""
+    consumer.seek_to_beginning(tp)
+    earliest = loop.run_until_complete(consumer.position(tp))
+    if earliest <= position:
+        raise OffsetOutOfRangeError(f"offset {position} of {tp} is out of range, though the log starts at {earliest}")
+    report_data_loss(f"offsets {position} to {min(earliest, end) - 1} of {tp} are no longer in the log", fail)
+    return earliest
+
+
+def records_to_batch(records: list[ConsumerRecord], schema: pa.Schema) -> pa.RecordBatch:
+    """One Arrow batch of ``records`` in the read schema (timestamps in µs, UTC; headers when the schema has them)."""
+    millis = pa.array([r.timestamp for r in records], pa.int64())
+    columns = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.partition for r in records], pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pc.multiply(millis, 1000).cast(schema.field("timestamp").type),
+        pa.array([r.timestamp_type for r in records], pa.int32()),
+    ]
+    if len(schema) > len(columns):
+        headers = [[{"key": k, "value": v} for k, v in r.headers] for r in records]
+        columns.append(pa.array(headers, schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
