@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,3 +204,13 @@ def cluster(
         for i in (1, 2, 3)
     ]
     return connect, brokers
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """A local[2] SparkSession with the mq data source registered, one per test module (stopped after it)."""
+    from mq.spark import session
+
+    spark_session = session("local[2]", "mq-tests")
+    yield spark_session
+    spark_session.stop()
