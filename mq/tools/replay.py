@@ -397,7 +397,7 @@ class ReplayLogProducer:
         source = Cluster(options.source, client_id="replay-log-producer")
         producer = AsyncProducer(options.target, **{"client_id": "replay-log-producer", **options.producer})
         try:
-            input_partitions = [p.partition for p in (await source.topic(options.input_topic)).partitions]
+            input_partitions = await self._input_partitions(source)
             output_count = await self._output_partitions(producer, len(input_partitions))
             self.exactly_once = output_count >= len(input_partitions)
             await self._prepare(source, producer, input_partitions)
@@ -423,6 +423,15 @@ class ReplayLogProducer:
             await source.close()
         return self._summary(elapsed)
 
+    async def _input_partitions(self, source: Cluster) -> list[int]:
+        topic = self.options.input_topic
+        try:
+            return [p.partition for p in (await source.topic(topic)).partitions]
+        except KafkaError as exc:
+            if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise ReplayError(f"the input topic {topic} does not exist") from None
+            raise
+
     async def _output_partitions(self, producer: AsyncProducer, input_count: int) -> int:
         """Partitions of the output topic, created with the input's partition count when missing."""
         topic = self.options.output_topic
@@ -440,6 +449,8 @@ class ReplayLogProducer:
         options = self.options
         saved = load_state(self.state_file) if options.resume else None
         if saved is None:
+            if self.state_file.exists():
+                self.report(f"Starting a new replay: {self.state_file} is replaced (--resume continues it)")
             windows = await lookup_window(source, options.input_topic, partitions, options.start, options.end)
             targets = await self._target_ends(producer.cluster, windows) if self.exactly_once else {}
             for p, w in windows.items():
@@ -459,6 +470,7 @@ class ReplayLogProducer:
         tracked = {p: w.window for p, w in self.progress.items() if w.state.target_next is not None}
         if not self.exactly_once or len(tracked) != len(self.progress):
             self.report("Resuming at least once: copies made after the last save are sent again")
+            self.exactly_once = False
             for progress in self.progress.values():
                 progress.state.target_next = None
             return

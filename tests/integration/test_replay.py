@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
-T0 = 1_700_000_000_000
+T0 = (int(time.time()) - 3600) * 1000
+"""Record timestamps start an hour ago: recent enough that retention (7 days) keeps them."""
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]], int]
 
 
@@ -112,7 +114,7 @@ def test_time_window_copies_exactly_those_records_and_places_extra_partitions_by
     source, target = _brokers(broker_factory)
     _produce(source.bootstrap, "events", 3, 60)
     _create(target.bootstrap, "copy", 2)
-    start = "2023-11-14T22:13:30Z"  # T0 + 10 s
+    start = datetime.fromtimestamp(T0 / 1000 + 10, UTC).isoformat()  # an ISO-8601 time: T0 + 10 s
     end = f"@{T0 + 40_000}"
     result = _replay(
         mq_command,
