@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from mq.client.admin import AsyncAdmin
 from mq.errors import ErrorCode
-from mq.spark.offsets import EARLIEST, LATEST, OffsetMap, OffsetSpec, check_specified
+from mq.spark.offsets import EARLIEST, LATEST, OffsetMap, OffsetSpec, check_specified, option_name
 from mq.spark.options import ClientOptions, ReadOptions
 from mq.topic_partition import TopicPartition
 
@@ -76,11 +76,12 @@ class ClusterView:
         return self.list_offsets(dict.fromkeys(partitions, LATEST), isolation_level)
 
     def resolve(
-        self, spec: OffsetSpec, partitions: Iterable[TopicPartition], read: ReadOptions, option: str
+        self, spec: OffsetSpec, partitions: Iterable[TopicPartition], read: ReadOptions, which: str
     ) -> OffsetMap:
         """Offsets of ``partitions`` where ``spec`` points. A time with no record at or after it gives the latest
         offset when ending, and when starting fails or gives the latest (``startingOffsetsByTimestampStrategy``)."""
         tps = list(partitions)
+        option = option_name(spec, which)
         check_specified(spec, tps, option)
         if spec.kind in ("earliest", "latest"):
             return self.list_offsets(
@@ -93,7 +94,7 @@ class ClusterView:
         times = {tp: spec.timestamp_ms if spec.timestamp_ms is not None else given[tp] for tp in tps}
         found = self.list_offsets(times, read.isolation_level)
         missing = [tp for tp, offset in found.items() if offset < 0]
-        if missing and option.startswith("starting") and read.timestamp_strategy == "error":
+        if missing and which == "starting" and read.timestamp_strategy == "error":
             tp = missing[0]
             raise ValueError(
                 f"{option}: no offset of {tp} has a record at or after time {times[tp]} "

@@ -38,6 +38,14 @@ class OffsetSpec:
         return dict(self.offsets)
 
 
+def option_name(spec: OffsetSpec, which: str) -> str:
+    """The option ``spec`` came from, for messages: ``{which}Offsets``, ``{which}Timestamp`` or
+    ``{which}OffsetsByTimestamp`` (``which`` is ``starting`` or ``ending``)."""
+    if spec.kind != "timestamps":
+        return f"{which}Offsets"
+    return f"{which}Timestamp" if spec.timestamp_ms is not None else f"{which}OffsetsByTimestamp"
+
+
 def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
     """``{topic: {"partition": offset}}``, topics and partitions in order (what stream offsets and checkpoints hold)."""
     result: dict[str, dict[str, int]] = {}

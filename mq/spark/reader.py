@@ -103,8 +103,8 @@ class BatchReader(_Reading, DataSourceReader):  # type: ignore[misc]
     def partitions(self) -> Sequence[InputPartition]:
         try:
             tps = self.view.partitions(self.options)
-            start = self.view.resolve(self.options.starting, tps, self.options, "startingOffsets")
-            end = self.view.resolve(self.options.ending, tps, self.options, "endingOffsets")
+            start = self.view.resolve(self.options.starting, tps, self.options, "starting")
+            end = self.view.resolve(self.options.ending, tps, self.options, "ending")
         finally:
             self.close_view()
         for tp in tps:
@@ -125,7 +125,7 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def initialOffset(self) -> dict[str, Any]:
         tps = self.view.partitions(self.options)
-        return offsets_to_json(self.view.resolve(self.options.starting, tps, self.options, "startingOffsets"))
+        return offsets_to_json(self.view.resolve(self.options.starting, tps, self.options, "starting"))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         limit = self.options.max_offsets_per_trigger

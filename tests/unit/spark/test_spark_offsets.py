@@ -14,6 +14,7 @@ from mq.spark.offsets import (
     check_specified,
     offsets_from_json,
     offsets_to_json,
+    option_name,
     parse_assign,
     parse_global_timestamp,
     parse_offset_spec,
@@ -137,3 +138,9 @@ def test_rate_limit_stays_within_the_backlog(spans: dict[int, tuple[int, int]], 
             assert result[tp] > start[tp]
     moved = sum(result[tp] - start[tp] for tp in end)
     assert moved <= max(limit, sum(end[tp] - start[tp] for tp in end)) + len(end)
+
+
+def test_option_names_for_messages() -> None:
+    assert option_name(OffsetSpec("earliest"), "starting") == "startingOffsets"
+    assert option_name(OffsetSpec("timestamps", timestamp_ms=1), "ending") == "endingTimestamp"
+    assert option_name(OffsetSpec("timestamps", ((A0, 1),)), "starting") == "startingOffsetsByTimestamp"
