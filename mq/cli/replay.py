@@ -29,6 +29,7 @@ from mq.tools.replay import (
     ReplayLogProducer,
     ReplayOptions,
     ReplaySummary,
+    default_state_file,
     parse_bound,
 )
 
@@ -86,8 +87,9 @@ def replay_log_producer(**options: Any) -> None:
     once), else they are sent again (at least once). Without a state file --resume starts a new replay.
 
     \b
-    Prints "Sent N messages" per thread and a summary. Exit codes: 0 success, 1 the replay failed (its progress is
-    saved), 2 bad usage.
+    SIGINT or SIGTERM stops the replay cleanly: the copies in flight are acknowledged and the progress saved.
+    Prints "Sent N messages" per thread and a summary. Exit codes: 0 success, 1 the replay failed or was stopped
+    (its progress is saved), 2 bad usage.
     """
     replay = _options(options)
     try:
@@ -95,6 +97,9 @@ def replay_log_producer(**options: Any) -> None:
     except ReplayError as exc:
         raise ToolError(str(exc), EXIT_USAGE if exc.usage else EXIT_FAILED) from None
     _render(summary, options["output_format"] or default_format())
+    if summary.stopped:
+        state_file = replay.state_file or default_state_file(replay.input_topic, replay.output_topic)
+        raise ToolError(f"stopped before the end of the window; --resume continues from {state_file}")
 
 
 def _report(line: str) -> None:

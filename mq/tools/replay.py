@@ -31,6 +31,7 @@ import contextlib
 import json
 import math
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -325,6 +326,8 @@ class ReplaySummary:
     partitions: tuple[PartitionSummary, ...]
     exactly_once: bool
     """True when a resumed run can recognise copies made after the last save (one output partition per input)."""
+    stopped: bool = False
+    """A signal (SIGINT, SIGTERM) stopped the replay before its end; its progress is saved."""
 
     @property
     def rate(self) -> float:
@@ -391,6 +394,11 @@ class ReplayLogProducer:
         self.sent: list[int] = []
         self.bytes = 0
         self.exactly_once = False
+        self.stopped = False
+
+    def stop(self) -> None:
+        """End the replay early: the streams stop, the producer flushes, the progress is saved."""
+        self.stopped = True
 
     async def run(self) -> ReplaySummary:
         options = self.options
@@ -404,6 +412,7 @@ class ReplayLogProducer:
             began = time.monotonic()
             await producer.start()
             saver = asyncio.create_task(self._save_periodically())
+            self._handle_signals(install=True)
             shares = _shares(sorted(self.progress), max(1, min(options.threads, len(self.progress))))
             self.sent = [0] * len(shares)
             try:
@@ -412,6 +421,7 @@ class ReplayLogProducer:
                 )
                 await producer.flush()
             finally:
+                self._handle_signals(install=False)
                 saver.cancel()
                 await asyncio.gather(saver, return_exceptions=True)
                 self._acknowledge_all(raise_errors=False)
@@ -422,6 +432,16 @@ class ReplayLogProducer:
             await producer.close()
             await source.close()
         return self._summary(elapsed)
+
+    def _handle_signals(self, install: bool) -> None:
+        """SIGINT and SIGTERM stop the replay cleanly (where the loop can take signals: the main thread)."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                if install:
+                    loop.add_signal_handler(signum, self.stop)
+                else:
+                    loop.remove_signal_handler(signum)
 
     async def _input_partitions(self, source: Cluster) -> list[int]:
         topic = self.options.input_topic
@@ -506,7 +526,7 @@ class ReplayLogProducer:
         loop = asyncio.get_running_loop()
         idle_since = loop.time()
         try:
-            while active and (options.messages < 0 or self.sent[index] < options.messages):
+            while active and not self.stopped and (options.messages < 0 or self.sent[index] < options.messages):
                 wanted = chunk if options.messages < 0 else min(chunk, options.messages - self.sent[index])
                 records = await consumer.poll(timeout_ms=200, max_records=wanted)
                 if records:
@@ -595,6 +615,7 @@ class ReplayLogProducer:
                 for p, g in sorted(self.progress.items())
             ),
             self.exactly_once,
+            self.stopped,
         )
 
 

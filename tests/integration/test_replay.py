@@ -169,11 +169,13 @@ def test_rate_limit_holds(mq_command: list[str], broker_factory: Callable[..., B
     assert sum(len(rs) for rs in _read(target.bootstrap, "copy").values()) == 350
 
 
-def test_resume_after_kill_copies_every_record_exactly_once(
+def test_stop_kill_and_resume_copy_every_record_exactly_once(
     mq_command: list[str], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
 ) -> None:
-    """Partitions map one to one, so the resumed run skips the copies the target holds beyond the saved state (the
-    output partition's end minus the saved target offset): every record of the window arrives exactly once."""
+    """SIGTERM stops a replay cleanly: it exits 1 with a state exactly matching the target. After kill -9 the state
+    is behind the target; partitions map one to one, so the resumed run skips the copies the target holds beyond
+    the saved state (the output partition's end minus the saved target offset): every record of the window arrives
+    exactly once, in order."""
     source, target = _brokers(broker_factory)
     _produce(source.bootstrap, "events", 2, 600)
     state_file = tmp_path / "state.json"
@@ -185,21 +187,37 @@ def test_resume_after_kill_copies_every_record_exactly_once(
     def saved() -> dict[str, Any]:
         return json.loads(state_file.read_text())["partitions"] if state_file.exists() else {}
 
-    running = subprocess.Popen([*mq_command, "replay-log-producer", *args, "--rate", "150"], cwd=tmp_path)
-    try:
-        assert wait_for(lambda: sum(s["next"] - s["start"] for s in saved().values()) >= 100, timeout=20)
-    finally:
-        running.send_signal(signal.SIGKILL)
-        running.wait(10)
-    at_kill = saved()
-    progress = sum(s["next"] - s["start"] for s in at_kill.values())
-    assert progress < 600
-    copied_before = sum(len(rs) for rs in _read(target.bootstrap, "copy").values())
-    assert progress <= copied_before < 600
+    def progress() -> int:
+        return sum(s["next"] - s["start"] for s in saved().values())
+
+    def copied() -> dict[int, int]:
+        return {p: len(rs) for p, rs in _read(target.bootstrap, "copy").items()}
+
+    def run_until(command: list[str], records: int, signum: int) -> subprocess.Popen[str]:
+        running = subprocess.Popen(
+            [*mq_command, "replay-log-producer", *command], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert wait_for(lambda: progress() >= records, timeout=20)
+        finally:
+            running.send_signal(signum)
+            running.wait(10)
+        return running
+
+    stopped = run_until([*args, "--rate", "150"], 60, signal.SIGTERM)
+    assert stopped.returncode == 1
+    at_stop = saved()
+    assert {int(p): s["next"] for p, s in at_stop.items()} == copied()
+    assert all(s["target_next"] == s["next"] for s in at_stop.values())
+
+    run_until([*args, "--rate", "150", "--resume"], sum(copied().values()) + 100, signal.SIGKILL)
+    at_kill = progress()
+    copied_before = sum(copied().values())
+    assert at_kill <= copied_before < 600
 
     resumed = _replay(mq_command, tmp_path, *args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads(resumed.stdout)
-    assert sum(p["skipped"] for p in summary["partitions"]) == copied_before - progress
+    assert sum(p["skipped"] for p in summary["partitions"]) == copied_before - at_kill
     assert summary["records"] == 600 - copied_before
     assert _copies(_read(target.bootstrap, "copy")) == _copies(_read(source.bootstrap, "events"))

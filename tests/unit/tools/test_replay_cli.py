@@ -152,3 +152,22 @@ def test_the_command_runs_the_replay_and_prints_kafkas_line(monkeypatch: pytest.
         "Partition 1: window 2-2, copied offsets - (0 records), 0 already copied",
     ]
     assert seen[0].input_topic == "a"
+
+
+def test_a_stopped_replay_prints_its_summary_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mq.tools.replay import ReplaySummary
+
+    class StoppedReplay:
+        def __init__(self, options: ReplayOptions, report: Any) -> None:
+            pass
+
+        async def run(self) -> ReplaySummary:
+            return ReplaySummary("a", "b", 0, 0, 0.1, (0,), (), True, stopped=True)
+
+    monkeypatch.setattr(cli, "ReplayLogProducer", StoppedReplay)
+    args = ["--broker-list", "b:1", "--inputtopic", "a", "--outputtopic", "b", "--format", "json"]
+    result = CliRunner().invoke(cli.replay_log_producer, args)
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert '"stopped": true' in lines[0]
+    assert lines[1] == "Error: stopped before the end of the window; --resume continues from replay-a-b.json"
