@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-# Debian packages the integration tests drive: kcat (a librdkafka client) and ZooKeeper.
+# Debian packages the integration tests drive: kcat (a librdkafka client), ZooKeeper, and Java 17 for PySpark.
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
