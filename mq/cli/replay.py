@@ -22,6 +22,7 @@ from mq.cli.common import (
     print_table,
     verbose_option,
 )
+from mq.client.cluster import parse_bootstrap
 from mq.tools.client_properties import producer_settings
 from mq.tools.console import ConsoleError, parse_properties
 from mq.tools.replay import (
@@ -123,6 +124,11 @@ def _options(options: dict[str, Any]) -> ReplayOptions:
     except (ValueError, ConsoleError) as exc:
         raise ToolError(str(exc), EXIT_USAGE) from None
     target = producer.pop("bootstrap_servers", None) or target
+    for servers in (source, target):
+        try:
+            parse_bootstrap(servers)
+        except ValueError as exc:
+            raise ToolError(str(exc), EXIT_USAGE) from None
     state_file = options["state_file"]
     return ReplayOptions(
         source=source,

@@ -165,7 +165,7 @@ def test_rate_limit_holds(mq_command: list[str], broker_factory: Callable[..., B
     summary = json.loads(result.stdout)
     assert summary["records"] == 350
     assert 350 / wall <= 110
-    assert 50 <= summary["records"] / summary["elapsed_s"] <= 110
+    assert 40 <= summary["records"] / summary["elapsed_s"] <= 110
     assert sum(len(rs) for rs in _read(target.bootstrap, "copy").values()) == 350
 
 

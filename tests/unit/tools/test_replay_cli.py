@@ -94,6 +94,8 @@ def test_zookeeper_finds_the_source_and_broker_list_is_the_target(monkeypatch: p
     ("given", "message"),
     [
         ({"broker_list": None}, "broker-list"),
+        ({"broker_list": "nonsense"}, "host:port"),
+        ({"target_bootstrap_server": "a:1,b"}, "host:port"),
         ({"zookeeper": "zk:2181", "target_bootstrap_server": "x:1"}, "--target-bootstrap-server"),
         ({"outputtopic": "in"}, "same topic"),
         ({"threads": 0}, "--threads"),
