@@ -117,9 +117,8 @@ class BrokerConnection:
             if self._writer is not None:
                 return
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), self.connect_timeout_ms / 1000
-                )
+                async with asyncio.timeout(self.connect_timeout_ms / 1000):
+                    reader, writer = await asyncio.open_connection(self.host, self.port)
             except (OSError, TimeoutError) as exc:
                 raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
             self._writer = writer
@@ -184,7 +183,9 @@ class BrokerConnection:
         if not expects_response:
             return None
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
+            # not asyncio.wait_for: on Python 3.11 it drops a cancellation that arrives just after the response
+            async with asyncio.timeout(timeout_ms / 1000):
+                return await asyncio.shield(future)
         except TimeoutError:
             error = RequestTimedOutError(
                 f"{_name(api_key)} to {self.host}:{self.port} got no response within {timeout_ms} ms"

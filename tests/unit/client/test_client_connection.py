@@ -182,6 +182,33 @@ def test_a_cancelled_request_leaves_nothing_unretrieved_when_the_connection_clos
     assert run(main()) == []
 
 
+def test_a_request_cancelled_as_its_response_arrives_is_still_cancelled() -> None:
+    async def main() -> None:
+        broker = await FakeBroker().start()
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def later(header: RequestHeader, body: Any) -> dict[str, Any]:
+            await answer
+            return _echo_topics(header, body)
+
+        broker.handlers[ApiKey.METADATA] = later
+        conn = BrokerConnection(broker.host, broker.port)
+        try:
+            request = asyncio.create_task(conn.send(ApiKey.METADATA, _md("a")))
+            while conn.in_flight_count == 0:
+                await asyncio.sleep(0.01)
+            # cancel the caller in the very callback that delivers the response, before the caller resumes
+            conn._in_flight[0].future.add_done_callback(lambda _: request.cancel())
+            answer.set_result(None)
+            with pytest.raises(asyncio.CancelledError):
+                await request
+        finally:
+            await conn.close()
+            await broker.stop()
+
+    run(main())
+
+
 def test_unexpected_correlation_id_closes_the_connection() -> None:
     async def main() -> None:
         broker = await FakeBroker().start()
