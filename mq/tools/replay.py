@@ -20,8 +20,10 @@ recognised: when every input partition has its own output partition, the state a
 output partition's offset after the copy of the record before ``next``. A resumed run compares it with the output
 partition's log end offset; the difference is the number of records copied after the save, and that many records
 are skipped from ``next``. Resuming is therefore exactly once when input partitions map to output partitions one to
-one and nothing else writes the output partitions; with placement by key it is at least once. The producer is
-idempotent by default (``enable.idempotence=true``, ``acks=all``), so its own retries never duplicate a record.
+one and nothing else writes the output partitions; with placement by key it is at least once, and so is a partition
+whose next records were deleted from the input (retention) before being copied (reported; it continues at the log
+start). The producer is idempotent by default (``enable.idempotence=true``, ``acks=all``), so its own retries never
+duplicate a record. SIGINT and SIGTERM stop a replay cleanly: the copies in flight are acknowledged and saved.
 """
 
 from __future__ import annotations
@@ -487,6 +489,8 @@ class ReplayLogProducer:
             raise ReplayError(f"the state file {self.state_file} does not hold the partitions of {options.input_topic}")
         for p, s in saved.partitions.items():
             self.progress[p] = _Progress(PartitionWindow(p, s.start, s.end), s)
+        found = await list_offsets(source, {TopicPartition(options.input_topic, p): EARLIEST for p in partitions})
+        deleted = {tp.partition for tp, (start, _) in found.items() if self._deleted(tp.partition, start)}
         tracked = {p: w.window for p, w in self.progress.items() if w.state.target_next is not None}
         if not self.exactly_once or len(tracked) != len(self.progress):
             self.report("Resuming at least once: copies made after the last save are sent again")
@@ -496,7 +500,20 @@ class ReplayLogProducer:
             return
         ends = await self._target_ends(producer.cluster, tracked)
         for p, progress in self.progress.items():
-            progress.skip = self._already_copied(p, progress, ends[p])
+            if p not in deleted:
+                progress.skip = self._already_copied(p, progress, ends[p])
+
+    def _deleted(self, partition: int, log_start: int) -> bool:
+        """Report records of the window deleted from the input (retention) before they were copied; the partition
+        continues at the log start, at least once (the copies the target holds can no longer be counted off)."""
+        state = self.progress[partition].state
+        if self.progress[partition].done or state.next >= log_start:
+            return False
+        self.report(
+            f"Partition {partition}: offsets {state.next} to {log_start - 1} of {self.options.input_topic} were "
+            f"deleted before they were copied; continuing at offset {log_start}, at least once"
+        )
+        return True
 
     def _already_copied(self, partition: int, progress: _Progress, target_end: int) -> int:
         state = progress.state

@@ -144,3 +144,16 @@ def test_resume_refuses_an_output_partition_that_does_not_fit_the_state(target_e
     progress = _Progress(PartitionWindow(0, 0, 20), PartitionState(0, 20, 5, 105))
     with pytest.raises(ReplayError, match="output partition 0"):
         _replay()._already_copied(0, progress, target_end)
+
+
+def test_records_deleted_from_the_input_before_being_copied_are_reported() -> None:
+    lines: list[str] = []
+    replay = ReplayLogProducer(ReplayOptions("s:1", "t:1", "in", "out"), lines.append)
+    replay.progress[0] = _Progress(PartitionWindow(0, 0, 20), PartitionState(0, 20, 5, 105))
+    replay.progress[1] = _Progress(PartitionWindow(1, 0, 20), PartitionState(0, 20, 20, 120))
+    assert not replay._deleted(0, 5)
+    assert replay._deleted(0, 9)
+    assert not replay._deleted(1, 30)  # finished: nothing of its window is missing
+    assert lines == [
+        "Partition 0: offsets 5 to 8 of in were deleted before they were copied; continuing at offset 9, at least once"
+    ]
