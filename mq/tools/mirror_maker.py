@@ -351,6 +351,7 @@ class _Stream:
                     continue
                 if records:
                     await self.forward(records)
+                    await asyncio.sleep(0)  # let the producer's sender start on these while the next poll runs
                 self.positions.update(consumer.fetcher.known_positions())
                 if len(self.sent) >= UNCHECKED_SENDS:
                     self.sent = [f for f in self.sent if not (f.done() and self.mirror.delivered(f))]

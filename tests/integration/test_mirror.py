@@ -1,0 +1,289 @@
+"""mq mirror between two broker processes: everything arrives in order, a kill -9 re-sends but never skips, source
+gaps are reported and counted, --check finds a target that lacks a record."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from waiting import wait_for
+
+from mq.client.sync import SyncAdmin
+from mq.topic_partition import TopicPartition as MqTopicPartition
+
+pytestmark = pytest.mark.slow
+
+KEYS = 50
+Record = tuple[int, bytes, bytes, list[tuple[str, bytes]], int]
+"""partition, key, value, headers, timestamp"""
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
+    """Keyed records ``key-K`` with value ``key-K:<sequence of that key>``, two headers and a set timestamp."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    for i in range(start, start + count):
+        key = b"key-%d" % (i % KEYS)
+        headers = [("seq", b"%d" % i), ("origin", b"source")]
+        while True:
+            try:
+                producer.produce(
+                    topic, b"%s:%d" % (key, i // KEYS), key, headers=headers, timestamp=1_600_000_000_000 + i
+                )
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(60) == 0
+
+
+def read_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:
+    ends = end_offsets(bootstrap, topic, partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    records: list[Record] = []
+    done = {p for p in range(partitions) if ends[p] == 0}
+    while len(done) < partitions:
+        for m in consumer.consume(10_000, timeout=5):
+            assert m.error() is None, m.error()
+            records.append((m.partition(), m.key(), m.value(), m.headers() or [], m.timestamp()[1]))
+            if m.offset() + 1 >= ends[m.partition()]:
+                done.add(m.partition())
+    consumer.close()
+    return records
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1] for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
+def settled_end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """End offsets once two reads 0.3 s apart agree (requests a killed client sent have been handled)."""
+    previous = end_offsets(bootstrap, topic, partitions)
+    while True:
+        time.sleep(0.3)
+        current = end_offsets(bootstrap, topic, partitions)
+        if current == previous:
+            return current
+        previous = current
+
+
+def target_count(bootstrap: str, topic: str, partitions: int) -> int:
+    try:
+        return sum(end_offsets(bootstrap, topic, partitions))
+    except Exception:  # the mirror has not created the topic yet
+        return 0
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+        return [tp.offset for tp in found]
+    finally:
+        consumer.close()
+
+
+class Mirror:
+    """``mq mirror`` as a subprocess with consumer and producer properties files."""
+
+    made: list[Mirror] = []
+
+    def __init__(self, mq_command: list[str], tmp: Path, source: str, target: str, topic: str, *extra: str) -> None:
+        consumer = tmp / "consumer.properties"
+        consumer.write_text(
+            f"bootstrap.servers={source}\ngroup.id=mirror\nauto.offset.reset=earliest\nsession.timeout.ms=6000\n"
+            "heartbeat.interval.ms=500\nmax.poll.records=5000\n"
+        )
+        producer = tmp / "producer.properties"
+        producer.write_text(f"bootstrap.servers={target}\nlinger.ms=5\nbatch.size=131072\n")
+        self.command = [*mq_command, "mirror", "--consumer.config", str(consumer), "--producer.config", str(producer)]
+        self.check_command = [*self.command, "--check", "--whitelist", topic]
+        self.command += ["--whitelist", topic, *extra]
+        self.process: subprocess.Popen[str] | None = None
+        self.env = {**os.environ, "PYTHONPATH": str(tmp)}
+        Mirror.made.append(self)
+
+    def start(self) -> Mirror:
+        self.process = subprocess.Popen(
+            self.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+        )
+        return self
+
+    def running(self) -> bool:
+        assert self.process is not None
+        return self.process.poll() is None
+
+    def stop(self) -> tuple[int, str]:
+        """SIGTERM; returns the exit code and stderr."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        _, err = self.process.communicate(timeout=60)
+        return self.process.returncode, err
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.communicate(timeout=30)
+
+    def check(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.check_command, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def no_mirror_left_behind() -> Iterator[None]:
+    yield
+    for mirror in Mirror.made:
+        if mirror.process is not None and mirror.process.poll() is None:
+            mirror.kill()
+    Mirror.made.clear()
+
+
+def wait_mirrored(condition: Callable[[], bool], mirror: Mirror, timeout: float = 60) -> None:
+    def done() -> bool:
+        assert mirror.running(), mirror.stop()[1]
+        return condition()
+
+    assert wait_for(done, timeout, interval=0.2)
+
+
+def sequences(records: list[Record]) -> dict[bytes, list[int]]:
+    by_key: dict[bytes, list[int]] = defaultdict(list)
+    for _, key, value, _, _ in records:
+        by_key[key].append(int(value.rsplit(b":", 1)[1]))
+    return by_key
+
+
+def test_every_record_is_mirrored_in_order_and_check_finds_a_missing_record(
+    mq_command: list[str], broker_factory, tmp_path: Path
+) -> None:
+    source, target = broker_factory("source").start(), broker_factory("target").start()
+    create_topic(source.bootstrap, "orders", 3)
+    produce(source.bootstrap, "orders", 100_000)
+    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "orders").start()
+    wait_mirrored(lambda: target_count(target.bootstrap, "orders", 3) >= 100_000, mirror)
+    code, err = mirror.stop()
+    assert code == 0, err
+    assert "Mirrored 100000 records" in err and "gaps: 0;" in err
+
+    source_records = read_all(source.bootstrap, "orders", 3)
+    target_records = read_all(target.bootstrap, "orders", 3)
+    assert len(target_records) == 100_000
+    # same partition, key, value, headers and timestamp, in the same order within each partition
+    assert sorted(target_records, key=lambda r: r[0]) == sorted(source_records, key=lambda r: r[0])
+    assert sequences(target_records) == {key: list(range(100_000 // KEYS)) for key in sequences(source_records)}
+
+    checked = mirror.check()
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["orders-0", "orders-1", "orders-2"]
+    assert all(line.endswith("\tOK") for line in lines)
+
+    with SyncAdmin(target.bootstrap) as admin:
+        admin.call("delete_records", {MqTopicPartition("orders", 1): 1})
+    checked = mirror.check()
+    assert checked.returncode == 1
+    verdicts = [line.rsplit("\t", 1)[1] for line in checked.stdout.splitlines()]
+    assert verdicts == ["OK", "DIFFERENT", "OK"]
+
+
+PACING_HANDLER = """
+import time
+
+
+def every_100th_waits(seconds):
+    def handle(record):
+        if record.offset % 100 == 0:
+            time.sleep(float(seconds))
+        return [record]
+
+    return handle
+"""
+"""A message handler that passes records through unchanged and slows the mirror down enough to be killed mid-way."""
+
+
+def test_kill_9_resends_but_never_skips(mq_command: list[str], broker_factory, tmp_path: Path) -> None:
+    source, target = broker_factory("source").start(), broker_factory("target").start()
+    create_topic(source.bootstrap, "events", 2)
+    produce(source.bootstrap, "events", 100_000)
+    (tmp_path / "pacing.py").write_text(PACING_HANDLER)
+    options = ["--offset.commit.interval.ms", "1000", "--message.handler", "pacing:every_100th_waits"]
+    options += ["--message.handler.args", "0.005"]
+    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "events", *options).start()
+
+    def mid_way_with_uncommitted_records() -> bool:
+        mirrored = target_count(target.bootstrap, "events", 2)
+        done = sum(max(0, offset) for offset in committed(source.bootstrap, "mirror", "events", 2))
+        return 30_000 <= mirrored < 100_000 and done < mirrored
+
+    wait_mirrored(mid_way_with_uncommitted_records, mirror)
+    mirror.kill()
+    settled = settled_end_offsets(target.bootstrap, "events", 2)
+    at_kill = sum(max(0, offset) for offset in committed(source.bootstrap, "mirror", "events", 2))
+    assert at_kill < 100_000
+
+    mirror.start()
+    ends = end_offsets(source.bootstrap, "events", 2)
+    wait_mirrored(lambda: committed(source.bootstrap, "mirror", "events", 2) == ends, mirror)
+    code, err = mirror.stop()
+    assert code == 0, err
+
+    target_records = read_all(target.bootstrap, "events", 2)
+    duplicates = len(target_records) - 100_000
+    print(f"kill -9 after {sum(settled)} of 100000 records mirrored: {duplicates} duplicates in the target")
+    # the restarted mirror re-sends exactly what was mirrored after the last commit before the kill
+    assert duplicates == sum(settled) - at_kill
+    per_key = sequences(target_records)
+    assert len(per_key) == KEYS
+    for key, seqs in per_key.items():
+        # each run after a re-send starts at or before the highest sequence seen + 1 and then counts up by one
+        previous = highest = -1
+        for seq in seqs:
+            assert seq == previous + 1 or seq <= previous, (key, previous, seq)
+            assert seq <= highest + 1, (key, highest, seq)
+            previous, highest = seq, max(highest, seq)
+        assert highest == 100_000 // KEYS - 1
+
+
+def test_a_source_gap_is_reported_and_counted(mq_command: list[str], broker_factory, tmp_path: Path) -> None:
+    source, target = broker_factory("source").start(), broker_factory("target").start()
+    create_topic(source.bootstrap, "logs", 1)
+    produce(source.bootstrap, "logs", 1000)
+    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "logs").start()
+    wait_mirrored(lambda: target_count(target.bootstrap, "logs", 1) >= 1000, mirror)
+    code, err = mirror.stop()
+    assert code == 0 and "GAP" not in err, err
+    assert committed(source.bootstrap, "mirror", "logs", 1) == [1000]
+
+    produce(source.bootstrap, "logs", 1000, start=1000)
+    with SyncAdmin(source.bootstrap) as admin:
+        assert admin.call("delete_records", {MqTopicPartition("logs", 0): 1500}) == {MqTopicPartition("logs", 0): 1500}
+    mirror.start()
+    wait_mirrored(lambda: target_count(target.bootstrap, "logs", 1) >= 1500, mirror, timeout=30)
+    code, err = mirror.stop()
+    assert code == 0, err
+    gap_lines = [line for line in err.splitlines() if line.startswith("GAP")]
+    assert gap_lines == [
+        "GAP in source logs-0: offsets 1000 to 1499 (500 records) were removed before they were mirrored; "
+        "resuming at the log start offset 1500"
+    ]
+    assert "Mirrored 500 records" in err and "gaps: 1 (500 records lost)" in err
+    assert target_count(target.bootstrap, "logs", 1) == 1500
+    checked = mirror.check()
+    assert checked.returncode == 1
+    assert checked.stdout.startswith("logs-0\tsource: 500 ") and checked.stdout.rstrip().endswith("DIFFERENT")
