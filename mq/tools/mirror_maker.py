@@ -41,6 +41,7 @@ from mq.client.group_consumer import AsyncGroupConsumer
 from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.tools.client_properties import consumer_settings, producer_settings
+from mq.tools.record_copy import record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition
 
 Handler = Callable[[ConsumerRecord], Iterable[ConsumerRecord]]
@@ -172,12 +173,7 @@ def target_config(properties: Mapping[str, str], report: Report) -> dict[str, An
     return settings
 
 
-# -- placement and gaps ---------------------------------------------------------------------------------------------
-
-
-def target_partition(source_partition: int, target_partitions: int) -> int | None:
-    """The source partition number when the target topic has it; None lets the producer's partitioner choose."""
-    return source_partition if 0 <= source_partition < target_partitions else None
+# -- gaps -----------------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -372,13 +368,12 @@ class _Stream:
         for (topic, _), group in itertools.groupby(records, key=_PLACE):
             run = list(group)
             stats.records += len(run)
-            stats.bytes += sum(len(r.value or b"") + len(r.key or b"") for r in run)
+            stats.bytes += sum(map(record_size, run))
             source_count = len((await self.consumer.cluster.topic(topic)).partitions)
             outputs = run if handler is None else [out for record in run for out in handler(record)]
             for (target_topic, partition), out in itertools.groupby(outputs, key=_PLACE):
                 count = await mirror.targets.count(target_topic, source_count)
-                rows = [(r.key, r.value, r.headers, r.timestamp if r.timestamp >= 0 else None) for r in out]
-                future = await mirror.producer.send_many(target_topic, rows, target_partition(partition, count))
+                future = await send_copies(mirror.producer, target_topic, out, target_partition(partition, count))
                 self.sent.append(future)
 
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:

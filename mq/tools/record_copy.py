@@ -2,12 +2,14 @@
 
 A copy keeps the record's key, value, headers and timestamp (a negative timestamp lets the producer stamp the
 current time). Placement: the source partition number when the target topic has that partition, else the
-producer's partitioner (by key).
+producer's partitioner (by key). ``send_copies`` queues a run of records with the producer's ``send_many``: one future
+for the run instead of one per record.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from mq.client.consumer import ConsumerRecord
 from mq.client.producer import AsyncProducer, RecordMetadata
@@ -35,3 +37,12 @@ async def send_copy(
         target_partition(record.partition, target_partitions),
         record.timestamp if record.timestamp >= 0 else None,
     )
+
+
+async def send_copies(
+    producer: AsyncProducer, topic: str, records: Iterable[ConsumerRecord], partition: int | None
+) -> asyncio.Future[int]:
+    """Queue copies of ``records`` for ``partition`` of ``topic`` (None: each where the partitioner puts it); the
+    future gets the number of records once the target acknowledged all of them."""
+    rows = [(r.key, r.value, r.headers, r.timestamp if r.timestamp >= 0 else None) for r in records]
+    return await producer.send_many(topic, rows, partition)

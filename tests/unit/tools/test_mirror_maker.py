@@ -20,9 +20,9 @@ from mq.tools.mirror_maker import (
     load_handler,
     source_config,
     target_config,
-    target_partition,
     topic_pattern,
 )
+from mq.tools.record_copy import target_partition
 from mq.topic_partition import TopicPartition
 
 TP = TopicPartition("t", 0)

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from mq.client.consumer import ConsumerRecord
-from mq.tools.record_copy import record_size, send_copy, target_partition
+from mq.tools.record_copy import record_size, send_copies, send_copy, target_partition
 
 
 class _Producer:
@@ -45,3 +45,23 @@ def test_a_copy_keeps_key_value_headers_and_timestamp() -> None:
 def test_record_size_counts_key_and_value() -> None:
     assert record_size(_record(0)) == 6
     assert record_size(ConsumerRecord("t", 0, 0, 0, 0, None, None)) == 0
+
+
+class _BulkProducer:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+
+    async def send_many(self, topic: str, rows: list[Any], partition: int | None) -> asyncio.Future[int]:
+        self.sent.append((topic, rows, partition))
+        return asyncio.get_running_loop().create_future()
+
+
+def test_copies_of_a_run_go_out_in_one_send_many() -> None:
+    producer = _BulkProducer()
+
+    async def run() -> None:
+        await send_copies(producer, "out", [_record(1), _record(1, timestamp=-1)], 1)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    headers = (("h", b"1"), ("n", None))
+    assert producer.sent == [("out", [(b"k", b"value", headers, 1234), (b"k", b"value", headers, None)], 1)]
