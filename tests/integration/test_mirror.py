@@ -108,7 +108,7 @@ class Mirror:
         consumer = tmp / "consumer.properties"
         consumer.write_text(
             f"bootstrap.servers={source}\ngroup.id=mirror\nauto.offset.reset=earliest\nsession.timeout.ms=6000\n"
-            "heartbeat.interval.ms=500\nmax.poll.records=5000\n"
+            "heartbeat.interval.ms=500\nmax.poll.records=5000\nmetadata.max.age.ms=1000\n"
         )
         producer = tmp / "producer.properties"
         producer.write_text(f"bootstrap.servers={target}\nlinger.ms=5\nbatch.size=131072\n")
@@ -260,11 +260,13 @@ def test_kill_9_resends_but_never_skips(mq_command: list[str], broker_factory, t
         assert highest == 100_000 // KEYS - 1
 
 
-def test_a_source_gap_is_reported_and_counted(mq_command: list[str], broker_factory, tmp_path: Path) -> None:
+def test_a_source_gap_is_reported_and_counted_and_new_topics_are_picked_up(
+    mq_command: list[str], broker_factory, tmp_path: Path
+) -> None:
     source, target = broker_factory("source").start(), broker_factory("target").start()
     create_topic(source.bootstrap, "logs", 1)
     produce(source.bootstrap, "logs", 1000)
-    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "logs").start()
+    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "logs.*").start()
     wait_mirrored(lambda: target_count(target.bootstrap, "logs", 1) >= 1000, mirror)
     code, err = mirror.stop()
     assert code == 0 and "GAP" not in err, err
@@ -275,6 +277,9 @@ def test_a_source_gap_is_reported_and_counted(mq_command: list[str], broker_fact
         assert admin.call("delete_records", {MqTopicPartition("logs", 0): 1500}) == {MqTopicPartition("logs", 0): 1500}
     mirror.start()
     wait_mirrored(lambda: target_count(target.bootstrap, "logs", 1) >= 1500, mirror, timeout=30)
+    create_topic(source.bootstrap, "logs-new", 2)  # matches the whitelist: picked up by the running mirror
+    produce(source.bootstrap, "logs-new", 300)
+    wait_mirrored(lambda: target_count(target.bootstrap, "logs-new", 2) >= 300, mirror, timeout=30)
     code, err = mirror.stop()
     assert code == 0, err
     gap_lines = [line for line in err.splitlines() if line.startswith("GAP")]
@@ -282,8 +287,11 @@ def test_a_source_gap_is_reported_and_counted(mq_command: list[str], broker_fact
         "GAP in source logs-0: offsets 1000 to 1499 (500 records) were removed before they were mirrored; "
         "resuming at the log start offset 1500"
     ]
-    assert "Mirrored 500 records" in err and "gaps: 1 (500 records lost)" in err
+    assert "Mirrored 800 records" in err and "gaps: 1 (500 records lost)" in err
     assert target_count(target.bootstrap, "logs", 1) == 1500
     checked = mirror.check()
     assert checked.returncode == 1
-    assert checked.stdout.startswith("logs-0\tsource: 500 ") and checked.stdout.rstrip().endswith("DIFFERENT")
+    lines = checked.stdout.splitlines()
+    assert lines[0].startswith("logs-0\tsource: 500 ") and lines[0].endswith("\tDIFFERENT")
+    assert [line.split("\t")[0] for line in lines[1:]] == ["logs-new-0", "logs-new-1"]
+    assert all(line.endswith("\tOK") for line in lines[1:])
