@@ -31,7 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from mq.client.consumer import AsyncConsumer, ConsumerRecord
-from mq.errors import OffsetOutOfRangeError
+from mq.errors import KafkaError, OffsetOutOfRangeError
 from mq.spark.metadata import ClusterView
 from mq.spark.offsets import OffsetMap, OffsetRange, offsets_from_json, offsets_to_json, rate_limit, split_ranges
 from mq.spark.options import ReadOptions
@@ -57,7 +57,7 @@ def report_data_loss(message: str, fail: bool) -> None:
 
 
 @dataclass(frozen=True)
-class RangePartition(InputPartition):  # type: ignore[misc]
+class RangePartition(InputPartition):
     """One task's work: offsets ``[start, end)`` of one partition."""
 
     range: OffsetRange
@@ -92,12 +92,13 @@ class _Reading:
         return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return  # Spark reads one placeholder partition when a plan has none: nothing to read
         arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         yield from read_range(self.options, partition.range, arrow_schema)
 
 
-class BatchReader(_Reading, DataSourceReader):  # type: ignore[misc]
+class BatchReader(_Reading, DataSourceReader):
     """``spark.read.format("mq")``: offsets fixed when the query is planned."""
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -113,7 +114,7 @@ class BatchReader(_Reading, DataSourceReader):  # type: ignore[misc]
         return self.plan(start, end)
 
 
-class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("mq")``: micro-batches between JSON offsets; with ``commitToGroup`` the processed
     offsets are committed to that consumer group."""
 
@@ -182,7 +183,11 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
         group = self.options.commit_to_group
         if group is None or offsets == self._group_offsets:
             return
-        self.view.commit_group(group, offsets)
+        try:
+            self.view.commit_group(group, offsets)
+        except KafkaError as exc:
+            log.warning("could not commit offsets to group %r (tried again after the next batch): %s", group, exc)
+            return
         self._group_offsets = dict(offsets)
 
     def stop(self) -> None:

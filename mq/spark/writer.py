@@ -29,7 +29,7 @@ _BYTES_TYPES = (StringType, BinaryType)
 
 
 @dataclass
-class WriteResult(WriterCommitMessage):  # type: ignore[misc]
+class WriteResult(WriterCommitMessage):
     """What one task wrote: acknowledged records per topic-partition, and their key + value bytes."""
 
     records: dict[TopicPartition, int] = field(default_factory=dict)
@@ -77,7 +77,7 @@ class _Writing:
         return produce_batches(self.options, iterator)
 
 
-class BatchWriter(_Writing, DataSourceArrowWriter):  # type: ignore[misc]
+class BatchWriter(_Writing, DataSourceArrowWriter):
     """``df.write.format("mq")``."""
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -87,7 +87,7 @@ class BatchWriter(_Writing, DataSourceArrowWriter):  # type: ignore[misc]
         log.warning("write aborted after %d records were acknowledged", _total(messages))
 
 
-class StreamWriter(_Writing, DataSourceStreamArrowWriter):  # type: ignore[misc]
+class StreamWriter(_Writing, DataSourceStreamArrowWriter):
     """``df.writeStream.format("mq")``."""
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

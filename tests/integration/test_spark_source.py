@@ -92,6 +92,7 @@ def test_batch_read_returns_exactly_what_was_produced(spark: Any, broker: Broker
     assert "headers" not in without_headers.columns
     assert without_headers.rdd.getNumPartitions() == 6
     assert positions(without_headers) == sorted((p[0], p[1]) for p in produced)
+    assert reader(spark, broker.bootstrap, subscribe="missing").count() == 0
 
 
 def test_offset_ranges_and_times_select_exactly(spark: Any, broker: BrokerProcess) -> None:
