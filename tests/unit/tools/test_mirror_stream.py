@@ -1,0 +1,148 @@
+"""A mirror stream's bookkeeping without brokers: gaps found mid-run, resets of new partitions, and commits that
+wait for the target's acknowledgements (and are skipped after a failed send)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from mq.errors import ErrorCode, KafkaError
+from mq.tools import mirror_maker
+from mq.tools.mirror_maker import MirrorError, MirrorMaker, MirrorOptions, SendFailure, SourceConfig
+from mq.topic_partition import TopicPartition
+
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def make(reset: str = "earliest", abort: bool = True) -> tuple[MirrorMaker, list[str]]:
+    lines: list[str] = []
+    source = SourceConfig(
+        {"bootstrap_servers": "127.0.0.1:1", "group_id": "g", "auto_offset_reset": "none", "enable_auto_commit": False},
+        auto_offset_reset=reset,
+    )
+    options = MirrorOptions(
+        [source], {"bootstrap_servers": "127.0.0.1:2"}, re.compile("t"), abort_on_send_failure=abort
+    )
+    return MirrorMaker(options, lines.append), lines
+
+
+@pytest.fixture
+def log_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partition A's log holds offsets 0-9, B's 100-199."""
+    starts, ends = {A: 0, B: 100}, {A: 10, B: 200}
+
+    async def fake(cluster: Any, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+        table = starts if set(timestamps.values()) == {-2} else ends
+        return {tp: (table[tp], -1) for tp in timestamps}
+
+    monkeypatch.setattr(mirror_maker, "list_offsets", fake)
+
+
+def test_a_position_below_the_log_start_is_reported_counted_and_skipped(log_offsets: None) -> None:
+    maker, lines = make()
+    stream = maker.streams[0]
+    fetcher = stream.consumer.fetcher
+    fetcher.assign([A, B])
+    fetcher.seek(A, 5)
+    fetcher.seek(B, 40)
+    asyncio.run(stream.resolve_gaps(fetcher.known_positions()))
+    assert lines == [
+        "GAP in source t-1: offsets 40 to 99 (60 records) were removed before they were mirrored; "
+        "resuming at the log start offset 100"
+    ]
+    assert (maker.stats.gaps, maker.stats.records_lost) == (1, 60)
+    assert fetcher.known_positions() == {A: 5, B: 100}
+    assert stream.positions[B] == 100
+
+
+def test_new_partitions_follow_the_reset_policy_and_committed_ones_are_checked(log_offsets: None) -> None:
+    maker, lines = make("latest")
+    stream = maker.streams[0]
+    fetcher = stream.consumer.fetcher
+    fetcher.assign([A, B])
+    fetcher.seek(B, 250)  # B's committed offset is beyond its log end: the topic was recreated
+    asyncio.run(stream.on_partitions_assigned([A, B]))
+    assert len(lines) == 1 and lines[0].startswith("GAP in source t-1: position 250 is beyond the log end offset 200")
+    assert stream.committed == {B: 250}  # what the group had, until the next commit
+    assert fetcher.known_positions() == {B: 100}
+    assert maker.stats.records_lost == 0
+
+
+def test_no_committed_offset_with_reset_none_stops_the_stream(log_offsets: None) -> None:
+    maker, _ = make("none")
+    stream = maker.streams[0]
+    stream.consumer.fetcher.assign([A])
+    with pytest.raises(MirrorError, match="no committed offset for t-0 and auto.offset.reset is none"):
+        asyncio.run(stream.on_partitions_assigned([A]))
+
+
+def commits_of(maker: MirrorMaker) -> list[dict[TopicPartition, int]]:
+    commits: list[dict[TopicPartition, int]] = []
+
+    async def commit(offsets: Mapping[TopicPartition, int]) -> None:
+        commits.append(dict(offsets))
+
+    maker.streams[0].consumer.commit = commit  # type: ignore[method-assign,assignment]
+    return commits
+
+
+def test_a_commit_waits_for_every_acknowledgement_and_commits_only_what_moved() -> None:
+    maker, _ = make()
+    stream = maker.streams[0]
+    commits = commits_of(maker)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        acked = loop.create_future()
+        stream.sent = [acked]
+        stream.positions = {A: 7, B: 3}
+        stream.committed = {B: 3}
+        committing = asyncio.create_task(stream.commit())
+        await asyncio.sleep(0.05)
+        assert not committing.done() and commits == []  # the target has not acknowledged yet
+        acked.set_result(10)
+        await committing
+        assert commits == [{A: 7}]
+        await stream.commit()
+        assert commits == [{A: 7}]  # nothing moved since
+
+    asyncio.run(main())
+
+
+def test_a_failed_send_aborts_without_committing() -> None:
+    maker, _ = make()
+    stream = maker.streams[0]
+    commits = commits_of(maker)
+
+    async def main() -> None:
+        failed = asyncio.get_running_loop().create_future()
+        failed.set_exception(KafkaError("too large", code=ErrorCode.MESSAGE_TOO_LARGE))
+        stream.sent = [failed]
+        stream.positions = {A: 7}
+        with pytest.raises(SendFailure, match="too large"):
+            await stream.commit()
+        await stream.on_partitions_revoked([A])  # the revocation at close commits nothing either
+
+    asyncio.run(main())
+    assert commits == [] and maker.aborted and maker.stats.send_failures == 1
+
+
+def test_without_abort_a_failed_send_is_reported_and_skipped() -> None:
+    maker, lines = make(abort=False)
+    stream = maker.streams[0]
+    commits = commits_of(maker)
+
+    async def main() -> None:
+        failed = asyncio.get_running_loop().create_future()
+        failed.set_exception(KafkaError("too large", code=ErrorCode.MESSAGE_TOO_LARGE))
+        stream.sent = [failed]
+        stream.positions = {A: 7}
+        await stream.commit()
+
+    asyncio.run(main())
+    assert commits == [{A: 7}]
+    assert lines == ["ERROR: a record was not mirrored and is skipped: too large"]
