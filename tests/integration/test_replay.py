@@ -221,3 +221,22 @@ def test_stop_kill_and_resume_copy_every_record_exactly_once(
     assert sum(p["skipped"] for p in summary["partitions"]) == copied_before - at_kill
     assert summary["records"] == 600 - copied_before
     assert _copies(_read(target.bootstrap, "copy")) == _copies(_read(source.bootstrap, "events"))
+
+
+def test_zookeeper_names_the_source_and_broker_list_the_target(
+    mq_command: list[str], zookeeper: Any, broker_factory: Callable[..., BrokerProcess], tmp_path: Path
+) -> None:
+    """Kafka's invocation: the source cluster's ZooKeeper and the target's --broker-list."""
+    source = broker_factory("source", [f"zookeeper.connect={zookeeper.connect}/mq-replay", "broker.id=3"]).start()
+    target = broker_factory("target").start()
+    _produce(source.bootstrap, "events", 1, 20)
+    result = _replay(
+        mq_command,
+        tmp_path,
+        *("--zookeeper", f"{zookeeper.connect}/mq-replay", "--broker-list", target.bootstrap),
+        *("--inputtopic", "events", "--outputtopic", "events", "--format", "text"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "Sent 20 messages"
+    assert _copies(_read(target.bootstrap, "events")) == _copies(_read(source.bootstrap, "events"))
+    source.kill()  # its clean shutdown in ZooKeeper mode is not under test here
