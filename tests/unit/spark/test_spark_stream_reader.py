@@ -66,7 +66,7 @@ def ranges(partitions: Iterable[Any]) -> list[tuple[int, int, int]]:
 
 
 def test_batches_run_from_the_initial_offsets_to_the_latest() -> None:
-    reader, view = stream_reader()
+    reader, _ = stream_reader()
     start = reader.initialOffset()
     assert start == {"t": {"0": 0, "1": 0}}
     end = reader.latestOffset(start, ReadAllAvailable())
