@@ -20,6 +20,7 @@ from mq.tools.mirror_maker import (
     MirrorStats,
     SendFailure,
     load_handler,
+    load_rebalance_listener,
     source_config,
     target_config,
     topic_pattern,
@@ -64,6 +65,13 @@ def _flag(value: str) -> bool:
 @click.option("--abort.on.send.failure", "abort_on_send_failure", default="true", show_default=True)
 @click.option("--message.handler", "message_handler", metavar="MODULE:FUNCTION", help="Maps a record to records.")
 @click.option("--message.handler.args", "message_handler_args", help="Passed once to the handler factory.")
+@click.option(
+    "--consumer.rebalance.listener",
+    "rebalance_listener",
+    metavar="MODULE:ATTRIBUTE",
+    help="An object with on_partitions_revoked/on_partitions_assigned, called after the mirror's own handling.",
+)
+@click.option("--rebalance.listener.args", "rebalance_listener_args", help="Passed once to the listener factory.")
 @click.option("--new.consumer", "new_consumer", is_flag=True, hidden=True, help="Accepted and ignored, as Kafka 2.x.")
 @click.option(
     "--target.replication.factor",
@@ -86,6 +94,8 @@ def mirror(
     abort_on_send_failure: str,
     message_handler: str | None,
     message_handler_args: str | None,
+    rebalance_listener: str | None,
+    rebalance_listener_args: str | None,
     new_consumer: bool,
     replication_factor: int,
     no_create_topics: bool,
@@ -116,6 +126,9 @@ def mirror(
         handler = load_handler(message_handler, message_handler_args) if message_handler else None
         if message_handler_args is not None and message_handler is None:
             raise MirrorError("--message.handler.args needs --message.handler", usage=True)
+        listener = load_rebalance_listener(rebalance_listener, rebalance_listener_args) if rebalance_listener else None
+        if rebalance_listener_args is not None and rebalance_listener is None:
+            raise MirrorError("--rebalance.listener.args needs --consumer.rebalance.listener", usage=True)
     except MirrorError as exc:
         raise ToolError(str(exc), EXIT_USAGE if exc.usage else EXIT_FAILED) from None
     if check:
@@ -131,6 +144,7 @@ def mirror(
         offset_commit_interval_ms=commit_interval_ms,
         abort_on_send_failure=_flag(abort_on_send_failure),
         handler=handler,
+        rebalance_listener=listener,
         create_topics=not no_create_topics,
         target_replication_factor=replication_factor,
     )

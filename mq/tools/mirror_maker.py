@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol
 
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.consumer import EARLIEST, LATEST, ConsumerRecord, list_offsets
@@ -98,24 +98,49 @@ def topic_pattern(whitelist: str | None, blacklist: str | None) -> re.Pattern[st
         raise MirrorError(f"invalid topic regex {text!r}: {exc}", usage=True) from None
 
 
-def load_handler(spec: str, args: str | None = None) -> Handler:
-    """``module:function``, a callable mapping a record to zero or more records. With ``args`` the attribute is a
-    factory called once as ``function(args)`` (Kafka's handler constructor argument) that returns that callable."""
+def _load(spec: str, args: str | None, flag: str, what: str) -> Any:
+    """The attribute ``module:attribute`` names; with ``args`` the attribute is a factory, called once with them."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise MirrorError(f"--message.handler must be module:function, not {spec!r}", usage=True)
+        raise MirrorError(f"{flag} must be module:function, not {spec!r}", usage=True)
     try:
         target: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
-        raise MirrorError(f"cannot load message handler {spec}: {exc}", usage=True) from None
-    if args is not None:
-        target = target(args)
-    if not callable(target):
+        raise MirrorError(f"cannot load {what} {spec}: {exc}", usage=True) from None
+    return target if args is None else target(args)
+
+
+def load_handler(spec: str, args: str | None = None) -> Handler:
+    """``module:function``, a callable mapping a record to zero or more records. With ``args`` the attribute is a
+    factory called once as ``function(args)`` (Kafka's handler constructor argument) that returns that callable."""
+    handler = _load(spec, args, "--message.handler", "message handler")
+    if not callable(handler):
         raise MirrorError(f"message handler {spec} is not callable", usage=True)
-    handler: Handler = target
-    return handler
+    loaded: Handler = handler
+    return loaded
+
+
+class RebalanceListener(Protocol):
+    """A user's listener (``--consumer.rebalance.listener``), called after the mirror's own handling: partitions
+    are revoked once everything sent from them was acknowledged and committed."""
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None: ...
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None: ...
+
+
+def load_rebalance_listener(spec: str, args: str | None = None) -> RebalanceListener:
+    """``module:attribute``: an object with ``on_partitions_revoked`` and ``on_partitions_assigned`` (each given a
+    list of TopicPartition), or with ``args`` a factory called once as ``attribute(args)`` that returns one."""
+    listener = _load(spec, args, "--consumer.rebalance.listener", "rebalance listener")
+    if not all(callable(getattr(listener, name, None)) for name in ("on_partitions_revoked", "on_partitions_assigned")):
+        raise MirrorError(
+            f"rebalance listener {spec} has no on_partitions_revoked and on_partitions_assigned methods", usage=True
+        )
+    loaded: RebalanceListener = listener
+    return loaded
 
 
 def forced_settings(properties: Mapping[str, str], forced: Mapping[str, str], report: Report) -> dict[str, str]:
@@ -250,6 +275,7 @@ class MirrorOptions:
     offset_commit_interval_ms: int = 60_000
     abort_on_send_failure: bool = True
     handler: Handler | None = None
+    rebalance_listener: RebalanceListener | None = None
     create_topics: bool = True
     target_replication_factor: int = -1
     """-1: the target broker's default.replication.factor."""
@@ -305,6 +331,9 @@ class _Stream:
         for tp in revoked:
             self.positions.pop(tp, None)
             self.committed.pop(tp, None)
+        listener = self.mirror.options.rebalance_listener
+        if listener is not None:
+            listener.on_partitions_revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         fetcher = self.consumer.fetcher
@@ -318,6 +347,9 @@ class _Stream:
             (fetcher.seek_to_beginning if reset == "earliest" else fetcher.seek_to_end)(*unknown)
         self.committed.update(known)
         await self.resolve_gaps(known)
+        listener = self.mirror.options.rebalance_listener
+        if listener is not None:
+            listener.on_partitions_assigned(assigned)
 
     async def resolve_gaps(self, positions: Mapping[TopicPartition, int]) -> None:
         """Report and skip past every position outside its partition's log."""

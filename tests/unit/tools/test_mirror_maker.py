@@ -18,6 +18,7 @@ from mq.tools.mirror_maker import (
     forced_settings,
     java_topic_regex,
     load_handler,
+    load_rebalance_listener,
     source_config,
     target_config,
     topic_pattern,
@@ -136,6 +137,17 @@ def handler_module() -> Iterator[str]:
     module.rename = rename  # type: ignore[attr-defined]
     module.factory = factory  # type: ignore[attr-defined]
     module.not_callable = 3  # type: ignore[attr-defined]
+
+    class Listener:
+        def __init__(self, tag: str = "") -> None:
+            self.tag = tag
+
+        def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None: ...
+
+        def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None: ...
+
+    module.Listener = Listener  # type: ignore[attr-defined]
+    module.listener = Listener("plain")  # type: ignore[attr-defined]
     sys.modules[module.__name__] = module
     yield module.__name__
     del sys.modules[module.__name__]
@@ -161,6 +173,16 @@ def test_bad_handlers_are_usage_errors(handler_module: str, spec: str, message: 
     with pytest.raises(MirrorError, match=message) as info:
         load_handler(spec)
     assert info.value.usage
+
+
+def test_rebalance_listeners_load_as_objects_or_from_a_factory(handler_module: str) -> None:
+    assert load_rebalance_listener(f"{handler_module}:listener").tag == "plain"  # type: ignore[attr-defined]
+    assert load_rebalance_listener(f"{handler_module}:Listener", "made").tag == "made"  # type: ignore[attr-defined]
+    with pytest.raises(MirrorError, match="has no on_partitions_revoked and on_partitions_assigned") as info:
+        load_rebalance_listener(f"{handler_module}:rename")
+    assert info.value.usage
+    with pytest.raises(MirrorError, match="--consumer.rebalance.listener must be module:function"):
+        load_rebalance_listener("Listener")
 
 
 @pytest.mark.parametrize(

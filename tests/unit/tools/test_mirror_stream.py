@@ -18,15 +18,27 @@ from mq.topic_partition import TopicPartition
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
-def make(reset: str = "earliest", abort: bool = True) -> tuple[MirrorMaker, list[str]]:
+class Listener:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[TopicPartition]]] = []
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        self.calls.append(("revoked", partitions))
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        self.calls.append(("assigned", partitions))
+
+
+def make(
+    reset: str = "earliest", abort: bool = True, listener: Listener | None = None
+) -> tuple[MirrorMaker, list[str]]:
     lines: list[str] = []
     source = SourceConfig(
         {"bootstrap_servers": "127.0.0.1:1", "group_id": "g", "auto_offset_reset": "none", "enable_auto_commit": False},
         auto_offset_reset=reset,
     )
-    options = MirrorOptions(
-        [source], {"bootstrap_servers": "127.0.0.1:2"}, re.compile("t"), abort_on_send_failure=abort
-    )
+    target = {"bootstrap_servers": "127.0.0.1:2"}
+    options = MirrorOptions([source], target, re.compile("t"), abort_on_send_failure=abort, rebalance_listener=listener)
     return MirrorMaker(options, lines.append), lines
 
 
@@ -146,3 +158,21 @@ def test_without_abort_a_failed_send_is_reported_and_skipped() -> None:
     asyncio.run(main())
     assert commits == [{A: 7}]
     assert lines == ["ERROR: a record was not mirrored and is skipped: too large"]
+
+
+def test_the_users_listener_hears_of_partitions_after_the_mirror_committed_and_positioned(log_offsets: None) -> None:
+    listener = Listener()
+    maker, _ = make(listener=listener)
+    stream = maker.streams[0]
+    commits = commits_of(maker)
+    stream.consumer.fetcher.assign([A])
+
+    async def main() -> None:
+        await stream.on_partitions_assigned([A])
+        assert listener.calls == [("assigned", [A])]
+        stream.positions = {A: 4}
+        await stream.on_partitions_revoked([A])
+
+    asyncio.run(main())
+    assert commits == [{A: 4}]
+    assert listener.calls == [("assigned", [A]), ("revoked", [A])]
