@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Iterable
 
 from mq.client.consumer import ConsumerRecord
-from mq.client.producer import AsyncProducer, RecordMetadata
+from mq.client.producer import AsyncProducer
 
 
 def target_partition(source_partition: int, target_partitions: int) -> int | None:
@@ -23,20 +23,6 @@ def target_partition(source_partition: int, target_partitions: int) -> int | Non
 def record_size(record: ConsumerRecord) -> int:
     """Bytes of payload a copy carries: key and value (headers and framing not counted)."""
     return len(record.key or b"") + len(record.value or b"")
-
-
-async def send_copy(
-    producer: AsyncProducer, topic: str, record: ConsumerRecord, target_partitions: int
-) -> asyncio.Future[RecordMetadata]:
-    """Queue a copy of ``record`` on ``producer`` for ``topic`` (which has ``target_partitions`` partitions)."""
-    return await producer.send(
-        topic,
-        record.value,
-        record.key,
-        record.headers,
-        target_partition(record.partition, target_partitions),
-        record.timestamp if record.timestamp >= 0 else None,
-    )
 
 
 async def send_copies(

@@ -45,9 +45,9 @@ from typing import Any
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.cluster import Cluster
 from mq.client.consumer import EARLIEST, LATEST, AsyncConsumer, ConsumerRecord, list_offsets
-from mq.client.producer import AsyncProducer, RecordMetadata
+from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError
-from mq.tools.record_copy import record_size, send_copy
+from mq.tools.record_copy import record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition
 
 IDLE_TIMEOUT_MS = 10_000
@@ -338,12 +338,13 @@ class ReplaySummary:
 
 @dataclass(eq=False)
 class _Progress:
-    """One partition's copies in flight (source offset, acknowledgement) and its acknowledged frontier."""
+    """One partition's runs of copies in flight (last source offset, records, acknowledgement of the run) and its
+    acknowledged frontier."""
 
     window: PartitionWindow
     state: PartitionState
     skip: int = 0
-    pending: deque[tuple[int, asyncio.Future[RecordMetadata]]] = field(default_factory=deque)
+    pending: deque[tuple[int, int, asyncio.Future[int]]] = field(default_factory=deque)
     finished_at: int | None = None
     first: int | None = None
     last: int | None = None
@@ -351,25 +352,27 @@ class _Progress:
     skipped: int = 0
 
     def acknowledge(self) -> None:
-        """Advance ``state.next`` past every acknowledged copy at the head; a failed copy stays at the head and
-        raises its error on every call."""
+        """Advance ``state.next`` past every acknowledged run at the head; a failed run stays at the head and raises
+        its error on every call. The output partition (when tracked) got the run's records in order after
+        ``target_next``, as it is this partition's alone."""
         state = self.state
-        while self.pending and self.pending[0][1].done():
-            offset, future = self.pending[0]
-            metadata = future.result()
+        while self.pending and self.pending[0][2].done():
+            last, count, future = self.pending[0]
+            future.result()
             self.pending.popleft()
-            state.next = offset + 1
+            state.next = last + 1
             if state.target_next is not None:
-                state.target_next = metadata.offset + 1 if metadata.offset >= 0 else state.target_next + 1
+                state.target_next += count
         if not self.pending and self.finished_at is not None:
             state.next = max(state.next, self.finished_at)
 
-    def sent(self, offset: int, future: asyncio.Future[RecordMetadata]) -> None:
-        self.pending.append((offset, future))
+    def sent(self, first: int, last: int, count: int, future: asyncio.Future[int]) -> None:
+        """A run of ``count`` copies of offsets ``first`` .. ``last`` was queued; ``future`` completes with it."""
+        self.pending.append((last, count, future))
         if self.first is None:
-            self.first = offset
-        self.last = offset
-        self.records += 1
+            self.first = first
+        self.last = last
+        self.records += count
 
     def skip_copied(self, offset: int) -> None:
         """Pass over a record a resumed run found in the output partition (copied after the last save)."""
@@ -575,8 +578,9 @@ class ReplayLogProducer:
         producer: AsyncProducer,
         output_count: int,
     ) -> None:
-        """Send the copies of the records inside their window, past those a resumed run found already copied."""
-        wanted: list[tuple[_Progress, ConsumerRecord]] = []
+        """Send the copies of the records inside their window, past those a resumed run found already copied: each
+        partition's run in one ``send_copies`` (one record at a time with ``sync``)."""
+        runs: dict[int, tuple[_Progress, list[ConsumerRecord]]] = {}
         for record in records:
             progress = active.get(TopicPartition(record.topic, record.partition))
             if progress is None or not progress.window.contains(record.offset):
@@ -584,17 +588,20 @@ class ReplayLogProducer:
             if progress.skip:
                 progress.skip_copied(record.offset)
             else:
-                wanted.append((progress, record))
+                runs.setdefault(record.partition, (progress, []))[1].append(record)
+        wanted = sum(len(run) for _, run in runs.values())
         if self.bucket is not None and wanted:
-            await self.bucket.take(len(wanted))
+            await self.bucket.take(wanted)
         topic = self.options.output_topic
-        for progress, record in wanted:
-            future = await send_copy(producer, topic, record, output_count)
-            progress.sent(record.offset, future)
-            self.sent[index] += 1
-            self.bytes += record_size(record)
-            if self.options.sync:
-                await future
+        for partition, (progress, run) in runs.items():
+            placement = target_partition(partition, output_count)
+            for part in [[r] for r in run] if self.options.sync else [run]:
+                future = await send_copies(producer, topic, part, placement)
+                progress.sent(part[0].offset, part[-1].offset, len(part), future)
+                self.sent[index] += len(part)
+                self.bytes += sum(map(record_size, part))
+                if self.options.sync:
+                    await future
 
     async def _save_periodically(self) -> None:
         reported = time.monotonic()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from mq.client.producer import RecordMetadata
 from mq.errors import ErrorCode, KafkaError
 from mq.tools.replay import (
     PartitionState,
@@ -69,26 +68,25 @@ def test_default_state_file_is_named_for_the_topics() -> None:
     assert default_state_file("a", "b") == Path("replay-a-b.json")
 
 
-def _acknowledged(offset: int) -> asyncio.Future[RecordMetadata]:
-    future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-    future.set_result(RecordMetadata("out", 0, offset, 0))
+def _acknowledged(count: int) -> asyncio.Future[int]:
+    future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    future.set_result(count)
     return future
 
 
-def test_the_frontier_stops_at_the_first_unacknowledged_copy() -> None:
+def test_the_frontier_stops_at_the_first_unacknowledged_run() -> None:
     async def run() -> None:
-        progress = _Progress(PartitionWindow(0, 10, 20), PartitionState(10, 20, 10, 100))
-        waiting: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        progress.sent(10, _acknowledged(100))
-        progress.sent(12, _acknowledged(101))  # offset 11 was a compacted gap
-        progress.sent(13, waiting)
-        progress.sent(14, _acknowledged(103))
+        progress = _Progress(PartitionWindow(0, 10, 30), PartitionState(10, 30, 10, 100))
+        waiting: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        progress.sent(10, 12, 2, _acknowledged(2))  # offset 11 was a compacted gap
+        progress.sent(13, 15, 3, waiting)
+        progress.sent(16, 16, 1, _acknowledged(1))
         progress.acknowledge()
         assert (progress.state.next, progress.state.target_next) == (13, 102)
-        waiting.set_result(RecordMetadata("out", 0, 102, 0))
+        waiting.set_result(3)
         progress.acknowledge()
-        assert (progress.state.next, progress.state.target_next) == (15, 104)
-        assert (progress.first, progress.last, progress.records) == (10, 14, 4)
+        assert (progress.state.next, progress.state.target_next) == (17, 106)
+        assert (progress.first, progress.last, progress.records) == (10, 16, 6)
 
     asyncio.run(run())
 
@@ -96,7 +94,7 @@ def test_the_frontier_stops_at_the_first_unacknowledged_copy() -> None:
 def test_a_finished_partition_moves_to_its_window_end_once_everything_is_acknowledged() -> None:
     async def run() -> None:
         progress = _Progress(PartitionWindow(0, 0, 20), PartitionState(0, 20, 0, None))
-        progress.sent(17, _acknowledged(-1))
+        progress.sent(0, 17, 18, _acknowledged(18))
         progress.finished_at = 20
         progress.acknowledge()
         assert progress.state.next == 20
@@ -106,13 +104,13 @@ def test_a_finished_partition_moves_to_its_window_end_once_everything_is_acknowl
     asyncio.run(run())
 
 
-def test_a_failed_copy_holds_the_frontier_and_raises_every_time() -> None:
+def test_a_failed_run_holds_the_frontier_and_raises_every_time() -> None:
     async def run() -> None:
         progress = _Progress(PartitionWindow(0, 0, 20), PartitionState(0, 20, 0, 50))
-        failed: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        failed: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         failed.set_exception(KafkaError("gone", code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-        progress.sent(0, _acknowledged(50))
-        progress.sent(1, failed)
+        progress.sent(0, 0, 1, _acknowledged(1))
+        progress.sent(1, 4, 4, failed)
         for _ in range(2):
             with pytest.raises(KafkaError):
                 progress.acknowledge()
