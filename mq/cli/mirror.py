@@ -164,36 +164,28 @@ def _check(source: dict[str, Any], target: dict[str, Any], pattern: Any) -> None
 
 
 def _run(options: MirrorOptions) -> None:
-    holder: dict[str, MirrorMaker] = {}
-
-    async def main() -> None:
-        maker = holder["maker"] = MirrorMaker(options, _report)
-        await maker.run()
-
-    def stats() -> MirrorStats | None:
-        maker = holder.get("maker")
-        return maker.stats if maker is not None else None
-
-    failure: str | None = None
-    with _progress(stats):
+    try:
+        maker = MirrorMaker(options, _report)
+    except ValueError as exc:
+        raise ToolError(str(exc), EXIT_USAGE) from None
+    failure = False
+    with _progress(maker.stats):
         try:
-            asyncio.run(main())
+            asyncio.run(maker.run())
         except SendFailure as exc:
             _report(f"ERROR: a record could not be mirrored: {exc}")
             _report("Exiting on send failure, skip committing offsets.")
-            failure = "send failure"
-        except (KafkaError, MirrorError) as exc:
+            failure = True
+        except (KafkaError, MirrorError, OSError) as exc:
             _report(f"ERROR: {exc}")
             _report("Mirror maker thread exited abnormally, stopping the whole mirror maker.")
-            failure = str(exc)
-    final = stats()
-    if final is not None:
-        _report(final.summary())
-    if failure is not None:
+            failure = True
+    _report(maker.stats.summary())
+    if failure:
         sys.exit(EXIT_FAILED)
 
 
-def _progress(stats: Any) -> Any:
+def _progress(stats: MirrorStats) -> Any:
     """A rich status line (records, records/s, MB/s, lag, gaps) on a terminal; nothing when stderr is piped."""
     if not sys.stderr.isatty():
         return contextlib.nullcontext()
@@ -204,9 +196,7 @@ def _progress(stats: Any) -> Any:
     last = {"time": time.monotonic(), "records": 0, "bytes": 0, "rate": 0.0, "mbps": 0.0}
 
     def render() -> Text:
-        current = stats()
-        if current is None:
-            return Text("connecting...")
+        current = stats
         now = time.monotonic()
         elapsed = now - last["time"]
         if elapsed >= 1.0:

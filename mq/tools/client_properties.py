@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mq.client.producer import codec_named
 from mq.config import parse_properties
 from mq.tools.console import CONSUMER_KEYS
 
@@ -34,6 +35,11 @@ def _acks(value: str) -> int:
     return acks
 
 
+def _compression(value: str) -> str:
+    codec_named(value)
+    return value
+
+
 def _retries(value: str) -> int:
     return min(int(value), 2**31 - 1)
 
@@ -43,7 +49,7 @@ PRODUCER_KEYS: Mapping[str, tuple[str, Callable[[str], Any]]] = {
     "acks": ("acks", _acks),
     "linger.ms": ("linger_ms", int),
     "batch.size": ("batch_size", int),
-    "compression.type": ("compression", str),
+    "compression.type": ("compression", _compression),
     "enable.idempotence": ("enable_idempotence", _flag),
     "retries": ("retries", _retries),
     "retry.backoff.ms": ("retry_backoff_ms", int),

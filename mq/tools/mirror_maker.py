@@ -370,10 +370,11 @@ class _Stream:
         interval = self.mirror.options.offset_commit_interval_ms / 1000
         loop = asyncio.get_running_loop()
         next_commit = loop.time() + interval
+        stop = asyncio.create_task(self.mirror.stopping.wait())
         try:
             while not self.mirror.stopping.is_set():
                 try:
-                    records = await consumer.poll(200, self.source.max_poll_records)
+                    records = await self._poll(stop)
                 except OffsetOutOfRangeError:
                     await self.resolve_gaps(consumer.fetcher.known_positions())
                     continue
@@ -388,8 +389,25 @@ class _Stream:
                     next_commit = loop.time() + interval
             await self.commit()
         finally:
+            stop.cancel()
             if not self.mirror.aborted:
                 await consumer.close()
+
+    async def _poll(self, stop: asyncio.Task[Any]) -> list[ConsumerRecord]:
+        """The next records; none once the mirror is stopping (a poll still waiting, e.g. on an unreachable source, is
+        abandoned so that a stop never waits for it)."""
+        poll = asyncio.create_task(self.consumer.poll(200, self.source.max_poll_records))
+        await asyncio.wait((poll, stop), return_when=asyncio.FIRST_COMPLETED)
+        if poll.done():
+            return poll.result()
+        poll.cancel()
+        try:
+            await poll
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # this stream itself is being cancelled, not just its poll
+        return []
 
     async def forward(self, records: list[ConsumerRecord]) -> None:
         """Queue every record (through the handler) on the producer, one ``send_many`` per run of records bound for
@@ -409,7 +427,10 @@ class _Stream:
                 self.sent.append(future)
 
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Wait until the target acknowledged everything this stream sent, then commit its positions."""
+        """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a
+        send failed with abort_on_send_failure)."""
+        if self.mirror.aborted:
+            return
         sent, self.sent = self.sent, []
         waiting = [f for f in sent if not f.done()]
         if waiting:

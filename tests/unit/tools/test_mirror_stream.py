@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mq.client.consumer import ConsumerRecord
 from mq.errors import ErrorCode, KafkaError
 from mq.tools import mirror_maker
 from mq.tools.mirror_maker import MirrorError, MirrorMaker, MirrorOptions, SendFailure, SourceConfig
@@ -176,3 +177,32 @@ def test_the_users_listener_hears_of_partitions_after_the_mirror_committed_and_p
     asyncio.run(main())
     assert commits == [{A: 4}]
     assert listener.calls == [("assigned", [A]), ("revoked", [A])]
+
+
+def test_a_stop_abandons_a_poll_that_waits_and_still_commits() -> None:
+    maker, _ = make()
+    stream = maker.streams[0]
+    commits = commits_of(maker)
+    polls: list[int] = []
+
+    async def unreachable(timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+        polls.append(timeout_ms)
+        await asyncio.Event().wait()  # a source that never answers
+        return []
+
+    async def close() -> None:
+        pass
+
+    stream.consumer.poll = unreachable  # type: ignore[method-assign]
+    stream.consumer.close = close  # type: ignore[method-assign]
+    stream.positions = {A: 3}
+
+    async def main() -> None:
+        running = asyncio.create_task(stream.run())
+        while not polls:
+            await asyncio.sleep(0.01)
+        maker.stop()
+        await asyncio.wait_for(running, 10)
+
+    asyncio.run(main())
+    assert commits == [{A: 3}]
