@@ -122,9 +122,13 @@ async def _produce(options: WriteOptions, batches: Iterable[pa.RecordBatch]) -> 
     )
     result = WriteResult()
     pending: list[asyncio.Future[RecordMetadata]] = []
+    seen: set[str] = set()
     try:
         for batch in batches:
             for topic, key, value, headers, partition in _rows(batch, options.topic):
+                if topic not in seen:  # as Kafka's producer: a broker with auto.create.topics.enable creates it
+                    seen.add(topic)
+                    await producer.cluster.refresh_metadata([topic], allow_auto_topic_creation=True)
                 pending.append(await producer.send(topic, value, key, headers, partition))
                 result.bytes += len(key or b"") + len(value or b"")
             pending = _settle(pending, result)

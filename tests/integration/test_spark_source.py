@@ -234,6 +234,13 @@ def test_writes_are_read_back_by_confluent_kafka(spark: Any, broker: BrokerProce
     expected = [(p, k and k.encode(), v, h) for _, k, v, h, p in data]
     assert consume_all(broker.bootstrap, "written", 3) == sorted(expected, key=repr)
 
+    # a topic that does not exist yet is created by the broker (auto.create.topics.enable), as for Kafka's producer
+    only_values = spark.createDataFrame([("text",)], "value string")
+    only_values.write.format("mq").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "created").mode(
+        "append"
+    ).save()
+    assert consume_all(broker.bootstrap, "created", 1) == [(0, None, b"text", [])]
+
     # a stream copy: what the topic holds, read as a stream and written to another topic named by the option
     create_topic(broker.bootstrap, "copied", partitions=2)
     query = (
