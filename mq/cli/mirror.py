@@ -60,9 +60,30 @@ def _flag(value: str) -> bool:
 @click.option("--producer.config", "producer_config", required=True, metavar="FILE", help="Target producer properties.")
 @click.option("--whitelist", "--include", "whitelist", help="Regex of the topics to mirror (commas separate too).")
 @click.option("--blacklist", help="Regex of topics not to mirror.")
-@click.option("--num.streams", "num_streams", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--offset.commit.interval.ms", "commit_interval_ms", type=click.IntRange(min=1), default=60_000)
-@click.option("--abort.on.send.failure", "abort_on_send_failure", default="true", show_default=True)
+@click.option(
+    "--num.streams",
+    "num_streams",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Group consumers per source cluster.",
+)
+@click.option(
+    "--offset.commit.interval.ms",
+    "commit_interval_ms",
+    type=click.IntRange(min=1),
+    default=60_000,
+    show_default=True,
+    help="How often acknowledged source offsets are committed.",
+)
+@click.option(
+    "--abort.on.send.failure",
+    "abort_on_send_failure",
+    default="true",
+    show_default=True,
+    metavar="true|false",
+    help="Stop without committing when a record cannot be delivered (false: skip it and go on).",
+)
 @click.option("--message.handler", "message_handler", metavar="MODULE:FUNCTION", help="Maps a record to records.")
 @click.option("--message.handler.args", "message_handler_args", help="Passed once to the handler factory.")
 @click.option(
