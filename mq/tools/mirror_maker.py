@@ -50,6 +50,9 @@ Report = Callable[[str], None]
 UNCHECKED_SENDS = 10_000
 """A stream inspects its sends' acknowledgements once this many are waiting (bounds memory between commits)."""
 
+RETRY_BACKOFF_S = 0.1
+"""Pause before polling again after an out-of-range fetch that no position change explains."""
+
 _PLACE = attrgetter("topic", "partition")
 
 MIRROR_CONSUMER_KEYS = frozenset({"max.poll.records", "enable.auto.commit", "auto.offset.reset"})
@@ -336,25 +339,31 @@ class _Stream:
             listener.on_partitions_revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        self.committed.update(self.consumer.fetcher.known_positions())
+        await self.reposition(assigned)
+        listener = self.mirror.options.rebalance_listener
+        if listener is not None:
+            listener.on_partitions_assigned(assigned)
+
+    async def reposition(self, partitions: Iterable[TopicPartition]) -> bool:
+        """Give each partition a readable position: the reset policy where it has none (no committed offset), the
+        log start past a gap. Returns whether any position changed."""
         fetcher = self.consumer.fetcher
         known = fetcher.known_positions()
-        unknown = [tp for tp in assigned if tp not in known]
+        unknown = [tp for tp in partitions if tp not in known]
         if unknown:
             reset = self.source.auto_offset_reset
             if reset == "none":
                 names = ", ".join(map(str, unknown))
                 raise MirrorError(f"no committed offset for {names} and auto.offset.reset is none")
             (fetcher.seek_to_beginning if reset == "earliest" else fetcher.seek_to_end)(*unknown)
-        self.committed.update(known)
-        await self.resolve_gaps(known)
-        listener = self.mirror.options.rebalance_listener
-        if listener is not None:
-            listener.on_partitions_assigned(assigned)
+        gaps = await self.resolve_gaps({tp: known[tp] for tp in partitions if tp in known})
+        return bool(unknown or gaps)
 
-    async def resolve_gaps(self, positions: Mapping[TopicPartition, int]) -> None:
+    async def resolve_gaps(self, positions: Mapping[TopicPartition, int]) -> list[Gap]:
         """Report and skip past every position outside its partition's log."""
         if not positions:
-            return
+            return []
         cluster = self.consumer.cluster
         starts = await list_offsets(cluster, dict.fromkeys(positions, EARLIEST))
         ends = await list_offsets(cluster, dict.fromkeys(positions, LATEST))
@@ -363,6 +372,7 @@ class _Stream:
             self.mirror.gap(gap)
             self.consumer.seek(gap.tp, gap.log_start)
             self.positions[gap.tp] = gap.log_start
+        return gaps
 
     async def run(self) -> None:
         consumer = self.consumer
@@ -376,7 +386,8 @@ class _Stream:
                 try:
                     records = await self._poll(stop)
                 except OffsetOutOfRangeError:
-                    await self.resolve_gaps(consumer.fetcher.known_positions())
+                    if not await self.reposition(consumer.assignment()):
+                        await asyncio.sleep(RETRY_BACKOFF_S)  # back in range by now (a log truncated and refilled)
                     continue
                 if records:
                     await self.forward(records)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mq.client.consumer import ConsumerRecord
-from mq.errors import ErrorCode, KafkaError
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.tools import mirror_maker
 from mq.tools.mirror_maker import MirrorError, MirrorMaker, MirrorOptions, SendFailure, SourceConfig
 from mq.topic_partition import TopicPartition
@@ -206,3 +206,35 @@ def test_a_stop_abandons_a_poll_that_waits_and_still_commits() -> None:
 
     asyncio.run(main())
     assert commits == [{A: 3}]
+
+
+def test_an_out_of_range_fetch_mid_run_is_a_gap_and_the_stream_goes_on(log_offsets: None) -> None:
+    maker, lines = make()
+    stream = maker.streams[0]
+    commits_of(maker)
+    fetcher = stream.consumer.fetcher
+    fetcher.assign([A, B])
+    fetcher.seek(A, 3)
+    fetcher.seek(B, 120)
+    polls: list[int] = []
+
+    async def poll(timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+        polls.append(timeout_ms)
+        if len(polls) == 1:
+            fetcher.seek(B, 60)  # retention removed offsets up to 99 meanwhile
+            raise OffsetOutOfRangeError("fetch position 60 is out of range for t-1")
+        maker.stop()
+        return []
+
+    async def close() -> None:
+        pass
+
+    stream.consumer.poll = poll  # type: ignore[method-assign]
+    stream.consumer.close = close  # type: ignore[method-assign]
+    asyncio.run(asyncio.wait_for(stream.run(), 10))
+    assert len(polls) == 2
+    assert lines == [
+        "GAP in source t-1: offsets 60 to 99 (40 records) were removed before they were mirrored; "
+        "resuming at the log start offset 100"
+    ]
+    assert fetcher.known_positions() == {A: 3, B: 100}
