@@ -394,7 +394,7 @@ class _Stream:
                     await asyncio.sleep(0)  # let the producer's sender start on these while the next poll runs
                 self.positions.update(consumer.fetcher.known_positions())
                 if len(self.sent) >= UNCHECKED_SENDS:
-                    self.sent = [f for f in self.sent if not (f.done() and self.mirror.delivered(f))]
+                    self.check_sends()
                 if loop.time() >= next_commit:
                     await self.commit()
                     next_commit = loop.time() + interval
@@ -436,6 +436,16 @@ class _Stream:
                 count = await mirror.targets.count(target_topic, source_count)
                 future = await send_copies(mirror.producer, target_topic, out, target_partition(partition, count))
                 self.sent.append(future)
+
+    def check_sends(self) -> None:
+        """Account for the sends already answered (raising SendFailure for a failure with abort); keep the rest."""
+        waiting = []
+        for future in self.sent:
+            if future.done():
+                self.mirror.delivered(future)
+            else:
+                waiting.append(future)
+        self.sent = waiting
 
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a

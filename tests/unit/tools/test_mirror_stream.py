@@ -238,3 +238,23 @@ def test_an_out_of_range_fetch_mid_run_is_a_gap_and_the_stream_goes_on(log_offse
         "resuming at the log start offset 100"
     ]
     assert fetcher.known_positions() == {A: 3, B: 100}
+
+
+def test_answered_sends_are_accounted_once() -> None:
+    maker, lines = make(abort=False)
+    stream = maker.streams[0]
+    commits_of(maker)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        failed, acked, waiting = loop.create_future(), loop.create_future(), loop.create_future()
+        failed.set_exception(KafkaError("too large", code=ErrorCode.MESSAGE_TOO_LARGE))
+        acked.set_result(5)
+        stream.sent = [failed, acked, waiting]
+        stream.check_sends()
+        assert stream.sent == [waiting]
+        waiting.set_result(1)
+        await stream.commit()
+
+    asyncio.run(main())
+    assert maker.stats.send_failures == 1 and len(lines) == 1
