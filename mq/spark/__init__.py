@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,9 +23,9 @@ LOCAL_SETTINGS: Mapping[str, str] = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.shuffle.partitions": "2",
-    "spark.log.level": "ERROR",
 }
-"""Settings of ``session()``: no UI, no progress bars, loopback only, errors-only logs."""
+"""Settings of ``session()``: no UI, no progress bars, loopback only, errors-only logs (the driver JVM also logs
+with the ``log4j2.properties`` beside this file unless ``config`` sets ``spark.driver.extraJavaOptions``)."""
 
 
 def register(spark: SparkSession) -> None:
@@ -43,8 +44,10 @@ def session(master: str = "local[2]", app_name: str = "mq", config: Mapping[str,
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    logging_options = f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties').as_uri()}"
+    settings = {**LOCAL_SETTINGS, "spark.driver.extraJavaOptions": logging_options, **(config or {})}
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**LOCAL_SETTINGS, **(config or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
