@@ -48,7 +48,7 @@ Handler = Callable[[ConsumerRecord], Iterable[ConsumerRecord]]
 Report = Callable[[str], None]
 
 UNCHECKED_SENDS = 10_000
-"""A stream inspects its sends' acknowledgements once this many are waiting (bounds memory between commits)."""
+"""A stream drops its answered sends from its list once it holds this many (bounds memory between commits)."""
 
 RETRY_BACKOFF_S = 0.1
 """Pause before polling again after an out-of-range fetch that no position change explains."""
@@ -394,7 +394,7 @@ class _Stream:
                     await asyncio.sleep(0)  # let the producer's sender start on these while the next poll runs
                 self.positions.update(consumer.fetcher.known_positions())
                 if len(self.sent) >= UNCHECKED_SENDS:
-                    self.check_sends()
+                    self.sent = [f for f in self.sent if not f.done()]
                 if loop.time() >= next_commit:
                     await self.commit()
                     next_commit = loop.time() + interval
@@ -435,29 +435,17 @@ class _Stream:
             for (target_topic, partition), out in itertools.groupby(outputs, key=_PLACE):
                 count = await mirror.targets.count(target_topic, source_count)
                 future = await send_copies(mirror.producer, target_topic, out, target_partition(partition, count))
+                future.add_done_callback(mirror.answered)
                 self.sent.append(future)
-
-    def check_sends(self) -> None:
-        """Account for the sends already answered (raising SendFailure for a failure with abort); keep the rest."""
-        waiting = []
-        for future in self.sent:
-            if future.done():
-                self.mirror.delivered(future)
-            else:
-                waiting.append(future)
-        self.sent = waiting
 
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a
         send failed with abort_on_send_failure)."""
-        if self.mirror.aborted:
-            return
-        sent, self.sent = self.sent, []
-        waiting = [f for f in sent if not f.done()]
+        waiting, self.sent = [f for f in self.sent if not f.done()], []
         if waiting:
             await asyncio.wait(waiting)
-        for future in sent:
-            self.mirror.delivered(future)
+        if self.mirror.aborted:
+            return
         wanted = (
             self.positions
             if partitions is None
@@ -483,6 +471,8 @@ class MirrorMaker:
         self.stats = MirrorStats()
         self.stopping = asyncio.Event()
         self.aborted = False
+        """A send failed with abort_on_send_failure: nothing is committed from then on."""
+        self.send_error = ""
         settings = dict(options.target)
         self.producer = AsyncProducer(**settings)
         self.admin = AsyncAdmin(cluster=self.producer.cluster)
@@ -499,17 +489,20 @@ class MirrorMaker:
         self.stats.records_lost += gap.lost or 0
         self.report(gap.describe())
 
-    def delivered(self, future: asyncio.Future[int]) -> bool:
-        """True when the record was acknowledged; a failure is counted, and raises SendFailure with abort."""
-        error = future.exception()
+    def answered(self, future: asyncio.Future[int]) -> None:
+        """Done callback of every send: a failure is counted, and with abort_on_send_failure stops the mirror before
+        any further commit (as soon as it is known, not at the next commit)."""
+        error = None if future.cancelled() else future.exception()
         if error is None:
-            return True
+            return
         self.stats.send_failures += 1
         if self.options.abort_on_send_failure:
-            self.aborted = True
-            raise SendFailure(str(error))
-        self.report(f"ERROR: a record was not mirrored and is skipped: {error}")
-        return False
+            if not self.aborted:
+                self.aborted = True
+                self.send_error = str(error)
+                self.stop()
+        else:
+            self.report(f"ERROR: a record was not mirrored and is skipped: {error}")
 
     def lag(self) -> int:
         """Records in the source not yet mirrored, over the assigned partitions."""
@@ -539,8 +532,9 @@ class MirrorMaker:
             for task in done:
                 error = task.exception()
                 if error is not None:
-                    self.aborted = isinstance(error, SendFailure)
                     raise error
+            if self.aborted:
+                raise SendFailure(self.send_error)
         finally:
             self.stop()
             watcher.cancel()

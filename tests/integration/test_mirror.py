@@ -296,3 +296,24 @@ def test_a_source_gap_is_reported_and_counted_and_new_topics_are_picked_up(
     assert lines[0].startswith("logs-0\tsource: 500 ") and lines[0].endswith("\tDIFFERENT")
     assert [line.split("\t")[0] for line in lines[1:]] == ["logs-new-0", "logs-new-1"]
     assert all(line.endswith("\tOK") for line in lines[1:])
+
+
+def test_a_record_the_target_refuses_stops_the_mirror_without_committing(
+    mq_command: list[str], broker_factory, tmp_path: Path
+) -> None:
+    source, target = broker_factory("source").start(), broker_factory("target").start()
+    create_topic(source.bootstrap, "big", 1)
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic("big", 1, 1, config={"max.message.bytes": "1000"})])["big"].result(30)
+    producer = Producer({"bootstrap.servers": source.bootstrap})
+    producer.produce("big", b"small")
+    producer.produce("big", b"x" * 5000)
+    assert producer.flush(30) == 0
+    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "big").start()
+    assert mirror.process is not None
+    _, err = mirror.process.communicate(timeout=60)
+    assert mirror.process.returncode == 1
+    lines = err.splitlines()
+    assert "Exiting on send failure, skip committing offsets." in lines
+    assert lines[-1].startswith("Mirrored 2 records") and lines[-1].endswith("send failures: 1")
+    assert committed(source.bootstrap, "mirror", "big", 1) == [-1001]  # nothing committed
