@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def test_failed_start_reports_and_leaves_nothing_running(tmp_path: Path) -> None
     started = run("start", "2", "--base-dir", str(base), "--override", "no.such.key=1")
     assert started.returncode == 1
     assert started.stdout == ""
-    assert "Error: Broker 1 exited during start-up;" in started.stderr
+    assert re.search(r"^Error: Broker [12] exited during start-up;", started.stderr, re.M)  # whichever died first
     assert "no.such.key" in started.stderr  # the tail of the broker's log says why
     assert processes_under(base) == []
 
