@@ -125,6 +125,11 @@ class ConsumerCoordinator:
 
     # -- coordinator ------------------------------------------------------------------------------------------------
 
+    @property
+    def coordinator_id(self) -> int | None:
+        """Broker id of the group's coordinator as last found (None while unknown)."""
+        return None if self._connection is None else self._connection.node_id
+
     async def ensure_coordinator(self) -> BrokerConnection:
         """The connection to the group's coordinator, found with FindCoordinator when unknown; retriable failures are
         retried for up to the cluster's request timeout, then raised."""
@@ -379,22 +384,10 @@ class ConsumerCoordinator:
     # -- offsets ----------------------------------------------------------------------------------------------------
 
     async def commit_offsets(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """OffsetCommit of ``offsets`` under the current generation; retriable failures are retried, a rebalance or
-        a forgotten member raises CommitFailedError."""
-        if not offsets:
-            return
-        attempt = 0
-        while True:
-            try:
-                await self._commit_once(offsets)
-                return
-            except CommitFailedError:
-                raise
-            except KafkaError as exc:
-                if not exc.code.retriable or attempt >= self.cluster.retries:
-                    raise
-                attempt += 1
-                await self._backoff()
+        """OffsetCommit of ``offsets`` under the current generation; retriable failures are retried (with backoff and
+        a metadata refresh), a rebalance or a forgotten member raises CommitFailedError."""
+        if offsets:
+            await self.cluster.with_retries(lambda: self._commit_once(offsets))
 
     async def _commit_once(self, offsets: Mapping[TopicPartition, int]) -> None:
         by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -439,15 +432,7 @@ class ConsumerCoordinator:
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
-        attempt = 0
-        while True:
-            try:
-                return await self._fetch_committed_once(wanted)
-            except KafkaError as exc:
-                if not exc.code.retriable or attempt >= self.cluster.retries:
-                    raise
-                attempt += 1
-                await self._backoff()
+        return await self.cluster.with_retries(lambda: self._fetch_committed_once(wanted))
 
     async def _fetch_committed_once(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         by_topic: dict[str, list[int]] = defaultdict(list)

@@ -4,7 +4,7 @@ confluent-kafka members in the same group, and ``mq console-consumer --group``."
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
 import subprocess
 import threading
 from collections.abc import Awaitable, Callable
@@ -31,8 +31,8 @@ async def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         await admin.create_topics([NewTopic(name, partitions, 1)])
 
 
-async def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
-    async with AsyncProducer(bootstrap, linger_ms=0) as producer:
+async def produce(bootstrap: str, topic: str, per_partition: dict[int, int], acks: int = 1) -> None:
+    async with AsyncProducer(bootstrap, acks=acks, linger_ms=0, retries=50, retry_backoff_ms=200) as producer:
         futures = [
             await producer.send(topic, f"{p}-{i}".encode(), partition=p)
             for p, count in per_partition.items()
@@ -61,9 +61,12 @@ class Member:
         return set(self.consumer.assignment())
 
     async def stop(self) -> None:
+        """Cancel the polling (raising what it failed with, if it failed) and close the consumer."""
         self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        done, _ = await asyncio.wait([self.task], timeout=10)
+        assert done, "the polling task ignored its cancellation"
+        if not self.task.cancelled() and self.task.exception() is not None:
+            raise self.task.exception()  # type: ignore[misc]
         await self.consumer.close()
 
 
@@ -87,7 +90,8 @@ def splits_everything(assignments: list[set[TopicPartition]], everything: list[T
 
 def run(main: Callable[[], Awaitable[None]]) -> None:
     async def limited() -> None:
-        await asyncio.wait_for(main(), 90)
+        async with asyncio.timeout(90):
+            await main()
 
     asyncio.run(limited())
 
@@ -174,6 +178,50 @@ def test_a_static_member_restarts_into_its_old_partitions_without_a_rebalance(br
             await asyncio.sleep(1)  # several heartbeats: the follower is not asked to rejoin
             assert follower.consumer.generation_id == generation
             assert splits_everything([m.assignment() for m in members], ALL)
+        finally:
+            for member in members:
+                await member.stop()
+
+    run(main)
+
+
+def test_members_follow_the_group_to_a_new_coordinator(zookeeper: Any, broker_factory: Any) -> None:
+    connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
+    overrides = ["zookeeper.session.timeout.ms=4000", "offsets.topic.replication.factor=3"]
+    overrides += ["offsets.topic.num.partitions=3", f"zookeeper.connect={connect}"]
+    brokers = [broker_factory(f"broker{i}", [*overrides, f"broker.id={i}"]).start() for i in (1, 2, 3)]
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+
+    async def main() -> None:
+        async with AsyncAdmin(bootstrap) as admin:
+            for _ in range(100):
+                if len((await admin.describe_cluster()).brokers) == 3:
+                    break
+                await asyncio.sleep(0.1)
+            await admin.create_topics([NewTopic("events", 6, 3)])
+        config = FAST_GROUP | {"enable_auto_commit": False, "auto_offset_reset": "earliest"}
+        members = [Member(AsyncGroupConsumer(bootstrap, group_id="moving", **config), ["events"]) for _ in range(2)]
+        try:
+            # acks=all: every acknowledged record is on the followers that take over from the killed broker
+            await produce(bootstrap, "events", dict.fromkeys(range(6), 1), acks=-1)
+            await eventually(lambda: sum(len(m.records) for m in members) == 6)
+            generation = members[0].consumer.generation_id
+            for member in members:
+                await member.consumer.commit()
+            coordinator = members[0].consumer.coordinator.coordinator_id
+            assert coordinator is not None
+            brokers[coordinator - 1].kill()
+            await produce(bootstrap, "events", dict.fromkeys(range(6), 1), acks=-1)
+            await eventually(lambda: sum(len(m.records) for m in members) == 12, timeout=60)
+            await eventually(
+                lambda: all(m.consumer.coordinator.coordinator_id not in (None, coordinator) for m in members),
+                timeout=60,
+            )
+            assert all(m.consumer.generation_id == generation for m in members)  # no rebalance was needed
+            for member in members:
+                await member.consumer.commit()
+            committed = await members[0].consumer.committed(ALL)
+            assert committed == dict.fromkeys(ALL, 2)
         finally:
             for member in members:
                 await member.stop()
