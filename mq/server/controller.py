@@ -456,11 +456,18 @@ class Controller:
     # --- controlled shutdown -----------------------------------------------------------------------------------
 
     def controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
-        """Move leadership off ``broker_id`` and take it out of every ISR; returns the partitions it still leads
-        (those without another live in-sync replica)."""
+        """Move leadership off ``broker_id`` and take it out of every ISR; returns the replicated partitions it still
+        leads (those without another live in-sync replica). As in Kafka, partitions with a single replica and topics
+        being deleted are left alone: nothing can take them over, so they never hold a shutdown up."""
         self.context.shutting_down.add(broker_id)
         live = set(self.context.live_brokers)
-        hosted = [tp for tp in self.context.states if broker_id in self.context.replicas(tp)]
+        hosted = [
+            tp
+            for tp in self.context.states
+            if broker_id in self.context.replicas(tp)
+            and len(self.context.replicas(tp)) > 1
+            and tp.topic not in self.context.deleting
+        ]
 
         def select(tp: TopicPartition, state: PartitionState, replicas: list[int]) -> tuple[int, list[int]] | None:
             if state.leader == broker_id:

@@ -200,9 +200,10 @@ def test_controlled_shutdown_moves_leadership_and_shrinks_isrs() -> None:
     zk, controller, _ = setup([1, 2, 3])
     admin = AdminZkClient(zk)
     admin.create_topic("t", 0, 0, replica_assignment={0: [1, 2], 1: [2, 1]})
-    admin.create_topic("single", 0, 0, replica_assignment={0: [1]})
+    admin.create_topic("single", 0, 0, replica_assignment={0: [1]})  # nothing can take it over: not waited for
+    admin.create_topic("stuck", 0, 0, replica_assignment={0: [1, 4]})  # broker 4 is down, so not in the ISR
     remaining = controller.controlled_shutdown(1)
-    assert remaining == [TopicPartition("single", 0)]
+    assert remaining == [TopicPartition("stuck", 0)]
     assert zk.get_partition_state("t", 0)[0] == PartitionState(2, 1, [2], 1)  # type: ignore[index]
     assert zk.get_partition_state("t", 1)[0] == PartitionState(2, 1, [2], 1)  # type: ignore[index]
     # A broker in controlled shutdown is not elected when another leader fails.
