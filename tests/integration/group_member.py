@@ -51,7 +51,9 @@ def with_kafka_python(bootstrap: str, topic: str, group: str, instance: str | No
     )
     consumer.subscribe([topic], listener=Listener())
     while running:
-        batches = consumer.poll(200)
+        # A poll long enough for a whole join and sync: kafka-python can lose its heartbeats when a poll times out
+        # while its JoinGroup or SyncGroup is in flight (dpkp/kafka-python#2610).
+        batches = consumer.poll(2000)
         for tp, records in batches.items():
             for r in records:
                 emit({"p": tp.partition, "o": r.offset, "v": r.value.decode()})
