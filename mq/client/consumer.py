@@ -3,8 +3,8 @@
 ``poll`` fetches from each partition's leader (one Fetch per broker), parses the returned batches and hands out
 records in offset order per partition. Records below the fetch position (a batch that starts earlier), control
 batches and, with ``read_committed``, aborted transactional batches are skipped; a partial batch at the end of the
-fetched data is ignored and fetched again from its start. Group membership is not handled here; a group consumer
-can drive ``assign`` and ``seek`` from its assignments and committed offsets.
+fetched data is ignored and fetched again from its start. Group membership is not handled here:
+``mq.client.group_consumer`` drives ``assign`` and ``seek`` from its assignments and committed offsets.
 """
 
 from __future__ import annotations
