@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -24,6 +25,12 @@ pytestmark = pytest.mark.slow
 KEYS = 50
 Record = tuple[int, bytes, bytes, list[tuple[str, bytes]], int]
 """partition, key, value, headers, timestamp"""
+
+
+def start_brokers(broker_factory: Callable[..., Any]) -> tuple[Any, Any]:
+    """Source and target brokers; short group sessions let a restarted mirror take over its partitions quickly."""
+    overrides = ["group.min.session.timeout.ms=1000"]
+    return broker_factory("source", overrides).start(), broker_factory("target", overrides).start()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -107,8 +114,8 @@ class Mirror:
     def __init__(self, mq_command: list[str], tmp: Path, source: str, target: str, topic: str, *extra: str) -> None:
         consumer = tmp / "consumer.properties"
         consumer.write_text(
-            f"bootstrap.servers={source}\ngroup.id=mirror\nauto.offset.reset=earliest\nsession.timeout.ms=6000\n"
-            "heartbeat.interval.ms=500\nmax.poll.records=5000\nmetadata.max.age.ms=1000\n"
+            f"bootstrap.servers={source}\ngroup.id=mirror\nauto.offset.reset=earliest\nsession.timeout.ms=2000\n"
+            "heartbeat.interval.ms=300\nmax.poll.records=5000\nmetadata.max.age.ms=1000\n"
         )
         producer = tmp / "producer.properties"
         producer.write_text(f"bootstrap.servers={target}\nlinger.ms=5\nbatch.size=131072\n")
@@ -172,7 +179,7 @@ def sequences(records: list[Record]) -> dict[bytes, list[int]]:
 def test_every_record_is_mirrored_in_order_and_check_finds_a_missing_record(
     mq_command: list[str], broker_factory, tmp_path: Path
 ) -> None:
-    source, target = broker_factory("source").start(), broker_factory("target").start()
+    source, target = start_brokers(broker_factory)
     create_topic(source.bootstrap, "orders", 3)
     produce(source.bootstrap, "orders", 100_000)
     mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "orders").start()
@@ -219,9 +226,10 @@ def every_100th_waits(seconds):
 
 
 def test_kill_9_resends_but_never_skips(mq_command: list[str], broker_factory, tmp_path: Path) -> None:
-    source, target = broker_factory("source").start(), broker_factory("target").start()
+    source, target = start_brokers(broker_factory)
+    total = 50_000
     create_topic(source.bootstrap, "events", 2)
-    produce(source.bootstrap, "events", 100_000)
+    produce(source.bootstrap, "events", total)
     (tmp_path / "pacing.py").write_text(PACING_HANDLER)
     options = ["--offset.commit.interval.ms", "1000", "--message.handler", "pacing:every_100th_waits"]
     options += ["--message.handler.args", "0.005"]
@@ -230,13 +238,13 @@ def test_kill_9_resends_but_never_skips(mq_command: list[str], broker_factory, t
     def mid_way_with_uncommitted_records() -> bool:
         mirrored = target_count(target.bootstrap, "events", 2)
         done = sum(max(0, offset) for offset in committed(source.bootstrap, "mirror", "events", 2))
-        return 30_000 <= mirrored < 100_000 and done < mirrored
+        return total // 4 <= mirrored < total and done < mirrored
 
     wait_mirrored(mid_way_with_uncommitted_records, mirror)
     mirror.kill()
     settled = settled_end_offsets(target.bootstrap, "events", 2)
     at_kill = sum(max(0, offset) for offset in committed(source.bootstrap, "mirror", "events", 2))
-    assert at_kill < 100_000
+    assert at_kill < total
 
     mirror.start()
     ends = end_offsets(source.bootstrap, "events", 2)
@@ -245,8 +253,8 @@ def test_kill_9_resends_but_never_skips(mq_command: list[str], broker_factory, t
     assert code == 0, err
 
     target_records = read_all(target.bootstrap, "events", 2)
-    duplicates = len(target_records) - 100_000
-    print(f"kill -9 after {sum(settled)} of 100000 records mirrored: {duplicates} duplicates in the target")
+    duplicates = len(target_records) - total
+    print(f"kill -9 after {sum(settled)} of {total} records mirrored: {duplicates} duplicates in the target")
     # the restarted mirror re-sends exactly what was mirrored after the last commit before the kill
     assert duplicates == sum(settled) - at_kill
     per_key = sequences(target_records)
@@ -258,13 +266,13 @@ def test_kill_9_resends_but_never_skips(mq_command: list[str], broker_factory, t
             assert seq == previous + 1 or seq <= previous, (key, previous, seq)
             assert seq <= highest + 1, (key, highest, seq)
             previous, highest = seq, max(highest, seq)
-        assert highest == 100_000 // KEYS - 1
+        assert highest == total // KEYS - 1
 
 
 def test_a_source_gap_is_reported_and_counted_and_new_topics_are_picked_up(
     mq_command: list[str], broker_factory, tmp_path: Path
 ) -> None:
-    source, target = broker_factory("source").start(), broker_factory("target").start()
+    source, target = start_brokers(broker_factory)
     create_topic(source.bootstrap, "logs", 1)
     produce(source.bootstrap, "logs", 1000)
     mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "logs.*").start()
@@ -301,7 +309,7 @@ def test_a_source_gap_is_reported_and_counted_and_new_topics_are_picked_up(
 def test_a_record_the_target_refuses_stops_the_mirror_without_committing(
     mq_command: list[str], broker_factory, tmp_path: Path
 ) -> None:
-    source, target = broker_factory("source").start(), broker_factory("target").start()
+    source, target = start_brokers(broker_factory)
     create_topic(source.bootstrap, "big", 1)
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
     admin.create_topics([NewTopic("big", 1, 1, config={"max.message.bytes": "1000"})])["big"].result(30)
