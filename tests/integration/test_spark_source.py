@@ -4,11 +4,13 @@ confluent-kafka reads back."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 
@@ -19,6 +21,16 @@ from tests.integration.conftest import BrokerProcess
 pytestmark = pytest.mark.slow
 
 BASE_TIME = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def broker(mq_command: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for the module (each test uses its own topics), as the Spark session is one per module."""
+    process = BrokerProcess(mq_command, tmp_path_factory.mktemp("spark-broker")).start()
+    yield process
+    process.stop()
+
+
 COLUMNS = ["partition", "offset", "key", "value", "unix_millis(timestamp) AS ts", "timestampType", "headers"]
 
 
@@ -203,9 +215,10 @@ def test_available_now_streams_write_each_record_once_and_commit_to_the_group(
     assert {tp.partition: meta.offset for tp, meta in committed.items() if tp.topic == "clicks"} == ends
 
 
-def consume_all(bootstrap: str, topic: str, count: int) -> list[tuple[Any, ...]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
+def consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[tuple[Any, ...]]:
+    """(partition, key, value, headers) of the first ``count`` records of the topic's partitions, sorted."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([KafkaPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     found: list[tuple[Any, ...]] = []
     try:
         for _ in range(100):
@@ -232,14 +245,14 @@ def test_writes_are_read_back_by_confluent_kafka(spark: Any, broker: BrokerProce
     df = spark.createDataFrame(data, schema)
     df.write.format("mq").option("kafka.bootstrap.servers", broker.bootstrap).mode("append").save()
     expected = [(p, k and k.encode(), v, h) for _, k, v, h, p in data]
-    assert consume_all(broker.bootstrap, "written", 3) == sorted(expected, key=repr)
+    assert consume_all(broker.bootstrap, "written", 2, 3) == sorted(expected, key=repr)
 
     # a topic that does not exist yet is created by the broker (auto.create.topics.enable), as for Kafka's producer
     only_values = spark.createDataFrame([("text",)], "value string")
     only_values.write.format("mq").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "created").mode(
         "append"
     ).save()
-    assert consume_all(broker.bootstrap, "created", 1) == [(0, None, b"text", [])]
+    assert consume_all(broker.bootstrap, "created", 1, 1) == [(0, None, b"text", [])]
 
     # a stream copy: what the topic holds, read as a stream and written to another topic named by the option
     create_topic(broker.bootstrap, "copied", partitions=2)
@@ -259,7 +272,7 @@ def test_writes_are_read_back_by_confluent_kafka(spark: Any, broker: BrokerProce
         .start()
     )
     query.awaitTermination(120)
-    assert consume_all(broker.bootstrap, "copied", 3) == sorted(expected, key=repr)
+    assert consume_all(broker.bootstrap, "copied", 2, 3) == sorted(expected, key=repr)
 
 
 def test_bad_options_are_reported(spark: Any, broker: BrokerProcess) -> None:
