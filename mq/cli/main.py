@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",
     ),
+    "segments-to-parquet": (
+        "mq.cli.segments_to_parquet:segments_to_parquet",
+        "Write the records of a copied log directory's segment files to Parquet with Spark.",
+    ),
 }
 
 
