@@ -136,6 +136,8 @@ def mirror(
 
     --check reads every partition of the matching topics in the source and the target and prints one line per
     partition: record count and sha256 over length-prefixed keys and values in offset order on each side.
+    Partition p is compared with partition p, so a target topic with fewer partitions (records placed by key)
+    differs.
 
     Exit codes: 0 stopped cleanly (--check: every partition the same), 1 a send failed with
     --abort.on.send.failure true, a stream failed, or (--check) a partition differs, 2 bad usage.
