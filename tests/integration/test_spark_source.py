@@ -4,6 +4,7 @@ confluent-kafka reads back."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from tests.integration.conftest import BrokerProcess
 
 pytestmark = pytest.mark.slow
 
-BASE_TIME = 1_700_000_000_000
+BASE_TIME = (int(time.time()) - 3600) * 1000
+"""Record times an hour ago: recent enough that retention (7 days by default) never removes them."""
 
 
 @pytest.fixture(scope="module")
