@@ -51,7 +51,7 @@ UNCHECKED_SENDS = 10_000
 """A stream drops its answered sends from its list once it holds this many (bounds memory between commits)."""
 
 RETRY_BACKOFF_S = 0.1
-"""Pause before polling again after an out-of-range fetch that no position change explains."""
+"""Pause before polling again after a retriable error or an out-of-range fetch that no position change explains."""
 
 _PLACE = attrgetter("topic", "partition")
 
@@ -388,6 +388,12 @@ class _Stream:
                 except OffsetOutOfRangeError:
                     if not await self.reposition(consumer.assignment()):
                         await asyncio.sleep(RETRY_BACKOFF_S)  # back in range by now (a log truncated and refilled)
+                    continue
+                except KafkaError as exc:
+                    if not exc.code.retriable:
+                        raise
+                    self.mirror.report(f"WARNING: polling the source failed ({exc}); retrying")
+                    await asyncio.sleep(RETRY_BACKOFF_S)
                     continue
                 if records:
                     await self.forward(records)

@@ -252,3 +252,31 @@ def test_an_out_of_range_fetch_mid_run_is_a_gap_and_the_stream_goes_on(log_offse
         "resuming at the log start offset 100"
     ]
     assert fetcher.known_positions() == {A: 3, B: 100}
+
+
+def test_a_retriable_poll_error_is_reported_and_polled_again() -> None:
+    maker, lines = make()
+    stream = maker.streams[0]
+    commits_of(maker)
+    polls: list[int] = []
+
+    async def poll(timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+        polls.append(timeout_ms)
+        if len(polls) == 1:
+            raise KafkaError("coordinator moved", code=ErrorCode.NOT_COORDINATOR)
+        if len(polls) == 2:
+            maker.stop()
+            return []
+        raise KafkaError("bad", code=ErrorCode.INVALID_REQUEST)
+
+    async def close() -> None:
+        pass
+
+    stream.consumer.poll = poll  # type: ignore[method-assign]
+    stream.consumer.close = close  # type: ignore[method-assign]
+    asyncio.run(asyncio.wait_for(stream.run(), 10))
+    assert len(polls) == 2
+    assert lines == ["WARNING: polling the source failed (coordinator moved); retrying"]
+    stream.mirror.stopping.clear()
+    with pytest.raises(KafkaError, match="bad"):
+        asyncio.run(asyncio.wait_for(stream.run(), 10))
