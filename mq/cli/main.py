@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Check the committed offsets and lag of a consumer group.",
     ),
     "mirror": ("mq.cli.mirror:mirror", "Continuously copy data between Kafka clusters."),
+    "perf": ("mq.cli.perf:perf", "Measure producer or consumer throughput and latency (Kafka's perf tests)."),
     "replay-log-producer": (
         "mq.cli.replay:replay_log_producer",
         "Copy a window of a topic's records to another topic, rate-limited and resumable.",
@@ -41,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.dump_segments:dump_segments",
         "Parse log segment, index and time index files and print their contents.",
     ),
+    "export": ("mq.cli.export:export", "Export topics to Parquet with Spark, exactly once across restarts."),
     "segments-to-parquet": (
         "mq.cli.segments_to_parquet:segments_to_parquet",
         "Write the records of a copied log directory's segment files to Parquet with Spark.",
