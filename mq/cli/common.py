@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from mq.config import parse_properties
-from mq.errors import KafkaError
+from mq.errors import ConfigError, KafkaError
 from mq.zk.store import StoreError
 
 EXIT_FAILED = 1
@@ -110,6 +110,17 @@ def admin_client_options(path: str | None) -> dict[str, Any]:
         elif key != "bootstrap.servers":
             click.echo(f"Warning: ignoring admin client property {key}", err=True)
     return options
+
+
+def client_properties_file(path: str) -> dict[str, str]:
+    """A Kafka client properties file (``--producer.config``, ``--consumer.config``); unreadable or malformed is
+    bad usage."""
+    try:
+        return parse_properties(Path(path).read_text(encoding="utf-8"), path)
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+    except ConfigError as exc:
+        raise ToolError(str(exc), EXIT_USAGE) from None
 
 
 def bootstrap_from_zookeeper(connect: str) -> str:
