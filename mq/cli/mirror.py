@@ -10,9 +10,8 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, handle_errors, verbose_option
-from mq.errors import ConfigError, KafkaError
-from mq.tools.client_properties import read_properties
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, client_properties_file, handle_errors, verbose_option
+from mq.errors import KafkaError
 from mq.tools.mirror_maker import (
     MirrorError,
     MirrorMaker,
@@ -31,15 +30,6 @@ SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 def _report(line: str) -> None:
     click.echo(line, err=True)
-
-
-def _properties(path: str) -> dict[str, str]:
-    try:
-        return read_properties(path)
-    except OSError as exc:
-        raise ToolError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
-    except ConfigError as exc:
-        raise ToolError(str(exc), EXIT_USAGE) from None
 
 
 def _flag(value: str) -> bool:
@@ -144,8 +134,8 @@ def mirror(
     """
     try:
         pattern = topic_pattern(whitelist, blacklist)
-        sources = [source_config(_properties(path), _report) for path in consumer_configs]
-        target = target_config(_properties(producer_config), _report)
+        sources = [source_config(client_properties_file(path), _report) for path in consumer_configs]
+        target = target_config(client_properties_file(producer_config), _report)
         handler = load_handler(message_handler, message_handler_args) if message_handler else None
         if message_handler_args is not None and message_handler is None:
             raise MirrorError("--message.handler.args needs --message.handler", usage=True)

@@ -10,11 +10,9 @@ through ``warn`` and ignored, never fatal.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from mq.client.producer import codec_named
-from mq.config import parse_properties
 from mq.tools.console import CONSUMER_KEYS
 
 Warn = Callable[[str], None]
@@ -79,11 +77,6 @@ CONSUMER_KEYS_WITHOUT_EFFECT = frozenset(
     {"key.deserializer", "value.deserializer", "receive.buffer.bytes", "send.buffer.bytes", "check.crcs"}
 )
 """Consumer keys accepted silently: mq's consumer hands out byte arrays and always checks batch CRCs."""
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file as a dict; raises OSError when unreadable, ConfigError when malformed."""
-    return parse_properties(Path(path).read_text(encoding="utf-8"), path)
 
 
 def _settings(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from mq.tools.client_properties import consumer_settings, producer_settings, read_properties
+from mq.tools.client_properties import consumer_settings, producer_settings
 
 
 def test_producer_keys_map_to_producer_options() -> None:
@@ -57,9 +55,3 @@ def test_consumer_keys_map_to_group_consumer_options() -> None:
 def test_bad_values_name_the_key(key: str, value: str) -> None:
     with pytest.raises(ValueError, match=key):
         producer_settings({key: value}, print)
-
-
-def test_read_properties(tmp_path: Path) -> None:
-    path = tmp_path / "p.properties"
-    path.write_text("# comment\nbootstrap.servers=a:1\nacks : 1\n")
-    assert read_properties(str(path)) == {"bootstrap.servers": "a:1", "acks": "1"}
