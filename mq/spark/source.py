@@ -53,10 +53,17 @@ class MqDataSource(DataSource):
         return record_schema(include_headers(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(read_options(self.options, streaming=False), schema)
+        return BatchReader(read_options(self.options, streaming=False), self._fixed(schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StreamReader(read_options(self.options, streaming=True), schema)
+        return StreamReader(read_options(self.options, streaming=True), self._fixed(schema))
+
+    def _fixed(self, schema: StructType) -> StructType:
+        """Reads have the fixed schema of Spark's Kafka source; a schema given by the user is refused, as there."""
+        expected = self.schema()
+        if schema != expected:
+            raise ValueError(f"the mq source has a fixed schema and cannot be read as {schema.simpleString()}")
+        return expected
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         options = write_options(self.options)

@@ -280,6 +280,10 @@ def test_writes_are_read_back_by_confluent_kafka(spark: Any, broker: BrokerProce
 def test_bad_options_are_reported(spark: Any, broker: BrokerProcess) -> None:
     with pytest.raises(Exception, match="exactly one of the options subscribe, subscribePattern, assign"):
         reader(spark, broker.bootstrap).collect()
+    with pytest.raises(Exception, match="fixed schema"):
+        spark.read.format("mq").schema("value string").option("subscribe", "t").option(
+            "kafka.bootstrap.servers", broker.bootstrap
+        ).load().collect()
     df = spark.createDataFrame([("k",)], "key string")
     with pytest.raises(Exception, match="required attribute 'value' not found"):
         df.write.format("mq").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "t").mode(
