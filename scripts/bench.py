@@ -1,0 +1,424 @@
+"""mq's throughput and latency against this machine's limits and against Redis Streams, with target ratios.
+
+Runs from a clean clone after ``pip install -e .[bench]`` and ``apt-get install -y redis-server``; starts what it
+needs on 127.0.0.1 (a Redis server without persistence, an mq broker on a temporary log dir) and stops it again.
+Every case runs three times; the table shows min / median / max, and the ratios use the medians.
+
+(a) the machine: sequential 1 MiB writes to a temporary file (page cache only, and with one fdatasync at the end),
+    loopback TCP (a sender thread and a receiving thread over 127.0.0.1), sendfile of a page-cached file to a
+    loopback socket;
+(b) Redis Streams: ``redis-benchmark -P 64 -c 1 XADD`` of 100 B and 1 KiB values (records/s = requests/s) and
+    ``redis-benchmark -c 1 XRANGE s - + COUNT 1000`` (records/s = requests/s x 1000);
+(c) mq, driven by librdkafka (``mq perf producer/consumer --client confluent``, separate processes): produce
+    100 B and 1 KiB records with acks=1 and acks=all, consume them back, three concurrent consumers fetching
+    large batches of a pre-filled 3-partition topic, and the p99 latency of acks=1 produce at 10% of the measured
+    maximum rate.
+
+A megabyte is 1024 * 1024 bytes throughout (as Kafka's perf tools count).
+
+    python scripts/bench.py [--scale 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MB = 1024 * 1024
+RUNS = 3
+PRODUCER_FINAL = re.compile(
+    r"^(?P<count>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbs>[\d.]+) MB/sec\), (?P<avg>[\d.]+) ms avg "
+    r"latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, (?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, "
+    r"(?P<p999>\d+) ms 99\.9th\.$",
+    re.MULTILINE,
+)
+
+
+@dataclass
+class Case:
+    name: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+
+class Table:
+    def __init__(self) -> None:
+        self.cases: dict[str, Case] = {}
+
+    def add(self, name: str, unit: str, value: float) -> None:
+        self.cases.setdefault(name, Case(name, unit)).values.append(value)
+        print(f"  {name}: {value:,.1f} {unit}", flush=True)
+
+    def median(self, name: str) -> float:
+        return self.cases[name].median
+
+    def print(self) -> None:
+        width = max(len(name) for name in self.cases)
+        print(f"\n{'case':<{width}}  {'min':>14}  {'median':>14}  {'max':>14}  unit")
+        for case in self.cases.values():
+            low, mid, high = min(case.values), case.median, max(case.values)
+            print(f"{case.name:<{width}}  {low:>14,.1f}  {mid:>14,.1f}  {high:>14,.1f}  {case.unit}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not start")
+
+
+@contextlib.contextmanager
+def running(command: list[str], port: int, what: str, log: Path) -> Iterator[None]:
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, process, what)
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# (a) the machine -------------------------------------------------------------------------------------------------
+
+
+def append_file(path: Path, megabytes: int, sync: bool) -> float:
+    """MB/s of sequential 1 MiB writes to a new file; with ``sync`` the time includes one fdatasync at the end."""
+    block = os.urandom(MB)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        start = time.perf_counter()
+        for _ in range(megabytes):
+            os.write(fd, block)
+        if sync:
+            os.fdatasync(fd)
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+    return megabytes / elapsed
+
+
+def _drain(connection: socket.socket, total: int) -> None:
+    buffer = bytearray(4 * MB)
+    view = memoryview(buffer)
+    received = 0
+    while received < total:
+        n = connection.recv_into(view)
+        if n == 0:
+            raise RuntimeError("loopback peer closed early")
+        received += n
+
+
+def loopback(total: int, send: Callable[[socket.socket], None]) -> float:
+    """MB/s of ``total`` bytes that ``send`` writes to a 127.0.0.1 connection a receiving thread drains."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        sender = socket.create_connection(server.getsockname())
+        receiver, _ = server.accept()
+    done = threading.Thread(target=_drain, args=(receiver, total))
+    with sender, receiver:
+        start = time.perf_counter()
+        done.start()
+        send(sender)
+        done.join()
+        elapsed = time.perf_counter() - start
+    return total / MB / elapsed
+
+
+def tcp_bandwidth(megabytes: int) -> float:
+    block = os.urandom(MB)
+
+    def send(sock: socket.socket) -> None:
+        for _ in range(megabytes):
+            sock.sendall(block)
+
+    return loopback(megabytes * MB, send)
+
+
+def sendfile_bandwidth(path: Path) -> float:
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        f.read()  # in the page cache
+
+        def send(sock: socket.socket) -> None:
+            offset = 0
+            while offset < size:
+                offset += os.sendfile(sock.fileno(), f.fileno(), offset, size - offset)
+
+        return loopback(size, send)
+
+
+def bench_machine(table: Table, tmp: Path, megabytes: int) -> None:
+    print(f"(a) machine: {megabytes} MiB per run", flush=True)
+    target = tmp / "append.bin"
+    for _ in range(RUNS):
+        os.sync()
+        table.add("append 1 MiB blocks, page cache", "MB/s", append_file(target, megabytes, sync=False))
+        os.sync()
+        table.add("append 1 MiB blocks + fdatasync", "MB/s", append_file(target, megabytes, sync=True))
+        table.add("loopback TCP", "MB/s", tcp_bandwidth(megabytes * 2))
+        table.add("loopback sendfile (page cache)", "MB/s", sendfile_bandwidth(target))
+    target.unlink()
+
+
+# (b) Redis Streams -----------------------------------------------------------------------------------------------
+
+
+def redis_benchmark(port: int, *args: str) -> float:
+    """Requests/s from ``redis-benchmark --csv``."""
+    command = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "--csv", *args]
+    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    rows = [row for row in csv.reader(io.StringIO(output)) if row]
+    return float(rows[-1][1])
+
+
+def redis_cli(port: int, *args: str) -> None:
+    subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args], capture_output=True, check=True)
+
+
+def bench_redis(table: Table, tmp: Path, writes: dict[int, int], reads: int) -> None:
+    port = free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    print(f"(b) Redis Streams ({redis_version()}): XADD {writes} records per run, {reads} XRANGE reads", flush=True)
+    with running(command, port, "redis-server", tmp / "redis.log"):
+        for size, count in writes.items():
+            value = "x" * size
+            for _ in range(RUNS):
+                redis_cli(port, "DEL", "s")
+                rate = redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(count), "XADD", "s", "*", "f", value)
+                table.add(f"redis XADD {label(size)}", "records/s", rate)
+            for _ in range(RUNS):
+                rate = redis_benchmark(port, "-c", "1", "-n", str(reads), "XRANGE", "s", "-", "+", "COUNT", "1000")
+                table.add(f"redis XRANGE COUNT 1000 {label(size)}", "records/s", rate * 1000)
+            redis_cli(port, "DEL", "s")
+
+
+def redis_version() -> str:
+    output = subprocess.run(["redis-server", "--version"], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"v=(\S+)", output)
+    return f"redis {match.group(1)}" if match else output.strip()
+
+
+# (c) mq ----------------------------------------------------------------------------------------------------------
+
+
+def label(size: int) -> str:
+    return f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
+
+
+def mq_command() -> list[str]:
+    found = shutil.which("mq") or str(Path(sys.executable).with_name("mq"))
+    return [found]
+
+
+def perf_producer(bootstrap: str, topic: str, records: int, size: int, props: dict[str, str], rate: float = -1) -> dict:
+    command = [*mq_command(), "perf", "producer", "--client", "confluent", "--topic", topic]
+    command += ["--num-records", str(records), "--record-size", str(size), "--throughput", str(rate)]
+    command += ["--producer-props", f"bootstrap.servers={bootstrap}", *(f"{k}={v}" for k, v in props.items())]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    match = PRODUCER_FINAL.search(done.stdout)
+    if done.returncode != 0 or match is None:
+        raise RuntimeError(f"mq perf producer failed: {done.stderr.strip() or done.stdout}")
+    return {key: float(value) for key, value in match.groupdict().items()}
+
+
+def perf_consumer(bootstrap: str, topic: str, messages: int, group: str) -> tuple[float, float]:
+    """(fetch.nMsg.sec, fetch.MB.sec): rates over the time after the group join."""
+    command = [*mq_command(), "perf", "consumer", "--client", "confluent", "--bootstrap-server", bootstrap]
+    command += ["--topic", topic, "--messages", str(messages), "--group", group, "--hide-header"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    fields = [f.strip() for f in line.split(",")]
+    if done.returncode != 0 or len(fields) != 10 or int(fields[4]) < messages:
+        raise RuntimeError(f"mq perf consumer failed: {done.stderr.strip() or done.stdout}")
+    return float(fields[9]), float(fields[8])
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    command = [*mq_command(), "topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic]
+    subprocess.run([*command, "--partitions", str(partitions)], capture_output=True, check=True, timeout=60)
+
+
+def fetch_partition(bootstrap: str, topic: str, partition: int, fetch_bytes: int, barrier) -> tuple[int, float, float]:
+    """One consumer process: read ``partition`` from the beginning to its high watermark without a group;
+    (bytes, start, end) in wall-clock seconds, starting after every process is connected."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-fetch-{os.getpid()}",
+            "enable.auto.commit": False,
+            "max.partition.fetch.bytes": fetch_bytes,
+            "fetch.max.bytes": fetch_bytes * 2,
+            "receive.message.max.bytes": fetch_bytes * 2 + 1024 * 1024,
+            "queued.max.messages.kbytes": 2 * fetch_bytes // 1024,
+        }
+    )
+    _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+    barrier.wait()
+    start = time.time()
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    size = position = 0
+    while position < high:
+        for message in consumer.consume(10_000, timeout=1):
+            if message.error() is None:
+                size += len(message.value())
+                position = message.offset() + 1
+    end = time.time()
+    consumer.close()
+    return size, start, end
+
+
+def concurrent_fetch(bootstrap: str, topic: str, partitions: int, fetch_bytes: int) -> float:
+    """MB/s of ``partitions`` processes reading one partition each, from the first start to the last end."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Manager().Barrier(partitions)
+    with context.Pool(partitions) as pool:
+        results = pool.starmap(
+            fetch_partition, [(bootstrap, topic, p, fetch_bytes, barrier) for p in range(partitions)]
+        )
+    total = sum(size for size, _, _ in results)
+    elapsed = max(end for _, _, end in results) - min(start for _, start, _ in results)
+    return total / MB / elapsed
+
+
+@dataclass(frozen=True)
+class MqCounts:
+    records: dict[int, int]
+    """Records per produce run by record size."""
+    fetch_records: int
+    """1 KiB records per partition of the large-batch fetch topic."""
+    latency_seconds: float
+
+
+def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
+    port = free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    command = [*mq_command(), "server", "start", "--override", f"listeners=PLAINTEXT://{bootstrap}"]
+    command += ["--override", f"log.dirs={tmp / 'mq-logs'}"]
+    print(f"(c) mq: produce {counts.records} records per run; 3 x {counts.fetch_records} x 1 KiB fetch", flush=True)
+    with running(command, port, "mq broker", tmp / "mq-broker.log"):
+        for size, records in counts.records.items():
+            for acks in ("1", "all"):
+                topic = f"produce-{size}-{acks}"
+                create_topic(bootstrap, topic, 1)
+                for _ in range(RUNS):
+                    result = perf_producer(bootstrap, topic, records, size, {"acks": acks})
+                    table.add(f"mq produce {label(size)} acks={acks}", "records/s", result["rps"])
+                    table.add(f"mq produce {label(size)} acks={acks} MB/s", "MB/s", result["mbs"])
+            for run in range(RUNS):
+                rate, megabytes = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
+                table.add(f"mq consume {label(size)}", "records/s", rate)
+                table.add(f"mq consume {label(size)} MB/s", "MB/s", megabytes)
+        create_topic(bootstrap, "fetch", 3)
+        perf_producer(bootstrap, "fetch", 3 * counts.fetch_records, 1024, {"acks": "1"})
+        for _ in range(RUNS):
+            table.add("mq large-batch fetch, 3 consumers", "MB/s", concurrent_fetch(bootstrap, "fetch", 3, 16 * MB))
+        rate = max(1.0, round(table.median("mq produce 100 B acks=1") / 10))
+        records = int(rate * counts.latency_seconds)
+        print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records, linger.ms=0", flush=True)
+        create_topic(bootstrap, "latency", 1)
+        for _ in range(RUNS):
+            result = perf_producer(bootstrap, "latency", records, 100, {"acks": "1", "linger.ms": "0"}, rate)
+            table.add("mq produce 100 B acks=1 p99 at 10% of max", "ms", result["p99"])
+            table.add("mq produce 100 B acks=1 p50 at 10% of max", "ms", result["p50"])
+
+
+# targets ---------------------------------------------------------------------------------------------------------
+
+
+def print_targets(table: Table) -> None:
+    m = table.median
+    targets = [
+        ("produce 100 B acks=1 / Redis XADD 100 B", m("mq produce 100 B acks=1") / m("redis XADD 100 B"), ">=", 2.0),
+        (
+            "consume 100 B / Redis XRANGE 100 B",
+            m("mq consume 100 B") / m("redis XRANGE COUNT 1000 100 B"),
+            ">=",
+            1.0,
+        ),
+        (
+            "produce 1 KiB MB/s / page-cache append",
+            m("mq produce 1 KiB acks=1 MB/s") / m("append 1 MiB blocks, page cache"),
+            ">=",
+            0.5,
+        ),
+        (
+            "large-batch fetch / loopback sendfile",
+            m("mq large-batch fetch, 3 consumers") / m("loopback sendfile (page cache)"),
+            ">=",
+            0.6,
+        ),
+        ("p99 latency at 10% of max (ms)", m("mq produce 100 B acks=1 p99 at 10% of max"), "<", 10.0),
+    ]
+    print(f"\n{'target':<42}  {'measured':>9}  {'goal':>7}  result")
+    for name, value, op, goal in targets:
+        met = value >= goal if op == ">=" else value < goal
+        print(f"{name:<42}  {value:>9.2f}  {op + ' ' + format(goal, 'g'):>7}  {'met' if met else 'missed'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count (default 1.0)")
+    args = parser.parse_args()
+
+    def scaled(n: int) -> int:
+        return max(1, int(n * args.scale))
+
+    for tool in ("redis-server", "redis-benchmark", "redis-cli"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is missing: apt-get install -y redis-server")
+    table = Table()
+    began = time.monotonic()
+    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {RUNS} runs per case", flush=True)
+    with tempfile.TemporaryDirectory(prefix="mq-bench-") as name:
+        tmp = Path(name)
+        bench_machine(table, tmp, scaled(1024))
+        bench_redis(table, tmp, {100: scaled(1_000_000), 1024: scaled(300_000)}, scaled(2_000))
+        bench_mq(
+            table, tmp, MqCounts({100: scaled(1_000_000), 1024: scaled(300_000)}, scaled(100_000), 10 * args.scale)
+        )
+    table.print()
+    print_targets(table)
+    print(f"\ntotal time: {time.monotonic() - began:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
