@@ -222,15 +222,17 @@ class AsyncGroupConsumer:
         coordinator.start_heartbeat()
 
     async def _revoke(self) -> None:
-        """Eager protocol: give up every partition before rejoining, committing first with auto commit."""
+        """Eager protocol: give up every partition before rejoining, committing first with auto commit. The listener
+        hears of the revocation while the partitions are still assigned, as in Kafka, so it can read their positions
+        and commit them."""
         revoked = self.fetcher.assignment()
         if self.enable_auto_commit:
             await self._commit_quietly()
+        if revoked and self._listener is not None:
+            await self._listener.on_partitions_revoked(revoked)
         self.fetcher.assign([])
         self._joined = None
         self._unpositioned = None
-        if revoked and self._listener is not None:
-            await self._listener.on_partitions_revoked(revoked)
 
     async def _position_assigned(self) -> None:
         """Once per assignment: committed offsets become positions (the rest follow auto_offset_reset), then the

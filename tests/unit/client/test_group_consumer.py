@@ -325,10 +325,12 @@ def test_rebalance_in_progress_commits_revokes_and_rejoins_with_the_same_member_
         class Listener:
             async def on_partitions_revoked(self, revoked: list[TP]) -> None:
                 events.append(("revoked", sorted(revoked)))
+                positions.append(await consumer.position(TP("t", 0)))  # still assigned while the listener runs
 
             async def on_partitions_assigned(self, assigned: list[TP]) -> None:
                 events.append(("assigned", sorted(assigned)))
 
+        positions: list[int] = []
         consumer.subscribe(["t"], listener=Listener())
         await consumer.poll(0)
         consumer.seek(TP("t", 0), 9)
@@ -339,6 +341,7 @@ def test_rebalance_in_progress_commits_revokes_and_rejoins_with_the_same_member_
         assert [j.member_id for _, j in group.requests(ApiKey.JOIN_GROUP)] == ["", "mq-1", "mq-1"]
         everything = [TP("t", 0), TP("t", 1), TP("t", 2)]
         assert events == [("assigned", everything), ("revoked", everything), ("assigned", [TP("t", 0)])]
+        assert positions == [9]
         assert await consumer.position(TP("t", 0)) == 9
 
     with_group(test)
