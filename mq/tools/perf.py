@@ -128,8 +128,9 @@ async def _produce_mq(
             if delay:
                 await asyncio.sleep(delay / 1000)
             payload = payload_for(i)
+            sent_ms = now_ms()
             future = await producer.send(run.topic, payload)
-            future.add_done_callback(functools.partial(done, now_ms(), len(payload)))
+            future.add_done_callback(functools.partial(done, sent_ms, len(payload)))
             pending.append(future)
             if len(pending) >= MAX_PENDING:
                 await asyncio.wait([pending[0]])
