@@ -33,7 +33,10 @@ Exit codes:
 
 @click.command("segments-to-parquet", help=HELP)
 @click.option(
-    "--log-dir", required=True, type=click.Path(file_okay=False), help="REQUIRED: a broker's log directory (a copy)."
+    "--log-dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="REQUIRED: a broker's log directory (a copy).",
 )
 @click.option("--to", "to", required=True, help="REQUIRED: the Parquet output directory (any path Spark can write).")
 @click.option("--topic", "topics", multiple=True, help="Read only this topic (repeatable); all topics by default.")

@@ -57,7 +57,8 @@ def parse_partition_by(text: str) -> tuple[str, ...]:
 
 
 def spark_session(master: str, app_name: str) -> SparkSession:
-    """The session of a pipeline command; a missing PySpark is a usage error naming the extra to install."""
+    """The session of a pipeline command (Parquet timestamps as microseconds); a missing PySpark is an error naming
+    the extra to install."""
     try:
         from mq.spark import session
     except ImportError as exc:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mq.spark import register
 from mq.spark.offsets import OffsetMap, rate_limit
 from mq.spark.output_fs import HadoopFileSystem, OutputFileSystem, join, publish_text
 from mq.spark.parquet_output import with_partition_columns
@@ -317,6 +318,7 @@ def export(
     on_chunk: Callable[[ChunkCommitted], None] = lambda chunk: None,
 ) -> ExportResult:
     """Export the topics' offsets not yet in the output, up to the high watermarks at the start of the run."""
+    register(spark)
     fs = HadoopFileSystem(spark, options.output)
     output = fs.qualify(options.output)
     checkpoint = fs.qualify(options.checkpoint) if options.checkpoint else None

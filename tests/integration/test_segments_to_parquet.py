@@ -96,25 +96,3 @@ def test_a_copied_log_directory_reads_as_the_topics_do(
     spark.dataSource.register(SegmentsDataSource)
     only = spark.read.format("mq-segments").option("topics", "seg-gzip").load(str(copy))
     assert only.rdd.getNumPartitions() == len(list(copy.glob("seg-gzip-*/*.log")))  # one task per segment file
-
-
-def test_usage_errors(mq_command: list[str], tmp_path: Path) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    done = subprocess.run(
-        [
-            *mq_command,
-            "segments-to-parquet",
-            "--log-dir",
-            str(empty),
-            "--to",
-            str(tmp_path / "o"),
-            "--partition-by",
-            "day",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert done.stderr.strip() == "Error: --partition-by: cannot partition by day: choose from topic, partition, date"
