@@ -150,19 +150,25 @@ class OffsetRange:
         return self.end - self.start
 
 
-def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Empty ranges dropped; with ``min_partitions`` above the count, each range is cut into pieces in proportion to
-    its share of all offsets (at least one piece each), the pieces as equal as offsets allow."""
+def split_ranges(
+    ranges: Iterable[OffsetRange], min_partitions: int | None, max_records: int | None = None
+) -> list[OffsetRange]:
+    """Empty ranges dropped; with ``max_records``, each range cut into pieces of at most that many offsets; then,
+    with ``min_partitions`` above the count, each range cut into pieces in proportion to its share of all offsets
+    (at least one piece each). Pieces of one range are as equal as offsets allow."""
     kept = [r for r in ranges if r.size > 0]
+    if max_records:
+        kept = [piece for r in kept for piece in _cut(r, -(-r.size // max_records))]
     if not min_partitions or min_partitions <= len(kept):
         return kept
     total = sum(r.size for r in kept)
-    result: list[OffsetRange] = []
-    for r in kept:
-        pieces = min(r.size, max(1, round(r.size / total * min_partitions)))
-        bounds = [r.start + r.size * i // pieces for i in range(pieces + 1)]
-        result.extend(OffsetRange(r.tp, a, b) for a, b in itertools.pairwise(bounds))
-    return result
+    return [piece for r in kept for piece in _cut(r, max(1, round(r.size / total * min_partitions)))]
+
+
+def _cut(r: OffsetRange, pieces: int) -> list[OffsetRange]:
+    pieces = min(r.size, pieces)
+    bounds = [r.start + r.size * i // pieces for i in range(pieces + 1)]
+    return [OffsetRange(r.tp, a, b) for a, b in itertools.pairwise(bounds)]
 
 
 def rate_limit(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], limit: int) -> OffsetMap:

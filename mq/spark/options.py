@@ -4,7 +4,7 @@ Option names are case-insensitive (Spark hands them over lowercased). Read: ``ka
 ``bootstrap.servers``), exactly one of ``subscribe`` / ``subscribePattern`` / ``assign``, ``startingOffsets``,
 ``endingOffsets`` (batch only), ``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets`` in
 precedence (likewise for ending), ``startingOffsetsByTimestampStrategy`` (error|latest), ``maxOffsetsPerTrigger``,
-``minPartitions``, ``failOnDataLoss``, ``includeHeaders``, ``kafkaConsumer.pollTimeoutMs``, ``commitToGroup`` and
+``minPartitions``, ``maxRecordsPerPartition``, ``failOnDataLoss``, ``includeHeaders``, ``kafkaConsumer.pollTimeoutMs``, ``commitToGroup`` and
 the client keys ``kafka.client.id``, ``kafka.isolation.level``, ``kafka.request.timeout.ms``,
 ``kafka.max.partition.fetch.bytes``, ``kafka.fetch.max.bytes``. Write: the bootstrap servers, ``topic``,
 ``kafka.acks``, ``kafka.linger.ms``, ``kafka.batch.size``, ``kafka.compression.type``, ``kafka.client.id``.
@@ -54,6 +54,7 @@ class ReadOptions:
     """What a starting time with no record at or after it gives: ``error`` or ``latest``."""
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     commit_to_group: str | None = None
@@ -131,6 +132,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         timestamp_strategy=strategy,
         max_offsets_per_trigger=max_per_trigger,
         min_partitions=_optional_positive(opts, "minPartitions"),
+        max_records_per_partition=_optional_positive(opts, "maxRecordsPerPartition"),
         fail_on_data_loss=_boolean(opts, "failOnDataLoss", True),
         include_headers=_boolean(opts, "includeHeaders", False),
         commit_to_group=opts.get("committogroup") or None,

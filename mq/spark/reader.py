@@ -89,7 +89,10 @@ class _Reading:
 
     def plan(self, start: OffsetMap, end: OffsetMap) -> list[RangePartition]:
         ranges = (OffsetRange(tp, start[tp], end[tp]) for tp in sorted(end) if tp in start)
-        return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+        return [
+            RangePartition(r)
+            for r in split_ranges(ranges, self.options.min_partitions, self.options.max_records_per_partition)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):

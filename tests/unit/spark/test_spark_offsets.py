@@ -97,13 +97,30 @@ def test_split_ranges_drops_empty_ranges_and_splits_in_proportion() -> None:
     ]
 
 
+def test_split_ranges_caps_the_records_of_a_piece() -> None:
+    ranges = [OffsetRange(A0, 0, 25), OffsetRange(B0, 0, 5)]
+    assert split_ranges(ranges, None, 10) == [
+        OffsetRange(A0, 0, 8),
+        OffsetRange(A0, 8, 16),
+        OffsetRange(A0, 16, 25),
+        OffsetRange(B0, 0, 5),
+    ]
+    # then minPartitions shares 8 pieces by size (8, 8, 9, 5 offsets: 2, 2, 2, 1 after rounding, as Spark rounds)
+    assert [p.size for p in split_ranges(ranges, 8, 10)] == [4, 4, 4, 4, 4, 5, 5]
+
+
 @given(
     st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=6),
     st.integers(1, 50),
+    st.none() | st.integers(1, 300),
 )
-def test_split_ranges_covers_each_range_exactly(bounds: list[tuple[int, int]], min_partitions: int) -> None:
+def test_split_ranges_covers_each_range_exactly(
+    bounds: list[tuple[int, int]], min_partitions: int, max_records: int | None
+) -> None:
     ranges = [OffsetRange(TopicPartition("t", i), min(a, b), max(a, b)) for i, (a, b) in enumerate(bounds)]
-    pieces = split_ranges(ranges, min_partitions)
+    pieces = split_ranges(ranges, min_partitions, max_records)
+    if max_records is not None:
+        assert all(p.size <= max_records for p in pieces)
     for r in ranges:
         mine = [p for p in pieces if p.tp == r.tp]
         assert all(p.size > 0 for p in mine)
@@ -112,7 +129,8 @@ def test_split_ranges_covers_each_range_exactly(bounds: list[tuple[int, int]], m
         else:
             assert mine[0].start == r.start and mine[-1].end == r.end
             assert all(a.end == b.start for a, b in itertools.pairwise(mine))
-            assert max(p.size for p in mine) - min(p.size for p in mine) <= 1
+            if max_records is None:
+                assert max(p.size for p in mine) - min(p.size for p in mine) <= 1
 
 
 def test_rate_limit_shares_the_limit_in_proportion_to_backlog() -> None:

@@ -30,6 +30,7 @@ def test_options_are_case_insensitive_and_typed() -> None:
             "ASSIGN": '{"a": [0, 1]}',
             "maxoffsetspertrigger": "10",
             "MinPartitions": "4",
+            "maxRecordsPerPartition": "1000",
             "failOnDataLoss": "False",
             "includeHeaders": "true",
             "commitToGroup": "g",
@@ -38,7 +39,7 @@ def test_options_are_case_insensitive_and_typed() -> None:
         streaming=True,
     )
     assert read.assign == (TopicPartition("a", 0), TopicPartition("a", 1))
-    assert (read.max_offsets_per_trigger, read.min_partitions) == (10, 4)
+    assert (read.max_offsets_per_trigger, read.min_partitions, read.max_records_per_partition) == (10, 4, 1000)
     assert not read.fail_on_data_loss and read.include_headers
     assert read.commit_to_group == "g"
     assert read.isolation_level == "read_committed"
