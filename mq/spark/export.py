@@ -8,7 +8,8 @@ readers, Spark's and pyarrow's)::
     CHECKPOINT/commits/<chunk, 20 digits>.json   one manifest per committed chunk
 
 A manifest names its chunk's offset ranges ``{"topic": {"partition": [start, end]}}`` (end exclusive), its staging
-directory and its data files relative to it. Publishing it (a temporary file renamed into place) commits the chunk;
+directory, its data files relative to it, and the output's layout (directory columns, headers column; every run
+must keep the first one's). Publishing it (a temporary file renamed into place) commits the chunk;
 the files are moved into the output after that. A run:
 
 1. recovers: files of committed chunks still in staging are moved into place (a kill came after the commit), staging
@@ -61,6 +62,8 @@ class Manifest:
     ranges: Ranges
     files: tuple[str, ...]
     """Data files, relative to the staging directory and to the output alike."""
+    partition_by: tuple[str, ...] = ()
+    include_headers: bool = False
 
     def to_json(self) -> str:
         ranges: dict[str, dict[str, list[int]]] = {}
@@ -72,6 +75,8 @@ class Manifest:
             "staging": self.staging,
             "ranges": ranges,
             "files": list(self.files),
+            "partitionBy": list(self.partition_by),
+            "headers": self.include_headers,
         }
         return json.dumps(document, indent=1) + "\n"
 
@@ -86,13 +91,34 @@ class Manifest:
                 for topic, partitions in document["ranges"].items()
                 for partition, bounds in partitions.items()
             }
-            return cls(int(document["chunk"]), str(document["staging"]), ranges, tuple(document["files"]))
+            return cls(
+                int(document["chunk"]),
+                str(document["staging"]),
+                ranges,
+                tuple(document["files"]),
+                tuple(document["partitionBy"]),
+                bool(document["headers"]),
+            )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise ExportError(f"the export manifest {where} is unreadable: {exc}") from None
 
 
 class ExportError(Exception):
     """The export cannot go on: an unreadable manifest, a topic that does not exist, offsets lost to retention."""
+
+
+def check_layout(manifests: list[Manifest], partition_by: tuple[str, ...], include_headers: bool) -> None:
+    """An output keeps the directory columns and the columns of its first chunk: ExportError for a run that differs."""
+    if not manifests:
+        return
+    first = manifests[0]
+    if (first.partition_by, first.include_headers) != (partition_by, include_headers):
+        columns = ",".join(first.partition_by) or "none"
+        headers = "with" if first.include_headers else "without"
+        raise ExportError(
+            f"the output is partitioned by {columns} and {headers} headers: run again with the same "
+            "--partition-by and --include-headers, or export to a new directory"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +350,7 @@ def export(
     checkpoint = fs.qualify(options.checkpoint) if options.checkpoint else None
     log = CommitLog(fs, output, checkpoint)
     recovery = log.recover()
+    check_layout(recovery.manifests, options.partition_by, options.include_headers)
     earliest, latest = _log_offsets(options)
     start, lost = plan_export(recovery.committed_ends(), earliest, latest, options.fail_on_data_loss)
     plan = ExportPlan(recovery, start, dict(latest), lost)
@@ -337,7 +364,8 @@ def export(
         df = spark.read.format("mq").options(**_source_options(options, ranges)).load().select(*columns)
         writer = with_partition_columns(df, options.partition_by).write.mode("errorifexists")
         writer.partitionBy(*options.partition_by).parquet(staging)
-        manifest = Manifest(number, name, ranges, log.staged_files(staging))
+        files = log.staged_files(staging)
+        manifest = Manifest(number, name, ranges, files, options.partition_by, options.include_headers)
         log.commit(manifest)
         chunks.append(manifest)
         on_chunk(ChunkCommitted(manifest))

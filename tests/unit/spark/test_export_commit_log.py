@@ -13,6 +13,7 @@ from mq.spark.export import (
     CommitLog,
     ExportError,
     Manifest,
+    check_layout,
     chunk_ranges,
     plan_export,
 )
@@ -79,8 +80,19 @@ def log(tmp_path: Path) -> CommitLog:
 
 
 def test_manifest_round_trip() -> None:
-    manifest = Manifest(7, "00000000000000000007-abc", {A0: (0, 10), B0: (5, 6)}, ("topic=a/partition=0/x.parquet",))
+    files = ("topic=a/partition=0/x.parquet",)
+    manifest = Manifest(7, "00000000000000000007-abc", {A0: (0, 10), B0: (5, 6)}, files, ("topic", "partition"), True)
     assert Manifest.from_json(manifest.to_json(), "m") == manifest
+
+
+def test_every_run_keeps_the_layout_of_the_first() -> None:
+    first = Manifest(0, "s", {A0: (0, 1)}, (), ("topic", "date"), False)
+    check_layout([], ("partition",), True)
+    check_layout([first], ("topic", "date"), False)
+    with pytest.raises(ExportError, match="partitioned by topic,date and without headers"):
+        check_layout([first], ("topic", "partition"), False)
+    with pytest.raises(ExportError, match="--include-headers"):
+        check_layout([first], ("topic", "date"), True)
 
 
 def test_an_unreadable_manifest_is_an_error(log: CommitLog) -> None:
