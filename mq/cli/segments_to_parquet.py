@@ -21,7 +21,8 @@ Partition directories are named <topic>-<partition>; in each, the .log files are
 and codec) and every other file is skipped. Columns: key, value, topic, partition, offset, timestamp, timestampType
 (and headers with --include-headers), as the mq data source reads them from a broker; transaction markers are not
 records. A segment is read as a broker's recovery reads it: a torn or corrupt entry ends it, and the records before
-it are kept; each such segment is reported on stderr.
+it are kept; each such segment is reported on stderr. On a cluster (--master), every executor must be able to read
+the log directory at the same path.
 
 \b
 Exit codes:
