@@ -185,9 +185,13 @@ class CommitLog:
         )
 
     def commit(self, manifest: Manifest) -> None:
-        """Publish the manifest (the commit point), then move the chunk's files into the output."""
+        """Publish the manifest (the commit point), then move the chunk's files into the output. ExportError when
+        the chunk's manifest exists already: another export writes to the same output."""
         self.fs.mkdirs(self.commits)
-        publish_text(self.fs, self._manifest_path(manifest.chunk), manifest.to_json())
+        path = self._manifest_path(manifest.chunk)
+        if self.fs.exists(path):
+            raise ExportError(f"chunk {manifest.chunk} is committed already: another export writes to {self.output}")
+        publish_text(self.fs, path, manifest.to_json())
         self._finish(manifest)
 
     def _finish(self, manifest: Manifest) -> int:

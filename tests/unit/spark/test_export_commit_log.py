@@ -139,6 +139,13 @@ def test_a_kill_after_the_commit_is_finished_by_the_next_run(log: CommitLog, tmp
     assert log.recover().moved_files == 0
 
 
+def test_a_chunk_committed_by_another_export_is_not_overwritten(log: CommitLog) -> None:
+    log.commit(stage(log, 0, {A0: (0, 10)}))
+    with pytest.raises(ExportError, match="another export"):
+        log.commit(stage(log, 0, {A0: (0, 10)}))
+    assert [m.ranges for m in log.recover().manifests] == [{A0: (0, 10)}]
+
+
 def test_a_checkpoint_elsewhere_holds_the_manifests(tmp_path: Path) -> None:
     log = CommitLog(LocalFileSystem(), str(tmp_path / "out"), str(tmp_path / "ckpt"))
     log.commit(stage(log, 0, {A0: (0, 1)}))
