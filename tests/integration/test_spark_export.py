@@ -97,6 +97,23 @@ def test_a_run_killed_mid_way_and_run_again_exports_every_record_once(
     assert export(spark, options).chunks == []
 
 
+def test_offsets_kept_in_a_checkpoint_directory(broker: BrokerProcess, spark: Any, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, 3, 1), NewTopic("audit", 1, 1)]).values():
+        future.result(10)
+    records = produce(broker.bootstrap, 0, 60)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce("audit", b"only", b"one")
+    assert producer.flush(10) == 0
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    options = ExportOptions(broker.bootstrap, (TOPIC, "audit"), str(out), str(checkpoint), partition_by=())
+    assert export(spark, options).offsets == 61
+    assert exported(spark, out) == sorted([*records, ("audit", 0, 0, b"one", b"only")])
+    assert len(list((checkpoint / "commits").glob("*.json"))) == 1
+    assert not (out / "_mq_export").exists()
+    assert export(spark, options).chunks == []
+
+
 def test_a_topic_that_does_not_exist(broker: BrokerProcess, spark: Any, tmp_path: Path) -> None:
     options = ExportOptions(broker.bootstrap, ("missing",), str(tmp_path / "out"))
     with pytest.raises(ExportError, match="topic missing does not exist"):
