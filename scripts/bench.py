@@ -12,7 +12,7 @@ Every case runs three times; the table shows min / median / max, and the ratios 
 (c) mq, driven by librdkafka (``mq perf producer/consumer --client confluent``, separate processes): produce
     100 B and 1 KiB records with acks=1 and acks=all, consume them back, three concurrent consumers fetching
     large batches of a pre-filled 3-partition topic, and the p99 latency of acks=1 produce at 10% of the measured
-    maximum rate.
+    maximum rate (librdkafka's default linger.ms, and linger.ms=0 for reference).
 
 A megabyte is 1024 * 1024 bytes throughout (as Kafka's perf tools count).
 
@@ -280,6 +280,8 @@ def fetch_partition(bootstrap: str, topic: str, partition: int, fetch_bytes: int
     (bytes, start, end) in wall-clock seconds, starting after every process is connected."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+    from mq.tools.perf import message_bytes
+
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -297,10 +299,10 @@ def fetch_partition(bootstrap: str, topic: str, partition: int, fetch_bytes: int
     consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
     size = position = 0
     while position < high:
-        for message in consumer.consume(10_000, timeout=1):
-            if message.error() is None:
-                size += len(message.value())
-                position = message.offset() + 1
+        messages = [m for m in consumer.consume(10_000, timeout=1) if m.error() is None]
+        if messages:
+            size += message_bytes(messages)
+            position = messages[-1].offset() + 1
     end = time.time()
     consumer.close()
     return size, start, end
@@ -353,12 +355,14 @@ def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
             table.add("mq large-batch fetch, 3 consumers", "MB/s", concurrent_fetch(bootstrap, "fetch", 3, 16 * MB))
         rate = max(1.0, round(table.median("mq produce 100 B acks=1") / 10))
         records = int(rate * counts.latency_seconds)
-        print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records, linger.ms=0", flush=True)
+        print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records per run", flush=True)
         create_topic(bootstrap, "latency", 1)
-        for _ in range(RUNS):
-            result = perf_producer(bootstrap, "latency", records, 100, {"acks": "1", "linger.ms": "0"}, rate)
-            table.add("mq produce 100 B acks=1 p99 at 10% of max", "ms", result["p99"])
-            table.add("mq produce 100 B acks=1 p50 at 10% of max", "ms", result["p50"])
+        for linger, suffix in (({}, ""), ({"linger.ms": "0"}, ", linger.ms=0")):
+            for _ in range(RUNS):
+                os.sync()  # no dirty-page backlog from the cases before
+                result = perf_producer(bootstrap, "latency", records, 100, {"acks": "1", **linger}, rate)
+                table.add(f"mq produce 100 B acks=1 p99 at 10% of max{suffix}", "ms", result["p99"])
+                table.add(f"mq produce 100 B acks=1 p50 at 10% of max{suffix}", "ms", result["p50"])
 
 
 # targets ---------------------------------------------------------------------------------------------------------
@@ -394,6 +398,11 @@ def print_targets(table: Table) -> None:
         print(f"{name:<42}  {value:>9.2f}  {op + ' ' + format(goal, 'g'):>7}  {'met' if met else 'missed'}")
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: other work on the machine skews every figure."""
+    return " ".join(f"{load:.2f}" for load in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count (default 1.0)")
@@ -407,7 +416,9 @@ def main() -> None:
             sys.exit(f"{tool} is missing: apt-get install -y redis-server")
     table = Table()
     began = time.monotonic()
-    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {RUNS} runs per case", flush=True)
+    print(
+        f"{os.cpu_count()} CPUs, load average {load_average()}, Python {sys.version.split()[0]}, {RUNS} runs per case"
+    )
     with tempfile.TemporaryDirectory(prefix="mq-bench-") as name:
         tmp = Path(name)
         bench_machine(table, tmp, scaled(1024))
@@ -417,7 +428,7 @@ def main() -> None:
         )
     table.print()
     print_targets(table)
-    print(f"\ntotal time: {time.monotonic() - began:.0f} s")
+    print(f"\ntotal time: {time.monotonic() - began:.0f} s; load average {load_average()}")
 
 
 if __name__ == "__main__":

@@ -89,3 +89,11 @@ def test_consumer_stops_at_the_message_count_or_after_the_timeout(clock: Clock) 
     progress = ConsumeProgress(run(messages=10, timeout_ms=500), 1000, lambda _line: None)
     progress.add(12, 120)
     assert progress.finished()
+
+
+def test_message_bytes_counts_keys_and_values_of_librdkafka_messages() -> None:
+    from confluent_kafka import Message
+
+    messages = [Message(value=b"abc", key=b"k"), Message(value=None, key=b"kk"), Message(value=b"12345")]
+    assert perf.message_bytes(messages) == 3 + 1 + 2 + 5
+    assert perf.message_bytes([]) == 0
