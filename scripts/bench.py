@@ -287,6 +287,7 @@ def fetch_partition(bootstrap: str, topic: str, partition: int, fetch_bytes: int
             "bootstrap.servers": bootstrap,
             "group.id": f"bench-fetch-{os.getpid()}",
             "enable.auto.commit": False,
+            "fetch.queue.backoff.ms": 0,
             "max.partition.fetch.bytes": fetch_bytes,
             "fetch.max.bytes": fetch_bytes * 2,
             "receive.message.max.bytes": fetch_bytes * 2 + 1024 * 1024,

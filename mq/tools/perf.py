@@ -34,6 +34,10 @@ MAX_PENDING = 200_000
 """Records mq's producer may have unacknowledged before the perf producer waits (Kafka's buffer.memory role)."""
 JAVA_ONLY_KEYS = frozenset({"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"})
 """Java client keys librdkafka rejects; both perf tools always send and receive byte arrays."""
+CONFLUENT_CONSUMER_DEFAULTS = {"client.id": "perf-consumer-client", "fetch.queue.backoff.ms": "0"}
+"""librdkafka settings of the perf consumer unless --consumer.config sets them: librdkafka otherwise pauses a
+partition's fetching for fetch.queue.backoff.ms (1 s) whenever its local queue passed queued.min.messages, which
+would measure that pause instead of the broker; Kafka's Java consumer fetches again as soon as it can."""
 
 
 class PerfError(Exception):
@@ -310,7 +314,7 @@ async def _consume_mq(run: ConsumerRun, progress: ConsumeProgress, warn: Out) ->
 def _consume_confluent(run: ConsumerRun, progress: ConsumeProgress) -> None:
     from confluent_kafka import Consumer, KafkaException, Message
 
-    config = _confluent_config(run.props, {"client.id": "perf-consumer-client"})
+    config = _confluent_config(run.props, CONFLUENT_CONSUMER_DEFAULTS)
     config.update(
         {
             "group.id": run.group,

@@ -97,3 +97,10 @@ def test_message_bytes_counts_keys_and_values_of_librdkafka_messages() -> None:
     messages = [Message(value=b"abc", key=b"k"), Message(value=None, key=b"kk"), Message(value=b"12345")]
     assert perf.message_bytes(messages) == 3 + 1 + 2 + 5
     assert perf.message_bytes([]) == 0
+
+
+def test_librdkafka_settings_drop_java_only_keys_and_override_the_defaults() -> None:
+    props = {"fetch.queue.backoff.ms": "5", "value.deserializer": "ByteArrayDeserializer", "bootstrap.servers": "h:1"}
+    config = perf._confluent_config(props, perf.CONFLUENT_CONSUMER_DEFAULTS)
+    assert config == {"client.id": "perf-consumer-client", "fetch.queue.backoff.ms": "5", "bootstrap.servers": "h:1"}
+    assert perf._confluent_config({}, perf.CONFLUENT_CONSUMER_DEFAULTS)["fetch.queue.backoff.ms"] == "0"
