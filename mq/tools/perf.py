@@ -2,7 +2,8 @@
 librdkafka (confluent-kafka), so the broker can be measured without the Python client's cost.
 
 The producer sends ``num_records`` payloads, rate-limited by ``Throttler``, and measures each record's latency from
-the send call to its acknowledgement (the future's completion or librdkafka's delivery callback). The consumer
+the send call to its acknowledgement (the future's completion, or librdkafka's own per-message latency as its
+delivery callback reports it). The consumer
 joins a group, subscribes to the topic and counts messages and key + value bytes until it has ``messages`` or no
 record arrived for ``timeout_ms``; time spent joining the group is the rebalance time. Report lines come from
 mq.tools.perf_stats.
@@ -29,6 +30,8 @@ from mq.tools.perf_stats import (
 )
 
 Out = Callable[[str], None]
+Completed = Callable[[int, int, object | None], None]
+"""Called once per record: latency in ms, payload bytes, and the error (None when acknowledged)."""
 CLIENTS = ("mq", "confluent")
 MAX_PENDING = 200_000
 """Records mq's producer may have unacknowledged before the perf producer waits (Kafka's buffer.memory role)."""
@@ -82,14 +85,11 @@ def run_producer(run: ProducerRun, out: Out, warn: Out) -> None:
     stats = ProducerStats(run.num_records, now_ms())
     failures: list[str] = []
 
-    def completed(sent_ms: int, size: int, error: object | None) -> None:
+    def completed(latency_ms: int, size: int, error: object | None) -> None:
         if error is not None:
-            if not failures:
-                warn(f"Error: send failed: {error}")
             failures.append(str(error))
             return
-        now = now_ms()
-        line = stats.record(now - sent_ms, size, now)
+        line = stats.record(latency_ms, size, now_ms())
         if line is not None:
             out(line)
 
@@ -110,9 +110,7 @@ def _payload_picker(payloads: list[bytes]) -> Callable[[int], bytes]:
     return lambda _i: payloads[rng.randrange(len(payloads))]
 
 
-async def _produce_mq(
-    run: ProducerRun, start_ms: int, completed: Callable[[int, int, object | None], None], warn: Out
-) -> None:
+async def _produce_mq(run: ProducerRun, start_ms: int, completed: Completed, warn: Out) -> None:
     from mq.client.producer import AsyncProducer
     from mq.tools.client_properties import producer_settings
 
@@ -124,7 +122,7 @@ async def _produce_mq(
     pending: deque[asyncio.Future[Any]] = deque()
 
     def done(sent_ms: int, size: int, future: asyncio.Future[Any]) -> None:
-        completed(sent_ms, size, future.exception())
+        completed(now_ms() - sent_ms, size, future.exception())
 
     async with AsyncProducer(bootstrap, **settings) as producer:
         for i in range(run.num_records):
@@ -149,7 +147,7 @@ def _confluent_config(props: Mapping[str, str], defaults: Mapping[str, str]) -> 
     return config
 
 
-def _produce_confluent(run: ProducerRun, start_ms: int, completed: Callable[[int, int, object | None], None]) -> None:
+def _produce_confluent(run: ProducerRun, start_ms: int, completed: Completed) -> None:
     from confluent_kafka import KafkaException, Producer
 
     try:
@@ -159,18 +157,18 @@ def _produce_confluent(run: ProducerRun, start_ms: int, completed: Callable[[int
     throttler = Throttler(run.throughput, start_ms)
     payload_for = _payload_picker(run.payloads)
 
-    def delivered(sent_ms: int, size: int, error: object | None, _message: object) -> None:
-        completed(sent_ms, size, error)
+    def delivered(error: object | None, message: Any) -> None:
+        completed(0 if error is not None else int(message.latency() * 1000), len(message), error)
 
+    throttled = run.throughput >= 0
     for i in range(run.num_records):
-        delay = throttler.delay_ms(i, now_ms())
-        if delay:
-            time.sleep(delay / 1000)
-        payload = payload_for(i)
-        callback = functools.partial(delivered, now_ms(), len(payload))
+        if throttled:
+            delay = throttler.delay_ms(i, now_ms())
+            if delay:
+                time.sleep(delay / 1000)
         while True:
             try:
-                producer.produce(run.topic, payload, on_delivery=callback)
+                producer.produce(run.topic, payload_for(i), on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.005)
