@@ -34,7 +34,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "mirror": ("mq.cli.mirror:mirror", "Continuously copy data between Kafka clusters."),
     "perf": ("mq.cli.perf:perf", "Measure producer or consumer throughput and latency (Kafka's perf tests)."),
-    "perf": ("mq.cli.perf:perf", "Measure producer or consumer throughput and latency (Kafka's perf tests)."),
     "replay-log-producer": (
         "mq.cli.replay:replay_log_producer",
         "Copy a window of a topic's records to another topic, rate-limited and resumable.",
