@@ -300,7 +300,8 @@ def fetch_partition(bootstrap: str, topic: str, partition: int, fetch_bytes: int
     consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
     size = position = 0
     while position < high:
-        messages = [m for m in consumer.consume(10_000, timeout=1) if m.error() is None]
+        # consume waits until it has as many messages as asked for: never ask for more than are left
+        messages = [m for m in consumer.consume(min(10_000, high - position), timeout=1) if m.error() is None]
         if messages:
             size += message_bytes(messages)
             position = messages[-1].offset() + 1

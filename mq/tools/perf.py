@@ -332,7 +332,9 @@ def _consume_confluent(run: ConsumerRun, progress: ConsumeProgress) -> None:
             on_revoke=lambda _c, partitions: timer.revoked([(p.topic, p.partition) for p in partitions]),
         )
         while not progress.finished():
-            messages = consumer.consume(10_000, 0.1)
+            # librdkafka's consume waits for all it asks for: asking for no more than are missing keeps the last
+            # call from idling out its timeout
+            messages = consumer.consume(max(1, min(10_000, run.messages - progress.messages)), 0.1)
             if any(map(Message.error, messages)):
                 for error in filter(None, map(Message.error, messages)):
                     if error.fatal():
