@@ -14,7 +14,10 @@ Every case runs three times; the table shows min / median / max, and the ratios 
     large batches of a pre-filled 3-partition topic, and the p99 latency of acks=1 produce at 10% of the measured
     maximum rate (librdkafka's default linger.ms, and linger.ms=0 for reference).
 
-A megabyte is 1024 * 1024 bytes throughout (as Kafka's perf tools count).
+A megabyte is 1024 * 1024 bytes throughout (as Kafka's perf tools count). The mq figures include the load
+generator's cost: librdkafka driven from Python still makes a Python call per record (the produce call and its
+delivery report; a message object per consumed record), and on a 2-core machine the generator shares the CPUs with
+the broker, so compare the broker's CPU time with the generator's before reading a figure as the broker's limit.
 
     python scripts/bench.py [--scale 1.0]
 """
