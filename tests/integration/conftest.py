@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_for
+
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.zk_store import ZooKeeperStore
 
 
 def free_port() -> int:
@@ -190,20 +194,47 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
     process.stop()
 
 
-@pytest.fixture
-def cluster(
-    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+def start_cluster(
+    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess], overrides: list[str]
 ) -> tuple[str, list[BrokerProcess]]:
     """Brokers 1, 2 and 3 on the session's ZooKeeper under a fresh chroot, with 4 s ZooKeeper sessions (a killed
-    broker is noticed within seconds). Returns the chrooted connect string and the brokers (index = id - 1)."""
+    broker is noticed within seconds) and ``overrides``. Returns the chrooted connect string and the brokers
+    (index = id - 1)."""
     connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
     brokers = [
         broker_factory(
-            f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000"]
+            f"broker{i}",
+            [f"zookeeper.connect={connect}", f"broker.id={i}", "zookeeper.session.timeout.ms=4000", *overrides],
         ).start()
         for i in (1, 2, 3)
     ]
     return connect, brokers
+
+
+@pytest.fixture
+def cluster(
+    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+) -> tuple[str, list[BrokerProcess]]:
+    """The 3-broker cluster of ``start_cluster`` with the default configuration."""
+    return start_cluster(zookeeper, broker_factory, [])
+
+
+@pytest.fixture
+def throttled_cluster(
+    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+) -> Iterator[tuple[list[BrokerProcess], KafkaZkClient]]:
+    """The 3-broker cluster for replication throttle tests: quota windows of 2 x 1 s, so a rate takes effect within
+    about a second. Yields the brokers and a ZooKeeper client on their chroot, once all three are registered."""
+    connect, brokers = start_cluster(
+        zookeeper,
+        broker_factory,
+        ["replication.quota.window.num=2", "replication.quota.window.size.seconds=1"],
+    )
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    assert wait_for(lambda: sorted(zk.get_all_brokers()) == [1, 2, 3])
+    yield brokers, zk
+    store.close()
 
 
 @pytest.fixture(scope="module")

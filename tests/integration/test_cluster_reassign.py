@@ -21,9 +21,6 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from waiting import wait_for
 
-from mq.zk.kafka_zk_client import KafkaZkClient
-from mq.zk.zk_store import ZooKeeperStore
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 TOPIC = "moving"
@@ -33,36 +30,13 @@ PRELOAD = 5_000
 PAYLOAD = b"p" * 1_000
 
 
-@pytest.fixture
-def brokers(zookeeper, broker_factory):  # type: ignore[no-untyped-def]
-    connect = f"{zookeeper.connect}/mq-reassign-{time.monotonic_ns()}"
-    started = [
-        broker_factory(
-            f"broker{i}",
-            [
-                f"zookeeper.connect={connect}",
-                f"broker.id={i}",
-                "zookeeper.session.timeout.ms=4000",
-                "replication.quota.window.num=2",
-                "replication.quota.window.size.seconds=1",
-            ],
-        ).start()
-        for i in (1, 2, 3)
-    ]
-    store = ZooKeeperStore(connect)
-    zk = KafkaZkClient(store)
-    assert wait_for(lambda: sorted(zk.get_all_brokers()) == [1, 2, 3])
-    yield started, zk
-    store.close()
-
-
 def segments(log_dir: Path) -> dict[str, bytes]:
     directory = log_dir / f"{TOPIC}-0"
     return {f.name: f.read_bytes() for f in sorted(directory.glob("*.log"))} if directory.exists() else {}
 
 
-def test_a_throttled_move_under_traffic_loses_nothing(brokers, mq_command: list[str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    started, zk = brokers
+def test_a_throttled_move_under_traffic_loses_nothing(throttled_cluster, mq_command: list[str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    started, zk = throttled_cluster
     bootstrap = ",".join(b.bootstrap for b in started)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments={0: [1, 2]})])

@@ -6,8 +6,6 @@ throttled, as in Kafka) while an acks=1 producer writes a few MB, then started a
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,6 @@ from mq.client.sync import SyncAdmin
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.codecs import ControllerInfo
 from mq.zk.kafka_zk_client import KafkaZkClient
-from mq.zk.zk_store import ZooKeeperStore
 
 pytestmark = pytest.mark.slow
 
@@ -28,29 +25,6 @@ TOPIC = "throttled"
 RATE = 1_000_000
 """Bytes/s; with ``replication.quota.window.num=2`` the leader lets about one second's worth through at first."""
 RECORD = b"x" * 100_000
-
-
-@pytest.fixture
-def cluster(zookeeper, broker_factory) -> Iterator[tuple[list, KafkaZkClient]]:
-    connect = f"{zookeeper.connect}/mq-{uuid.uuid4().hex[:8]}"
-    brokers = [
-        broker_factory(
-            f"broker{i}",
-            [
-                f"zookeeper.connect={connect}",
-                f"broker.id={i}",
-                "zookeeper.session.timeout.ms=4000",
-                "replication.quota.window.num=2",
-                "replication.quota.window.size.seconds=1",
-            ],
-        ).start()
-        for i in (1, 2, 3)
-    ]
-    store = ZooKeeperStore(connect)
-    zk = KafkaZkClient(store)
-    assert wait_for(lambda: sorted(zk.get_all_brokers()) == [1, 2, 3])
-    yield brokers, zk
-    store.close()
 
 
 def log_bytes(broker) -> int:
@@ -79,10 +53,10 @@ def produce_while_down(follower, leader, leader_id: int, zk: KafkaZkClient, n_by
 
 
 @pytest.mark.parametrize("side", ["leader", "follower"])
-def test_a_lagging_follower_catches_up_at_the_throttled_rate(cluster, side: str) -> None:
+def test_a_lagging_follower_catches_up_at_the_throttled_rate(throttled_cluster, side: str) -> None:
     """``side`` = which broker throttles: the leader (sends nothing while its quota is exceeded) or the follower
     (leaves the partition out of its fetches while its quota is exceeded)."""
-    brokers, zk = cluster
+    brokers, zk = throttled_cluster
     controller = ControllerInfo.decode(zk.store.get("/controller")[0]).broker_id
     leader_id, follower_id = [i for i in (1, 2, 3) if i != controller][:2]
     leader, follower = brokers[leader_id - 1], brokers[follower_id - 1]
