@@ -55,6 +55,7 @@ class BrokerProcess:
             f"log.dirs={self.log_dir}",
             "group.initial.rebalance.delay.ms=0",
             "offsets.topic.replication.factor=1",
+            "controlled.shutdown.retry.backoff.ms=500",  # a stopping cluster's last brokers retry without waiting 5 s
             *self.overrides,
         ]:
             args += ["--override", item]
@@ -72,11 +73,16 @@ class BrokerProcess:
                 time.sleep(0.05)
         raise RuntimeError(f"broker did not listen within {timeout}s:\n{self.stderr_path.read_text()}")
 
-    def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait: a clean shutdown. Returns the exit code."""
+    def terminate(self) -> None:
+        """Send SIGTERM (a clean shutdown begins) without waiting for it."""
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: a clean shutdown. Returns the exit code."""
+        assert self.process is not None
+        self.terminate()
         try:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -100,7 +106,8 @@ class BrokerProcess:
 
 @pytest.fixture
 def broker_factory(mq_command: list[str], tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
-    """Makes (unstarted) broker processes; all still running are stopped after the test."""
+    """Makes (unstarted) broker processes; all still running are stopped after the test, all at once (one at a time,
+    the last brokers of a cluster wait out controlled-shutdown retries for partitions nobody else can lead)."""
     made: list[BrokerProcess] = []
 
     def make(name: str = "broker", overrides: list[str] | None = None) -> BrokerProcess:
@@ -109,9 +116,11 @@ def broker_factory(mq_command: list[str], tmp_path: Path) -> Iterator[Callable[.
         return process
 
     yield make
-    for process in made:
-        if process.process is not None:
-            process.stop()
+    running = [process for process in made if process.process is not None]
+    for process in running:
+        process.terminate()
+    for process in running:
+        process.stop()
 
 
 @pytest.fixture
