@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import DecodeError
 from kio.serial.readers import read_unsigned_varint
 
 from mq.errors import ErrorCode, KafkaError
@@ -123,7 +124,7 @@ def _skip_tagged_fields(frame: bytes | memoryview, position: int) -> int:
             _, position = _read_uvarint(frame, position)
             size, position = _read_uvarint(frame, position)
             position += size
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, DecodeError):
         raise InvalidRequestError("request header truncated inside tagged fields") from None
     if position > len(frame):
         raise InvalidRequestError("request header truncated inside tagged fields")
@@ -135,7 +136,7 @@ def _read_uvarint(frame: bytes | memoryview, position: int) -> tuple[int, int]:
     return int(value), position + size
 
 
-def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
+def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) of a frame, readable even when the version is unknown."""
     if len(frame) < 8:
         raise InvalidRequestError(f"request header truncated: {len(frame)} bytes")
@@ -143,7 +144,7 @@ def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def decode_request(frame: bytes | memoryview) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
     """Header and body entity of a request frame.
 
     Raises UnsupportedVersionError when no schema exists for its (api_key, api_version), and InvalidRequestError

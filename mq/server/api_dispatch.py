@@ -46,6 +46,7 @@ class RequestContext:
 HandlerResult = dict[str, Any] | bytes | list[Any] | None
 Handler = Callable[[RequestContext, Any], Awaitable[HandlerResult]]
 ErrorBuilder = Callable[[RequestContext, Any, ErrorCode], dict[str, Any] | None]
+Decoder = Callable[[bytearray], tuple[RequestHeader, Any]]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class Api:
     handle: Handler
     error_response: ErrorBuilder
     """The response that reports ``code`` for everything the request asked about."""
+    decode: Decoder = decode_request
+    """Header and body of a frame of a supported version; Produce reads its record sets without copying them."""
 
 
 class ApiDispatcher:
@@ -76,7 +79,7 @@ class ApiDispatcher:
             for a in sorted(self.apis.values(), key=lambda a: a.key)
         ]
 
-    async def __call__(self, frame: bytes, client: ClientAddress) -> Response | None:
+    async def __call__(self, frame: bytearray, client: ClientAddress) -> Response | None:
         api_key, api_version, correlation_id = peek_api(frame)
         api = self.apis.get(api_key)
         if api is None:
@@ -88,7 +91,7 @@ class ApiDispatcher:
                 f"{api.key.name} version {api_version} is not in the supported range "
                 f"{api.min_version}-{api.max_version}"
             )
-        header, body = decode_request(frame)
+        header, body = api.decode(frame)
         context = RequestContext(header, client)
         try:
             result = await api.handle(context, body)

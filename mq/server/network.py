@@ -1,6 +1,8 @@
 """The broker's network layer: one asyncio listener, one ``Connection`` per socket.
 
-A connection cuts its byte stream into frames (refusing an oversized frame from its size prefix alone), hands them
+A connection receives into buffers it owns (asyncio's BufferedProtocol), so a large request is copied once, by the
+kernel, into the array that becomes its frame. It cuts its byte stream into frames (refusing an oversized frame
+from its size prefix alone), hands them
 one at a time, in arrival order, to the request handler, and writes each response before the next request is
 handled, as Kafka's brokers do. A response is ``bytes`` or a list of ``bytes`` and file slices; slices go out with
 ``loop.sendfile`` so record data never passes through Python. A malformed frame closes only its own connection.
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 from mq.errors import KafkaError
 from mq.protocol.fetch_response import FileRegion
-from mq.protocol.framing import FrameDecoder
+from mq.protocol.framing import FrameReceiver
 
 log = logging.getLogger(__name__)
 
@@ -36,18 +38,19 @@ class ClientAddress:
     connection_id: int
 
 
-RequestHandler = Callable[[bytes, ClientAddress], Awaitable[Response | None]]
-"""Handles one request frame; None means no response (acks=0). Raising KafkaError closes the connection."""
+RequestHandler = Callable[[bytearray, ClientAddress], Awaitable[Response | None]]
+"""Handles one request frame, which it owns and may modify; None means no response (acks=0). Raising KafkaError
+closes the connection."""
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """One client socket: frames in, responses out, strictly in order."""
 
     def __init__(self, server: SocketServer, connection_id: int) -> None:
         self._server = server
         self._connection_id = connection_id
-        self._decoder = FrameDecoder(server.max_request_bytes)
-        self._frames: deque[bytes] = deque()
+        self._receiver = FrameReceiver(server.max_request_bytes)
+        self._frames: deque[bytearray] = deque()
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -57,7 +60,7 @@ class Connection(asyncio.Protocol):
         self._task: asyncio.Task[None] | None = None
         self.address = ClientAddress("", 0, connection_id)
 
-    # --- asyncio.Protocol --------------------------------------------------------------------------------------
+    # --- asyncio.BufferedProtocol --------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -70,9 +73,12 @@ class Connection(asyncio.Protocol):
         self._task = asyncio.get_running_loop().create_task(self._process())
         self._server.connections.add(self)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._receiver.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         try:
-            frames = self._decoder.feed(data)
+            frames = self._receiver.received(nbytes)
         except KafkaError as exc:
             log.warning("closing connection from %s:%s: %s", self.address.host, self.address.port, exc)
             self.close()

@@ -22,6 +22,7 @@ from mq.errors import (
     OffsetOutOfRangeError,
 )
 from mq.records.batch_header import parse_header
+from mq.records.crc import Buffer
 from mq.server.controller import PartitionStateInfo
 from mq.server.producer_state import BatchMetadata, ProducerStateManager
 from mq.topic_partition import TopicPartition
@@ -120,7 +121,7 @@ class Partition:
             return True
         return False
 
-    def append_records_to_leader(self, records: bytes, required_acks: int, min_insync_replicas: int) -> AppendResult:
+    def append_records_to_leader(self, records: Buffer, required_acks: int, min_insync_replicas: int) -> AppendResult:
         """Validate idempotence, append, advance the HW. Exactly one batch per request for magic 2 producers."""
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")

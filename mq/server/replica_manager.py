@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, error_code_of
+from mq.records.crc import Buffer
 from mq.server.controller import PartitionStateInfo
 from mq.server.partition import AppendResult, Partition
 from mq.server.replica_fetcher import ReplicaFetcherManager
@@ -164,7 +165,7 @@ class ReplicaManager:
         self._appended = asyncio.Event()
 
     async def append_records(
-        self, entries: dict[TopicPartition, bytes], required_acks: int, timeout_ms: int
+        self, entries: Mapping[TopicPartition, Buffer], required_acks: int, timeout_ms: int
     ) -> dict[TopicPartition, ProduceResult]:
         results: dict[TopicPartition, ProduceResult] = {}
         appended: dict[TopicPartition, AppendResult] = {}

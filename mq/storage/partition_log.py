@@ -43,6 +43,7 @@ from mq.records.batch_header import (
     set_partition_leader_epoch,
     validate,
 )
+from mq.records.crc import Buffer
 from mq.records.filtered import keyed_records
 from mq.records.legacy import assign_offsets_compressed
 from mq.storage.checkpoints import LEADER_EPOCH_FILE, LeaderEpochCheckpointFile
@@ -64,6 +65,16 @@ log = logging.getLogger(__name__)
 
 def _wall_ms() -> int:
     return int(time.time() * 1000)
+
+
+Writable = bytearray | memoryview
+
+
+def _writable(records: Buffer) -> Writable:
+    """``records`` itself when it can be patched in place, else a mutable copy."""
+    if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
+        return records
+    return bytearray(records)
 
 
 class LogAppendInfo(NamedTuple):
@@ -265,7 +276,7 @@ class Log:
 
     # --- appends -----------------------------------------------------------------------------------------------
 
-    def _validate(self, data: bytearray, *, from_producer: bool) -> list[BatchHeader]:
+    def _validate(self, data: Buffer, *, from_producer: bool) -> list[BatchHeader]:
         """Headers of every entry of ``data``, each checked: size within max.message.bytes, whole, CRC; a
         producer's v2 batch holds as many records as its offset range, at least one."""
         headers: list[BatchHeader] = []
@@ -295,7 +306,7 @@ class Log:
             )
         return headers
 
-    def _check_keys(self, data: bytearray, headers: list[BatchHeader]) -> None:
+    def _check_keys(self, data: Buffer, headers: list[BatchHeader]) -> None:
         """Compacted topics: every record has a key (Kafka's rule); this decodes each batch's records."""
         for header in headers:
             if header.is_control:
@@ -322,10 +333,11 @@ class Log:
                     )
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
-        """Validate, assign offsets from the log end by patching a copy of ``records``, and append the set with one
-        write. Raises (MessageTooLargeError, RecordListTooLargeError, CorruptRecordError, InvalidRecordError,
+        """Validate, assign offsets from the log end by patching ``records`` (in place when it is a writable
+        buffer, such as a produce request's own frame; else a copy), and append the set with one write. Raises
+        (MessageTooLargeError, RecordListTooLargeError, CorruptRecordError, InvalidRecordError,
         InvalidTimestampError) with the log unchanged."""
-        data = bytearray(records)
+        data = _writable(records)
         headers = self._validate(data, from_producer=True)
         if self.config.compact:
             self._check_keys(data, headers)
@@ -377,7 +389,7 @@ class Log:
             )
 
     @staticmethod
-    def _renumber_legacy(data: bytearray, headers: list[BatchHeader], first: int) -> bytearray:
+    def _renumber_legacy(data: Buffer, headers: list[BatchHeader], first: int) -> bytearray:
         """The set with every compressed v0/v1 wrapper rebuilt around inner offsets assigned from ``first``."""
         out = bytearray()
         offset = first
@@ -395,8 +407,7 @@ class Log:
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches whose offsets the leader assigned. They must start at or after the log end offset and
         increase, else InvalidRecordError (the log unchanged)."""
-        data = bytearray(records)
-        headers = self._validate(data, from_producer=False)
+        headers = self._validate(records, from_producer=False)
         with self._lock:
             expected = self.log_end_offset
             first_offset = max_ts = -1
@@ -421,16 +432,16 @@ class Log:
                 expected = h.last_offset + 1
             segment = self.active
             if segment.should_roll(
-                self.time_ms(), len(data), max_ts, expected - 1, self.config.segment_bytes, self.config.segment_ms
+                self.time_ms(), len(records), max_ts, expected - 1, self.config.segment_bytes, self.config.segment_ms
             ):
                 segment = self.roll(first_offset)
             for epoch, start in epoch_starts:
                 self.leader_epoch_cache.assign(epoch, start)
-            segment.append(expected - 1, max_ts, offset_of_max, data)
+            segment.append(expected - 1, max_ts, offset_of_max, records)
             self.log_end_offset = expected
             self._flush_if_due()
             return LogAppendInfo(
-                first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(data)
+                first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(records)
             )
 
     def _flush_if_due(self) -> None:

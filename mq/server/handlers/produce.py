@@ -11,6 +11,7 @@ from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.produce_request import ProduceRequest, decode_produce_request
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
@@ -23,10 +24,10 @@ def _append_time(ms: int) -> datetime.datetime | None:
 
 
 def produce_api(replica_manager: ReplicaManager) -> Api:
-    async def handle(context: RequestContext, request: Any) -> dict[str, Any] | None:
-        acks = int(request.acks)
+    async def handle(context: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
+        acks = request.acks
         internal_allowed = context.header.client_id == ADMIN_CLIENT_ID
-        entries: dict[TopicPartition, bytes] = {}
+        entries: dict[TopicPartition, memoryview] = {}
         invalid: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_data:
             for p in topic.partition_data:
@@ -40,9 +41,8 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
                 elif p.records is None or not p.records:
                     invalid[tp] = ErrorCode.CORRUPT_MESSAGE
                 else:
-                    entries[tp] = bytes(p.records)
-        timeout_ms = int(request.timeout.total_seconds() * 1000)
-        results = await replica_manager.append_records(entries, acks, timeout_ms) if entries else {}
+                    entries[tp] = p.records
+        results = await replica_manager.append_records(entries, acks, request.timeout_ms) if entries else {}
         if acks == 0:
             return None
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -67,8 +67,8 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
             "throttle_time": 0,
         }
 
-    def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any] | None:
-        if int(request.acks) == 0:
+    def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> dict[str, Any] | None:
+        if request.acks == 0:
             return None
         responses = [
             {
@@ -88,4 +88,4 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
         ]
         return {"responses": responses, "throttle_time": 0}
 
-    return Api(ApiKey.PRODUCE, 3, 9, handle, error)
+    return Api(ApiKey.PRODUCE, 3, 9, handle, error, decode_produce_request)

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import InvalidRequestError, RequestHeader, encode_request, request_schema
+from mq.protocol.entities import build
+from mq.protocol.produce_request import decode_produce_request
+
+names = st.text(alphabet="abc-é", min_size=1, max_size=8)
+partitions = st.lists(st.tuples(st.integers(0, 2**31 - 1), st.none() | st.binary(max_size=40)), max_size=3)
+
+
+def _frame(version: int, transactional_id: str | None, acks: int, timeout_ms: int, topics: list) -> bytearray:
+    values = {
+        "transactional_id": transactional_id,
+        "acks": acks,
+        "timeout": datetime.timedelta(milliseconds=timeout_ms),
+        "topic_data": [
+            {"name": name, "partition_data": [{"index": i, "records": r} for i, r in parts]} for name, parts in topics
+        ],
+    }
+    body = build(request_schema(ApiKey.PRODUCE, version), values)
+    return bytearray(encode_request(RequestHeader(ApiKey.PRODUCE, version, 7, "client-é", 0), body)[4:])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    version=st.integers(3, 9),
+    transactional_id=st.none() | names,
+    acks=st.sampled_from([-1, 0, 1, 2]),
+    timeout_ms=st.integers(0, 2**31 - 1),
+    topics=st.lists(st.tuples(names, partitions), max_size=3),
+)
+def test_decodes_what_kio_encodes(
+    version: int, transactional_id: str | None, acks: int, timeout_ms: int, topics: list
+) -> None:
+    header, request = decode_produce_request(_frame(version, transactional_id, acks, timeout_ms, topics))
+    assert (header.api_version, header.correlation_id, header.client_id) == (version, 7, "client-é")
+    assert (request.transactional_id, request.acks, request.timeout_ms) == (transactional_id, acks, timeout_ms)
+    decoded = [
+        (t.name, [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
+        for t in request.topic_data
+    ]
+    assert decoded == topics
+
+
+def test_record_sets_are_writable_views_of_the_frame() -> None:
+    frame = _frame(9, None, 1, 1000, [("t", [(0, b"batch-bytes")])])
+    _, request = decode_produce_request(frame)
+    records = request.topic_data[0].partition_data[0].records
+    assert records is not None and not records.readonly
+    records[:5] = b"BATCH"
+    assert b"BATCH-bytes" in frame
+
+
+@pytest.mark.parametrize("version", [3, 8, 9])
+def test_every_truncation_is_an_invalid_request(version: int) -> None:
+    frame = _frame(version, "tx", 1, 1000, [("topic", [(0, b"x" * 20), (1, None)])])
+    for end in range(8, len(frame)):
+        with pytest.raises(InvalidRequestError):
+            decode_produce_request(frame[:end])
+
+
+def test_other_apis_are_refused() -> None:
+    frame = _frame(9, None, 1, 1000, [])
+    frame[1] = ApiKey.FETCH
+    with pytest.raises(InvalidRequestError, match="not a produce request"):
+        decode_produce_request(frame)
