@@ -18,29 +18,13 @@ Arrays, strings and bytes use int32/int16 lengths before v12 and unsigned-varint
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass, field
-from typing import Protocol
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+from mq.protocol.response_writer import I16, I32, I64, FileRegion, ResponseWriter
+
 MIN_VERSION = 4
 MAX_VERSION = 16
-
-
-class FileRegion(Protocol):
-    """A byte range of an open file (what the log returns for a read)."""
-
-    @property
-    def fd(self) -> int: ...
-
-    @property
-    def position(self) -> int: ...
-
-    @property
-    def length(self) -> int: ...
 
 
 @dataclass
@@ -62,66 +46,6 @@ class FetchTopic:
     partitions: list[FetchPartition] = field(default_factory=list)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-class _Writer:
-    """Accumulates byte runs and regions; ``size`` counts both."""
-
-    def __init__(self, flexible: bool) -> None:
-        self.flexible = flexible
-        self.pieces: list[bytes | FileRegion] = []
-        self.run = bytearray(b"\0\0\0\0")
-        self.size = 0
-
-    def array_length(self, n: int | None) -> None:
-        if self.flexible:
-            self.run += _uvarint(0 if n is None else n + 1)
-        else:
-            self.run += _I32.pack(-1 if n is None else n)
-
-    def string(self, text: str) -> None:
-        data = text.encode("utf-8")
-        self.run += _uvarint(len(data) + 1) if self.flexible else _I16.pack(len(data))
-        self.run += data
-
-    def records(self, records: bytes | FileRegion | None) -> None:
-        if records is None:
-            self.run += _uvarint(0) if self.flexible else _I32.pack(-1)
-            return
-        length = len(records) if isinstance(records, bytes) else records.length
-        self.run += _uvarint(length + 1) if self.flexible else _I32.pack(length)
-        if isinstance(records, bytes):
-            self.run += records
-        elif length:
-            self._flush()
-            self.pieces.append(records)
-            self.size += length
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.run.append(0)
-
-    def _flush(self) -> None:
-        if self.run:
-            self.pieces.append(bytes(self.run))
-            self.size += len(self.run)
-            self.run = bytearray()
-
-    def finish(self) -> list[bytes | FileRegion]:
-        self._flush()
-        first = self.pieces[0]
-        assert isinstance(first, bytes)
-        self.pieces[0] = _I32.pack(self.size - 4) + first[4:]
-        return self.pieces
-
-
 def encode_fetch_response(
     version: int,
     correlation_id: int,
@@ -134,12 +58,12 @@ def encode_fetch_response(
     """The framed response for ``version`` (4-16) as pieces in wire order."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"fetch response version {version} is not supported")
-    w = _Writer(flexible=version >= 12)
-    w.run += _I32.pack(correlation_id)
+    w = ResponseWriter(flexible=version >= 12)
+    w.run += I32.pack(correlation_id)
     w.tags()
-    w.run += _I32.pack(throttle_time_ms)
+    w.run += I32.pack(throttle_time_ms)
     if version >= 7:
-        w.run += _I16.pack(error_code) + _I32.pack(session_id)
+        w.run += I16.pack(error_code) + I32.pack(session_id)
     w.array_length(len(topics))
     for topic in topics:
         if version >= 13:
@@ -148,17 +72,17 @@ def encode_fetch_response(
             w.string(topic.name)
         w.array_length(len(topic.partitions))
         for p in topic.partitions:
-            w.run += _I32.pack(p.partition_index) + _I16.pack(p.error_code) + _I64.pack(p.high_watermark)
-            w.run += _I64.pack(p.last_stable_offset)
+            w.run += I32.pack(p.partition_index) + I16.pack(p.error_code) + I64.pack(p.high_watermark)
+            w.run += I64.pack(p.last_stable_offset)
             if version >= 5:
-                w.run += _I64.pack(p.log_start_offset)
+                w.run += I64.pack(p.log_start_offset)
             aborted = p.aborted_transactions
             w.array_length(None if aborted is None else len(aborted))
             for producer_id, first_offset in aborted or ():
-                w.run += _I64.pack(producer_id) + _I64.pack(first_offset)
+                w.run += I64.pack(producer_id) + I64.pack(first_offset)
                 w.tags()
             if version >= 11:
-                w.run += _I32.pack(p.preferred_read_replica)
+                w.run += I32.pack(p.preferred_read_replica)
             w.records(p.records)
             w.tags()
         w.tags()

@@ -21,7 +21,11 @@ def encode_varint(value: int) -> bytes:
     """Zigzag-encode a signed integer in the int64 range (ValueError outside it)."""
     if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"{value} is outside the int64 range of a varlong")
-    n = (value << 1) ^ (value >> 63)
+    return encode_unsigned_varint((value << 1) ^ (value >> 63))
+
+
+def encode_unsigned_varint(n: int) -> bytes:
+    """Seven bits per byte, least significant first, high bit set on all but the last; ``n`` >= 0."""
     if n < 0x80:
         return bytes((n,))
     out = bytearray()

@@ -45,7 +45,7 @@ class RequestContext:
 
 HandlerResult = dict[str, Any] | bytes | list[Any] | None
 Handler = Callable[[RequestContext, Any], Awaitable[HandlerResult]]
-ErrorBuilder = Callable[[RequestContext, Any, ErrorCode], dict[str, Any] | None]
+ErrorBuilder = Callable[[RequestContext, Any, ErrorCode], dict[str, Any] | bytes | None]
 Decoder = Callable[[bytearray], tuple[RequestHeader, Any]]
 
 

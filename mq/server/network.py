@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from mq.errors import KafkaError
-from mq.protocol.fetch_response import FileRegion
 from mq.protocol.framing import FrameReceiver
+from mq.protocol.response_writer import FileRegion
 
 log = logging.getLogger(__name__)
 

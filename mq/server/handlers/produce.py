@@ -6,12 +6,10 @@ only the client id ``__admin_client`` may write to them; others get INVALID_TOPI
 
 from __future__ import annotations
 
-import datetime
-from typing import Any
-
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.produce_request import ProduceRequest, decode_produce_request
+from mq.protocol.produce_response import PartitionResponse, encode_produce_response
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
@@ -19,12 +17,8 @@ from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 ADMIN_CLIENT_ID = "__admin_client"
 
 
-def _append_time(ms: int) -> datetime.datetime | None:
-    return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
-
-
 def produce_api(replica_manager: ReplicaManager) -> Api:
-    async def handle(context: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
+    async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
         acks = request.acks
         internal_allowed = context.header.client_id == ADMIN_CLIENT_ID
         entries: dict[TopicPartition, memoryview] = {}
@@ -45,47 +39,24 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
         results = await replica_manager.append_records(entries, acks, request.timeout_ms) if entries else {}
         if acks == 0:
             return None
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        by_topic: dict[str, list[PartitionResponse]] = {}
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
-                answer: dict[str, Any] = {"index": p.index, "record_errors": [], "log_start_offset": -1}
                 if tp in invalid:
-                    answer.update(error_code=invalid[tp], base_offset=-1, log_append_time=None)
+                    answer = PartitionResponse(p.index, invalid[tp])
                 else:
                     r = results[tp]
-                    answer.update(
-                        error_code=r.error,
-                        base_offset=r.base_offset,
-                        log_append_time=_append_time(r.log_append_time_ms),
-                        log_start_offset=r.log_start_offset,
-                        error_message=r.message,
+                    answer = PartitionResponse(
+                        p.index, r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, r.message
                     )
                 by_topic.setdefault(topic.name, []).append(answer)
-        return {
-            "responses": [{"name": name, "partition_responses": parts} for name, parts in by_topic.items()],
-            "throttle_time": 0,
-        }
+        return encode_produce_response(context.version, context.header.correlation_id, list(by_topic.items()))
 
-    def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> dict[str, Any] | None:
+    def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> bytes | None:
         if request.acks == 0:
             return None
-        responses = [
-            {
-                "name": t.name,
-                "partition_responses": [
-                    {
-                        "index": p.index,
-                        "error_code": code,
-                        "base_offset": -1,
-                        "log_append_time": None,
-                        "record_errors": [],
-                    }
-                    for p in t.partition_data
-                ],
-            }
-            for t in request.topic_data
-        ]
-        return {"responses": responses, "throttle_time": 0}
+        topics = [(t.name, [PartitionResponse(p.index, code) for p in t.partition_data]) for t in request.topic_data]
+        return encode_produce_response(context.version, context.header.correlation_id, topics)
 
     return Api(ApiKey.PRODUCE, 3, 9, handle, error, decode_produce_request)
