@@ -15,8 +15,9 @@ Every case runs three times; the table shows min / median / max, and the ratios 
     confluent``, separate processes) and by pre-encoded produce requests replayed over one connection (the
     broker's cost alone): produce 100 B and 1 KiB records with acks=1 and acks=all, consume them back, three
     concurrent consumers fetching large batches of a pre-filled 3-partition topic (three kcat readers, 16 MiB
-    fetches), and the p99 latency of acks=1 produce at 10% of the measured maximum rate (librdkafka's default
-    linger.ms, and linger.ms=0 for reference).
+    fetches), and the p99 latency of acks=1 produce at 10% of the maximum rate either generator reached
+    (librdkafka's default linger.ms, and linger.ms=0 for reference). The produce targets use whichever C-client
+    generator got more out of the broker.
 
 A megabyte is 1024 * 1024 bytes throughout (as Kafka's perf tools count). The mq figures include the load
 generator's cost: librdkafka driven from Python still makes a Python call per record (the produce call and its
@@ -470,7 +471,7 @@ def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
         for _ in range(RUNS):
             fetched = concurrent_fetch(bootstrap, "fetch", 3, 1024, 16 * MB)
             table.add("mq large-batch fetch, 3 consumers", "MB/s", fetched)
-        rate = max(1.0, round(table.median("mq produce 100 B acks=1") / 10))
+        rate = max(1.0, round(fastest_produce(table, 100)[1] / 10))
         records = int(rate * counts.latency_seconds)
         print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records per run", flush=True)
         create_topic(bootstrap, "latency", 1)
@@ -485,12 +486,21 @@ def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
 # targets ---------------------------------------------------------------------------------------------------------
 
 
+def fastest_produce(table: Table, size: int) -> tuple[str, float]:
+    """The C-client load generator (kcat, or librdkafka driven from Python) that produced more acks=1 records/s of
+    ``size`` bytes, and that median: the broker's maximum is what the faster generator gets out of it."""
+    generators = {"kcat": f"mq produce {label(size)} acks=1 (kcat)", "librdkafka": f"mq produce {label(size)} acks=1"}
+    return max(((name, table.median(case)) for name, case in generators.items()), key=lambda pair: pair[1])
+
+
 def print_targets(table: Table) -> None:
     m = table.median
+    small, small_rate = fastest_produce(table, 100)
+    large, large_rate = fastest_produce(table, 1024)
     targets = [
         (
-            "produce 100 B acks=1 (kcat) / Redis XADD 100 B",
-            m("mq produce 100 B acks=1 (kcat)") / m("redis XADD 100 B"),
+            f"produce 100 B acks=1 ({small}) / Redis XADD 100 B",
+            small_rate / m("redis XADD 100 B"),
             ">=",
             2.0,
         ),
@@ -501,8 +511,8 @@ def print_targets(table: Table) -> None:
             1.0,
         ),
         (
-            "produce 1 KiB MB/s (kcat) / page-cache append",
-            m("mq produce 1 KiB acks=1 (kcat) MB/s") / m(NEW_FILE_APPEND),
+            f"produce 1 KiB MB/s ({large}) / page-cache append",
+            large_rate * 1024 / MB / m(NEW_FILE_APPEND),
             ">=",
             0.5,
         ),
@@ -518,9 +528,9 @@ def print_targets(table: Table) -> None:
     for name, value, op, goal in targets:
         met = value >= goal if op == ">=" else value < goal
         print(f"{name:<48}  {value:>9.2f}  {op + ' ' + format(goal, 'g'):>7}  {'met' if met else 'missed'}")
-    kcat, requests = m("mq produce 1 KiB acks=1 (kcat) MB/s"), m("mq produce 1 KiB acks=1 (pre-encoded requests) MB/s")
+    requests = m("mq produce 1 KiB acks=1 (pre-encoded requests) MB/s")
     references = [
-        ("produce 1 KiB (kcat) / rewriting a just-truncated file", kcat / m(RECYCLED_APPEND)),
+        (f"produce 1 KiB ({large}) / rewriting a just-truncated file", large_rate * 1024 / MB / m(RECYCLED_APPEND)),
         ("produce 1 KiB (pre-encoded requests) / page-cache append", requests / m(NEW_FILE_APPEND)),
         ("produce 1 KiB (pre-encoded requests) / receive + append", requests / m(RECEIVE_APPEND)),
         ("loopback TCP receive + append / page-cache append", m(RECEIVE_APPEND) / m(NEW_FILE_APPEND)),
