@@ -117,12 +117,13 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> Non
 
 
 @contextlib.contextmanager
-def running(command: list[str], port: int, what: str, log: Path) -> Iterator[None]:
+def running(command: list[str], port: int, what: str, log: Path) -> Iterator[int]:
+    """Runs ``command`` until the block ends; yields its pid once it listens on ``port``."""
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_for_port(port, process, what)
-        yield
+        yield process.pid
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -130,6 +131,21 @@ def running(command: list[str], port: int, what: str, log: Path) -> Iterator[Non
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def broker_cpu(table: Table, name: str, pid: int, megabytes: float) -> Iterator[None]:
+    """Adds the CPU seconds the broker spent per GiB the block moved, as the row "<name>: broker CPU s/GiB": on 2
+    shared cores, what is left over is the load generator's."""
+    before = cpu_seconds(pid)
+    yield
+    table.add(f"{name}: broker CPU s/GiB", "s", (cpu_seconds(pid) - before) * 1024 / megabytes)
 
 
 # (a) the machine -------------------------------------------------------------------------------------------------
@@ -435,44 +451,55 @@ def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
     command = [*mq_command(), "server", "start", "--override", f"listeners=PLAINTEXT://{bootstrap}"]
     command += ["--override", f"log.dirs={tmp / 'mq-logs'}"]
     print(f"(c) mq: produce {counts.records} records per run; {counts.fetch_megabytes} MiB fetch", flush=True)
-    with running(command, port, "mq broker", tmp / "mq-broker.log"):
+    with running(command, port, "mq broker", tmp / "mq-broker.log") as broker:
         for size, records in counts.records.items():
+            megabytes = records * size / MB
             for acks in ("1", "all"):
                 topic = f"produce-{size}-{acks}"
                 create_topic(bootstrap, topic, 1)
                 for _ in range(RUNS):
-                    result = perf_producer(bootstrap, topic, records, size, {"acks": acks})
-                    table.add(f"mq produce {label(size)} acks={acks}", "records/s", result["rps"])
-                    table.add(f"mq produce {label(size)} acks={acks} MB/s", "MB/s", result["mbs"])
+                    name = f"mq produce {label(size)} acks={acks}"
+                    with broker_cpu(table, name, broker, megabytes):
+                        result = perf_producer(bootstrap, topic, records, size, {"acks": acks})
+                        table.add(name, "records/s", result["rps"])
+                        table.add(f"{name} MB/s", "MB/s", result["mbs"])
             for run in range(RUNS):
-                rate, megabytes = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
+                rate, mbs = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
                 table.add(f"mq consume {label(size)}", "records/s", rate)
-                table.add(f"mq consume {label(size)} MB/s", "MB/s", megabytes)
+                table.add(f"mq consume {label(size)} MB/s", "MB/s", mbs)
         for size, records in counts.records.items():
+            megabytes = records * size / MB
             payload = tmp / f"payload-{size}.txt"
             payload.write_bytes((b"k" * size + b"\n") * records)  # kcat -l: one record per line
             for acks in ("1", "all"):
                 topic = f"kcat-{size}-{acks}"
                 create_topic(bootstrap, topic, 1)
                 for _ in range(RUNS):
-                    rate = kcat_produce(bootstrap, topic, payload, records, acks)
-                    table.add(f"mq produce {label(size)} acks={acks} (kcat)", "records/s", rate)
-                    table.add(f"mq produce {label(size)} acks={acks} (kcat) MB/s", "MB/s", rate * size / MB)
+                    name = f"mq produce {label(size)} acks={acks} (kcat)"
+                    with broker_cpu(table, name, broker, megabytes):
+                        rate = kcat_produce(bootstrap, topic, payload, records, acks)
+                        table.add(name, "records/s", rate)
+                        table.add(f"{name} MB/s", "MB/s", rate * size / MB)
             topic = f"requests-{size}"
             create_topic(bootstrap, topic, 1)
             for _ in range(RUNS):
-                rate = produce_requests(bootstrap, topic, records * size // MB, size)
-                table.add(f"mq produce {label(size)} acks=1 (pre-encoded requests) MB/s", "MB/s", rate * size / MB)
+                name = f"mq produce {label(size)} acks=1 (pre-encoded requests)"
+                with broker_cpu(table, name, broker, megabytes):
+                    rate = produce_requests(bootstrap, topic, records * size // MB, size)
+                    table.add(f"{name} MB/s", "MB/s", rate * size / MB)
             for _ in range(RUNS):
-                rate = kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records)
-                table.add(f"mq consume {label(size)} (kcat)", "records/s", rate)
-                table.add(f"mq consume {label(size)} (kcat) MB/s", "MB/s", rate * size / MB)
+                name = f"mq consume {label(size)} (kcat)"
+                with broker_cpu(table, name, broker, RUNS * megabytes):
+                    rate = kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records)
+                    table.add(name, "records/s", rate)
+                    table.add(f"{name} MB/s", "MB/s", rate * size / MB)
         create_topic(bootstrap, "fetch", 3)
         for partition in range(3):  # equal shares, so each reader has as much to fetch
             produce_requests(bootstrap, "fetch", counts.fetch_megabytes // 3, 1024, partition)
         for _ in range(RUNS):
-            fetched = concurrent_fetch(bootstrap, "fetch", 3, 1024, 16 * MB)
-            table.add("mq large-batch fetch, 3 consumers", "MB/s", fetched)
+            with broker_cpu(table, "mq large-batch fetch", broker, counts.fetch_megabytes):
+                fetched = concurrent_fetch(bootstrap, "fetch", 3, 1024, 16 * MB)
+                table.add("mq large-batch fetch, 3 consumers", "MB/s", fetched)
         rate = max(1.0, round(fastest_produce(table, 100)[1] / 10))
         records = int(rate * counts.latency_seconds)
         print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records per run", flush=True)
