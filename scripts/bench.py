@@ -150,6 +150,27 @@ def broker_cpu(table: Table, name: str, pid: int, megabytes: float) -> Iterator[
     table.add(f"{name}: broker CPU s/GiB", "s", (cpu_seconds(pid) - before) * 1024 / megabytes)
 
 
+@dataclass(frozen=True)
+class Rates:
+    """Runs a throughput case RUNS times into ``table``: its records/s, MB/s and the broker's CPU per GiB."""
+
+    table: Table
+    broker: int
+    size: int
+    """Bytes per record."""
+    megabytes: float
+    """MiB one run moves."""
+
+    def measure(self, name: str, run: Callable[[], float], *, records_row: bool = True) -> None:
+        """``run`` returns records/s; ``records_row`` False leaves only the MB/s row (as for pre-encoded requests)."""
+        for _ in range(RUNS):
+            with broker_cpu(self.table, name, self.broker, self.megabytes):
+                rate = run()
+                if records_row:
+                    self.table.add(name, "records/s", rate)
+                self.table.add(f"{name} MB/s", "MB/s", rate * self.size / MB)
+
+
 # (a) the machine -------------------------------------------------------------------------------------------------
 
 
@@ -460,12 +481,11 @@ def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
             for acks in ("1", "all"):
                 topic = f"produce-{size}-{acks}"
                 create_topic(bootstrap, topic, 1)
-                for _ in range(RUNS):
-                    name = f"mq produce {label(size)} acks={acks}"
-                    with broker_cpu(table, name, broker, megabytes):
-                        result = perf_producer(bootstrap, topic, records, size, {"acks": acks})
-                        table.add(name, "records/s", result["rps"])
-                        table.add(f"{name} MB/s", "MB/s", result["mbs"])
+                rates = Rates(table, broker, size, megabytes)
+                rates.measure(
+                    f"mq produce {label(size)} acks={acks}",
+                    lambda: perf_producer(bootstrap, topic, records, size, {"acks": acks})["rps"],  # noqa: B023
+                )
             for run in range(RUNS):
                 rate, mbs = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
                 table.add(f"mq consume {label(size)}", "records/s", rate)
@@ -474,30 +494,27 @@ def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
             megabytes = records * size / MB
             payload = tmp / f"payload-{size}.txt"
             payload.write_bytes((b"k" * size + b"\n") * records)  # kcat -l: one record per line
+            rates = Rates(table, broker, size, megabytes)
             for acks in ("1", "all"):
                 topic = f"kcat-{size}-{acks}"
                 create_topic(bootstrap, topic, 1)
-                for _ in range(RUNS):
-                    name = f"mq produce {label(size)} acks={acks} (kcat)"
-                    with broker_cpu(table, name, broker, megabytes):
-                        rate = kcat_produce(bootstrap, topic, payload, records, acks)
-                        table.add(name, "records/s", rate)
-                        table.add(f"{name} MB/s", "MB/s", rate * size / MB)
-            for _ in range(RUNS):
-                name = f"mq consume {label(size)} (kcat)"
-                with broker_cpu(table, name, broker, RUNS * megabytes):
-                    rate = kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records)
-                    table.add(name, "records/s", rate)
-                    table.add(f"{name} MB/s", "MB/s", rate * size / MB)
+                rates.measure(
+                    f"mq produce {label(size)} acks={acks} (kcat)",
+                    lambda: kcat_produce(bootstrap, topic, payload, records, acks),  # noqa: B023
+                )
+            Rates(table, broker, size, RUNS * megabytes).measure(
+                f"mq consume {label(size)} (kcat)",
+                lambda: kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records),  # noqa: B023
+            )
         for size, records in counts.records.items():
             megabytes = records * size / MB
             topic = f"requests-{size}"
             create_topic(bootstrap, topic, 1)
-            for _ in range(RUNS):
-                name = f"mq produce {label(size)} acks=1 (pre-encoded requests)"
-                with broker_cpu(table, name, broker, megabytes):
-                    rate = produce_requests(bootstrap, topic, records * size // MB, size)
-                    table.add(f"{name} MB/s", "MB/s", rate * size / MB)
+            Rates(table, broker, size, megabytes).measure(
+                f"mq produce {label(size)} acks=1 (pre-encoded requests)",
+                lambda: produce_requests(bootstrap, topic, records * size // MB, size),  # noqa: B023
+                records_row=False,
+            )
         if have_kcat:
             create_topic(bootstrap, "fetch", 3)
             for partition in range(3):  # equal shares, so each reader has as much to fetch

@@ -119,10 +119,10 @@ def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHe
 
 def _skip_tagged_fields(frame: bytes | memoryview, position: int) -> int:
     try:
-        count, position = _read_uvarint(frame, position)
+        count, position = read_uvarint(frame, position)
         for _ in range(count):
-            _, position = _read_uvarint(frame, position)
-            size, position = _read_uvarint(frame, position)
+            _, position = read_uvarint(frame, position)
+            size, position = read_uvarint(frame, position)
             position += size
     except (IndexError, ValueError, DecodeError):
         raise InvalidRequestError("request header truncated inside tagged fields") from None
@@ -131,7 +131,9 @@ def _skip_tagged_fields(frame: bytes | memoryview, position: int) -> int:
     return position
 
 
-def _read_uvarint(frame: bytes | memoryview, position: int) -> tuple[int, int]:
+def read_uvarint(frame: bytes | memoryview, position: int) -> tuple[int, int]:
+    """(value, position after it) of the unsigned varint at ``position`` of a read-only buffer; kio raises
+    BufferUnderflow past the end and ValueError beyond 5 bytes."""
     value, size = read_unsigned_varint(frame, position)
     return int(value), position + size
 

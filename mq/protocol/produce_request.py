@@ -17,8 +17,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from kio.serial.errors import DecodeError
+
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.codec import InvalidRequestError, RequestHeader, parse_request_header, peek_api
+from mq.protocol.codec import InvalidRequestError, RequestHeader, parse_request_header, peek_api, read_uvarint
 
 FLEXIBLE_FROM = 9
 
@@ -50,10 +52,11 @@ class ProduceRequest:
 class _Cursor:
     """Reads the body's fields in order; any read past the end raises InvalidRequestError."""
 
-    __slots__ = ("flexible", "position", "view")
+    __slots__ = ("flexible", "position", "readonly", "view")
 
     def __init__(self, view: memoryview, position: int, flexible: bool) -> None:
         self.view = view
+        self.readonly = view.toreadonly()  # kio's varint reader takes read-only buffers only
         self.position = position
         self.flexible = flexible
 
@@ -68,15 +71,13 @@ class _Cursor:
         return layout.unpack(self.take(layout.size))
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            (byte,) = self.take(1)
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise InvalidRequestError("produce request holds an unsigned varint longer than 5 bytes")
+        try:
+            value, self.position = read_uvarint(self.readonly, self.position)
+        except (ValueError, DecodeError) as exc:
+            raise InvalidRequestError(
+                f"produce request holds a bad unsigned varint at byte {self.position}: {exc}"
+            ) from None
+        return value
 
     def length(self, legacy: struct.Struct) -> int:
         """A length prefix; -1 means null."""
@@ -105,8 +106,9 @@ def decode_produce_request(frame: bytes | bytearray) -> tuple[RequestHeader, Pro
         raise InvalidRequestError(f"not a produce request v3-v{FLEXIBLE_FROM}: api key {api_key} v{version}")
     view = memoryview(frame)
     flexible = version >= FLEXIBLE_FROM
-    header = parse_request_header(view.toreadonly(), flexible)
-    cursor = _Cursor(view, header.size, flexible)
+    cursor = _Cursor(view, 0, flexible)
+    header = parse_request_header(cursor.readonly, flexible)
+    cursor.position = header.size
     transactional_id = cursor.string()
     acks, timeout_ms = cursor.fixed(_ACKS_TIMEOUT)
     topics: list[ProduceTopic] = []

@@ -2,9 +2,8 @@
 
 A connection receives into buffers it owns (asyncio's BufferedProtocol), so a large request is copied once, by the
 kernel, into the array that becomes its frame. It cuts its byte stream into frames (refusing an oversized frame
-from its size prefix alone), hands them
-one at a time, in arrival order, to the request handler, and writes each response before the next request is
-handled, as Kafka's brokers do. A response is ``bytes`` or a list of ``bytes`` and file slices; slices go out with
+from its size prefix alone), hands them one at a time, in arrival order, to the request handler, and writes each
+response before the next request is handled, as Kafka's brokers do. A response is ``bytes`` or a list of ``bytes`` and file slices; slices go out with
 ``loop.sendfile`` so record data never passes through Python. A malformed frame closes only its own connection.
 """
 
@@ -60,7 +59,7 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Task[None] | None = None
         self.address = ClientAddress("", 0, connection_id)
 
-    # --- asyncio.BufferedProtocol --------------------------------------------------------------------------------------
+    # --- asyncio.BufferedProtocol ------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
