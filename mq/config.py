@@ -179,6 +179,9 @@ class BrokerConfig:
         "num.network.threads", 3, "accepted for compatibility; mq serves sockets from one event loop", minimum=1
     )
     num_io_threads: int = _key("num.io.threads", 8, "worker threads for blocking disk work", minimum=1)
+    background_threads: int = _key(
+        "background.threads", 10, "scheduler threads: retention, flushes, checkpoints (never on the loop)", minimum=1
+    )
     num_recovery_threads_per_data_dir: int = _key(
         "num.recovery.threads.per.data.dir", 1, "threads that recover logs at start-up", minimum=1
     )

@@ -4,6 +4,11 @@ Start-up: load every log under ``log.dirs`` (recovering after an unclean shutdow
 local store in standalone mode), bind the listener, register ``/brokers/ids/<id>``, start the controller. Shutdown
 (SIGTERM/SIGINT): stop accepting, answer the requests already received, checkpoint high watermarks, flush and close
 every log, write the clean-shutdown marker.
+
+Threads: the event loop owns sockets, request handling, the replica manager and the purgatories; the controller runs
+on its own thread; the scheduler's worker threads do retention, flushes and checkpoints; one metadata thread does
+the broker's own ZooKeeper reads and writes (ISR changes, config changes, topic configs), so a slow disk or a stalled
+ZooKeeper never stalls the loop.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +31,9 @@ from mq.config import BrokerConfig, TopicConfig, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
+from mq.server.clock import SystemClock
 from mq.server.controller import Controller, ControllerChannel
+from mq.server.event_thread import EventThread
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager
 from mq.server.handlers.admin_topics import admin_topic_apis
@@ -43,23 +51,24 @@ from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
 from mq.server.handlers.reassignments import reassignment_apis
+from mq.server.isr_updates import IsrChangeWriter
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import SocketServer
-from mq.server.partition import Partition
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
+from mq.server.scheduler import Scheduler
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_manager import LogManager
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
-from mq.zk.codecs import BrokerRegistration, PartitionState, decode_config_change, encode_partition_list
+from mq.zk.codecs import BrokerRegistration, decode_config_change
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
-from mq.zk.store import BadVersionError, MetadataStore, NoNodeError, StoreError
+from mq.zk.store import MetadataStore, StoreError
 from mq.zk.zk_store import ZooKeeperStore
 
 log = logging.getLogger(__name__)
@@ -115,7 +124,6 @@ class KafkaServer:
         self.broker_id = config.broker_id
         self.bound: Listener | None = None
         self._stopping = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
         self._topic_configs: dict[str, TopicConfig] = {}
         self._last_change = -1
         self.store: MetadataStore | None = None
@@ -127,6 +135,12 @@ class KafkaServer:
         self.replica_manager: ReplicaManager | None = None
         self.log_cleaner: LogCleaner | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.clock = SystemClock()
+        self.scheduler: Scheduler | None = None
+        self.zk_executor = ThreadPoolExecutor(1, thread_name_prefix="mq-metadata")
+        """The broker's own ZooKeeper reads and writes (not the controller's): one thread, in submission order."""
+        self.controller_thread = EventThread("mq-controller")
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -138,8 +152,20 @@ class KafkaServer:
             config = self._topic_configs[topic] = self.config.topic_defaults().with_overrides(overrides)
         return config
 
-    def _on_config_changes(self, children: list[str]) -> None:
-        assert self.zk is not None and self.replica_manager is not None
+    async def load_topic_configs(self, topics: Iterable[str]) -> None:
+        """Read the overrides of the topics not cached yet on the metadata thread, so the loop never waits for
+        ZooKeeper when it first needs them (a LeaderAndIsr for new topics calls this before applying)."""
+        missing = sorted({t for t in topics if t not in self._topic_configs})
+        if missing:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self.zk_executor, lambda: [self.topic_config(t) for t in missing])
+
+    def _read_config_changes(self, children: list[str]) -> None:
+        """On the metadata thread: read the new ``/config/changes`` entries and what they changed, then apply it on
+        the loop."""
+        assert self.zk is not None
+        topics: dict[str, TopicConfig] = {}
+        brokers_changed = False
         for child in sorted(children):
             sequence = int(child.rsplit("_", 1)[1])
             if sequence <= self._last_change:
@@ -150,23 +176,45 @@ class KafkaServer:
                 continue
             entity_type, _, name = decode_config_change(data).partition("/")
             if entity_type == "topics":
-                self._topic_configs.pop(name, None)
-                self.replica_manager.update_topic_config(name)
+                overrides = self.zk.get_entity_config("topics", name)
+                topics[name] = self.config.topic_defaults().with_overrides(overrides)
             elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
-                self._load_throttle_rates()
+                brokers_changed = True
+        rates = self._read_throttle_rates() if brokers_changed else None
+        self._post(lambda: self._apply_config_changes(topics, rates))
 
-    def _load_throttle_rates(self) -> None:
-        """Apply the replication throttle rates of ``/config/brokers/<id>`` over ``/config/brokers/<default>``."""
-        assert self.zk is not None and self.replica_manager is not None
-        self.replica_manager.quotas.update_rates(
+    def _apply_config_changes(
+        self, topics: dict[str, TopicConfig], rates: tuple[dict[str, str], dict[str, str]] | None
+    ) -> None:
+        assert self.replica_manager is not None
+        for name, topic_config in topics.items():
+            self._topic_configs[name] = topic_config
+            self.replica_manager.update_topic_config(name)
+        if rates is not None:
+            self.replica_manager.quotas.update_rates(*rates)
+
+    def _read_throttle_rates(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The replication throttle rates of ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
+        assert self.zk is not None
+        return (
             self.zk.get_entity_config("brokers", str(self.broker_id)),
             self.zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY),
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
+    def _submit_metadata_work(self, fn: Callable[[], None]) -> None:
+        self.zk_executor.submit(fn)
+
+    def _post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the event loop (from any thread)."""
+        assert self._loop is not None
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(fn)
+
     async def startup(self) -> Listener:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
+        self.clock = SystemClock(loop)
         config = self.config
         log_dirs = [d.resolve() for d in config.log_dir_paths]
         for directory in log_dirs:
@@ -195,6 +243,7 @@ class KafkaServer:
             self.topic_config,
             broker_id=self.broker_id,
             recovery_threads=config.num_recovery_threads_per_data_dir,
+            time_ms=self.clock.time_ms,
         )
         await loop.run_in_executor(None, self.log_manager.startup)
         high_watermarks: dict[TopicPartition, int] = {}
@@ -202,7 +251,11 @@ class KafkaServer:
             high_watermarks.update(OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).read())
         self.cache = MetadataCache(self.broker_id, cluster_id)
         self.replica_manager = ReplicaManager(
-            config, self.broker_id, self.log_manager, self.topic_config, high_watermarks
+            config, self.broker_id, self.log_manager, self.topic_config, high_watermarks, clock=self.clock
+        )
+        scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
+        self.replica_manager.flush_requested = lambda partition: scheduler.submit(
+            "flush", partition.log.flush, key=partition.log
         )
 
         coordinator = self.group_coordinator = GroupCoordinator(
@@ -211,14 +264,13 @@ class KafkaServer:
         self.replica_manager.leadership_listener = coordinator.on_leadership_change
         self.cache.topic_removed_listener = coordinator.schedule_topic_removal
 
-        def post(fn: Callable[[], None]) -> None:
-            loop.call_soon_threadsafe(fn)
-
         channel: ControllerChannel
         if config.standalone:
-            channel = LocalChannel(self.broker_id, self.replica_manager, self.cache)
+            channel = LocalChannel(self.broker_id, self.replica_manager, self.cache, loop)
         else:
-            self.cluster_channel = ClusterChannel(self.broker_id, lambda: self.controller.context.epoch, self._endpoint)
+            self.cluster_channel = ClusterChannel(
+                self.broker_id, lambda: self.controller.context.epoch, self._endpoint, loop
+            )
             channel = self.cluster_channel
             self.replica_manager.fetchers = ReplicaFetcherManager(
                 self.broker_id,
@@ -228,12 +280,15 @@ class KafkaServer:
                 max_bytes=config.replica_fetch_max_bytes,
                 quota=self.replica_manager.quotas.follower,
             )
-            self.replica_manager.isr_writer = self._write_isr
+            isr_writer = IsrChangeWriter(
+                self.zk, self.broker_id, self.zk_executor, self._post, self.replica_manager.isr_change_done
+            )
+            self.replica_manager.isr_submitter = isr_writer.submit
         self.controller = Controller(
             self.zk,
             self.broker_id,
             channel,
-            post,
+            self.controller_thread.post,
             lambda topic: self.topic_config(topic).unclean_leader_election_enable,
         )
         admin = self.admin = AdminZkClient(self.zk)
@@ -252,7 +307,11 @@ class KafkaServer:
             *reassignment_apis(self.zk),
             *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config)),
             *group_offset_apis(coordinator, self.cache, config),
-            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache, self.zk)),
+            *(
+                []
+                if config.standalone
+                else inter_broker_apis(self.replica_manager, self.cache, self.zk, self.load_topic_configs)
+            ),
         ]:
             dispatcher.add(api)
         dispatcher.add(api_versions_api(dispatcher))
@@ -277,15 +336,16 @@ class KafkaServer:
         )
         self.zk.register_broker(self._registration)
         if isinstance(self.store, ZooKeeperStore):
-            self.store.on_new_session(lambda: post(self._on_new_session))
+            self.store.on_new_session(lambda: self._submit_metadata_work(self._on_new_session))
 
+        self.controller_thread.start()
         self.controller.startup()
 
         def on_config_changes(children: list[str]) -> bool:
-            post(lambda: self._on_config_changes(children))
+            self._submit_metadata_work(lambda: self._read_config_changes(children))
             return True
 
-        self._load_throttle_rates()
+        self.replica_manager.quotas.update_rates(*self._read_throttle_rates())
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
@@ -293,8 +353,8 @@ class KafkaServer:
         return self.bound
 
     def _on_new_session(self) -> None:
-        """The ZooKeeper session expired and a new one began: register again and stop acting as controller (the
-        controller role is contested anew through the ``/controller`` watch)."""
+        """On the metadata thread: the ZooKeeper session expired and a new one began: register again and stop acting
+        as controller (the controller role is contested anew through the ``/controller`` watch)."""
         assert self.zk is not None
         log.warning("ZooKeeper session of broker %d expired; registering again", self.broker_id)
         try:
@@ -306,24 +366,6 @@ class KafkaServer:
     def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         registration = self.controller.context.live_brokers.get(broker_id)
         return None if registration is None else endpoint_of(registration)
-
-    def _write_isr(self, partition: Partition, isr: frozenset[int]) -> bool:
-        """A leader's ISR change: a conditional write of the state znode, then an ISR change notification."""
-        assert self.zk is not None
-        tp = partition.tp
-        state = PartitionState(self.broker_id, partition.leader_epoch, sorted(isr), partition.controller_epoch)
-        try:
-            partition.zk_version = self.zk.set_partition_state(tp.topic, tp.partition, state, partition.zk_version)
-        except (BadVersionError, NoNodeError):
-            log.info(
-                "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR of %s", partition.zk_version, tp
-            )
-            return False
-        self.zk.store.create(
-            paths.ISR_CHANGE_PREFIX, encode_partition_list([(tp.topic, tp.partition)]), sequence=True, makepath=True
-        )
-        log.info("ISR of %s is now %s", tp, sorted(isr))
-        return True
 
     def _offsets_topic_partitions(self) -> int:
         """Partitions of ``__consumer_offsets``: the topic's own count once it exists, else the configured one."""
@@ -346,40 +388,32 @@ class KafkaServer:
         return ErrorCode.LEADER_NOT_AVAILABLE
 
     def _start_background_tasks(self) -> None:
+        """The scheduler's periodic tasks: disk work on its threads with snapshots of loop state taken on the loop;
+        ISR expiry and offset expiry are loop work; the leader rebalance check is a controller event."""
         config = self.config
-
-        def every(interval_ms: int, action: Callable[[], None], name: str) -> None:
-            async def loop() -> None:
-                while True:
-                    await asyncio.sleep(interval_ms / 1000)
-                    try:
-                        action()
-                    except Exception:
-                        log.exception("%s failed", name)
-
-            if interval_ms < 2**31:
-                self._tasks.append(asyncio.get_running_loop().create_task(loop()))
-
-        replica_manager = self.replica_manager
-        assert replica_manager is not None
-        every(
-            config.log_retention_check_interval_ms,
-            lambda: self.log_manager.cleanup_logs(replica_manager.high_watermarks()),
+        replica_manager, scheduler, log_manager = self.replica_manager, self.scheduler, self.log_manager
+        assert replica_manager is not None and scheduler is not None
+        scheduler.schedule(
             "retention",
+            config.log_retention_check_interval_ms,
+            log_manager.cleanup_logs,
+            snapshot=replica_manager.high_watermarks,
         )
         if not config.standalone:
-            every(config.replica_lag_time_max_ms // 2, replica_manager.shrink_isrs, "ISR shrink")
+            scheduler.schedule_on_loop(
+                "isr-expiration", config.replica_lag_time_max_ms // 2, replica_manager.shrink_isrs
+            )
         if config.auto_leader_rebalance_enable:
             threshold = config.leader_imbalance_per_broker_percentage
-            every(
+            scheduler.schedule_on_loop(
+                "auto-leader-rebalance",
                 config.leader_imbalance_check_interval_seconds * 1000,
-                lambda: self.controller.check_leader_imbalance(threshold),
-                "leader rebalance",
+                lambda: self.controller_thread.post(lambda: self.controller.check_leader_imbalance(threshold)),
             )
-        every(config.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs, "flush")
+        scheduler.schedule("flush", config.log_flush_scheduler_interval_ms, log_manager.flush_dirty_logs)
         if config.log_cleaner_enable:
             cleaner = self.log_cleaner = LogCleaner(
-                self.log_manager,
+                log_manager,
                 threads=config.log_cleaner_threads,
                 dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
                 io_buffer_size=config.log_cleaner_io_buffer_size,
@@ -390,38 +424,46 @@ class KafkaServer:
             )
             cleaner.update_high_watermarks(replica_manager.high_watermarks())
             cleaner.start()
-            every(
+            scheduler.schedule(
+                "cleaner-high-watermarks",
                 max(min(config.log_cleaner_backoff_ms, 1000), 100),
-                lambda: cleaner.update_high_watermarks(replica_manager.high_watermarks()),
-                "cleaner high watermarks",
+                cleaner.update_high_watermarks,
+                snapshot=replica_manager.high_watermarks,
             )
         coordinator = self.group_coordinator
         if coordinator is not None:
-            every(config.offsets_retention_check_interval_ms, coordinator.schedule_offset_expiration, "offset expiry")
-        every(
+            scheduler.schedule_on_loop(
+                "offset-expiration", config.offsets_retention_check_interval_ms, coordinator.schedule_offset_expiration
+            )
+        scheduler.schedule(
+            "recovery-point-checkpoint",
             config.log_flush_offset_checkpoint_interval_ms,
-            self.log_manager.checkpoint_recovery_points,
-            "recovery checkpoint",
+            log_manager.checkpoint_recovery_points,
         )
-        every(
+        scheduler.schedule(
+            "log-start-offset-checkpoint",
             config.log_flush_start_offset_checkpoint_interval_ms,
-            self.log_manager.checkpoint_log_start_offsets,
-            "log start offset checkpoint",
+            log_manager.checkpoint_log_start_offsets,
         )
-        every(
+        scheduler.schedule(
+            "high-watermark-checkpoint",
             config.replica_high_watermark_checkpoint_interval_ms,
-            self.checkpoint_high_watermarks,
-            "high watermark checkpoint",
+            self.write_high_watermarks,
+            snapshot=self.high_watermarks_by_dir,
         )
 
-    def checkpoint_high_watermarks(self) -> None:
-        """Write ``replication-offset-checkpoint`` in every log dir for the partitions it holds."""
-        if self.replica_manager is None:
-            return
+    def high_watermarks_by_dir(self) -> dict[Path, dict[TopicPartition, int]]:
+        """On the loop: each log dir's partitions and their high watermarks."""
         by_dir: dict[Path, dict[TopicPartition, int]] = {d.resolve(): {} for d in self.config.log_dir_paths}
-        for tp, partition in self.replica_manager.partitions.items():
-            directory = Path(partition.log.dir).resolve().parent
-            by_dir.setdefault(directory, {})[tp] = partition.high_watermark
+        if self.replica_manager is not None:
+            for tp, partition in self.replica_manager.partitions.items():
+                directory = Path(partition.log.dir).resolve().parent
+                by_dir.setdefault(directory, {})[tp] = partition.high_watermark
+        return by_dir
+
+    @staticmethod
+    def write_high_watermarks(by_dir: dict[Path, dict[TopicPartition, int]]) -> None:
+        """Write ``replication-offset-checkpoint`` in every log dir (any thread)."""
         for directory, offsets in by_dir.items():
             OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).write(offsets)
 
@@ -459,7 +501,8 @@ class KafkaServer:
         """Send ControlledShutdown to the controller (or act directly when this broker is it); returns the partitions
         this broker still leads."""
         if self.controller.active:
-            return [str(tp) for tp in self.controller.controlled_shutdown(self.broker_id)]
+            local = self.controller.call(lambda: self.controller.controlled_shutdown(self.broker_id))
+            return [str(tp) for tp in await asyncio.wrap_future(local)]
         endpoint = self.cache.brokers.get(self.cache.controller_id)
         if endpoint is None:
             raise KafkaError("no controller is known", ErrorCode.NOT_CONTROLLER)
@@ -487,17 +530,21 @@ class KafkaServer:
             await self.cluster_channel.close()
         if self.replica_manager is not None and self.replica_manager.fetchers is not None:
             await self.replica_manager.fetchers.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=5.0)
+        if self.scheduler is not None:
+            await self.scheduler.shutdown()
+        loop = asyncio.get_running_loop()
         if self.log_cleaner is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.log_cleaner.shutdown)
-        self.checkpoint_high_watermarks()
+            await loop.run_in_executor(None, self.log_cleaner.shutdown)
+        self.controller_thread.stop()
+        if self.replica_manager is not None:
+            self.replica_manager.fetch_purgatory.complete_all()
+            self.replica_manager.produce_purgatory.complete_all()
+        self.write_high_watermarks(self.high_watermarks_by_dir())
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.store is not None:
             self.store.close()
+        self.zk_executor.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(FileNotFoundError):
             pid_file(self.config).unlink()
         log.info("mq broker %d stopped", self.broker_id)

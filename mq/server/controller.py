@@ -1,7 +1,8 @@
 """The controller: turns the metadata tree into leadership decisions and tells brokers about them.
 
 One broker at a time is the controller: it owns ``/controller`` (ephemeral) and bumps ``/controller_epoch``.
-Watches on the tree post events to one queue, processed in order on the broker's event loop:
+Watches on the tree post events to one queue, processed in order on the controller's own thread (``post`` hands
+them to it; the broker's event loop never runs controller work and reaches it only through ``call``):
 new topics and partitions get a state znode (leader = first live replica, ISR = live replicas, leader epoch 0)
 followed by LeaderAndIsr to their replicas and UpdateMetadata to every live broker; a deletion marker stops and
 deletes the replicas, then removes the topic's znodes; a reassignment grows the replica set to old + new, waits
@@ -19,11 +20,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from mq.errors import ErrorCode
 from mq.server import election
+from mq.server.event_thread import call_through
+from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.codecs import (
@@ -40,24 +44,8 @@ from mq.zk.store import BadVersionError, NodeExistsError, NoNodeError
 
 log = logging.getLogger(__name__)
 
-LEADER_DURING_DELETE = -2
-"""The leader UpdateMetadata carries for a partition whose topic is being deleted (brokers drop it)."""
 PREFERRED, UNCLEAN = 0, 1
 """ElectLeaders election types."""
-
-
-@dataclass(frozen=True)
-class PartitionStateInfo:
-    """What LeaderAndIsr and UpdateMetadata carry for one partition."""
-
-    tp: TopicPartition
-    topic_id: str | None
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    zk_version: int
-    controller_epoch: int
 
 
 class ControllerChannel(Protocol):
@@ -82,6 +70,7 @@ class ControllerChannel(Protocol):
         False when the broker could not be reached."""
 
 
+T = TypeVar("T")
 ElectionResult = tuple[ErrorCode, str | None]
 Selector = Callable[[TopicPartition, PartitionState, list[int]], "tuple[int, list[int]] | None"]
 
@@ -121,7 +110,7 @@ class ControllerContext:
 
 
 class Controller:
-    """Runs on the event loop; ``post`` hands a callable to that loop (from any thread)."""
+    """Runs on the thread ``post`` hands callables to (from any thread), one event at a time."""
 
     def __init__(
         self,
@@ -149,6 +138,10 @@ class Controller:
         """Queue ``event`` on the loop; returns True so it can serve as a watch callback that stays registered."""
         self._post(lambda: self._run(event))
         return True
+
+    def call(self, fn: Callable[[], T]) -> Future[T]:
+        """Run ``fn`` as a controller event (after those queued before it); its result goes to the future."""
+        return call_through(self._enqueue, fn)
 
     def _when_active(self, event: Callable[[], None]) -> bool:
         """Queue ``event`` to run only if this broker is the controller when its turn comes."""
@@ -189,11 +182,14 @@ class Controller:
         self._on_failover()
 
     def resign(self) -> None:
-        """The session that held ``/controller`` is gone: stop acting, then compete again."""
+        """The session that held ``/controller`` is gone: stop acting, then compete again (as a controller event)."""
+        self._enqueue(self._resign)
+
+    def _resign(self) -> None:
         if self.active:
             log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.context.epoch)
         self.active = False
-        self._enqueue(self._elect)
+        self._elect()
 
     def _bump_epoch(self) -> int:
         store = self.zk.store
@@ -699,7 +695,10 @@ class Controller:
             else:
                 log.warning("broker %d did not delete its replicas of %s; retried when it returns", broker_id, topic)
 
-        return lambda ok: self._enqueue(lambda: answered(ok))
+        def on_response(ok: bool) -> None:
+            self._enqueue(lambda: answered(ok))
+
+        return on_response
 
     def _maybe_finish_deletion(self, topic: str) -> None:
         pending = self.context.deleting_on[topic]

@@ -1,5 +1,9 @@
 """The controller's channels to brokers: ``LocalChannel`` calls into the broker it runs in; ``ClusterChannel`` sends
-LeaderAndIsr, UpdateMetadata and StopReplica over the wire to the other brokers, in order per broker."""
+LeaderAndIsr, UpdateMetadata and StopReplica over the wire to the other brokers, in order per broker.
+
+The controller calls a channel from its own thread; both hand the work to the broker's event loop
+(``call_soon_threadsafe``, which keeps the order of the calls), which owns the replica manager, the metadata cache
+and the sockets."""
 
 from __future__ import annotations
 
@@ -11,8 +15,8 @@ from typing import Any
 
 from mq.client.connection import BrokerConnection
 from mq.protocol.inter_broker import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
-from mq.server.controller import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
+from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import TopicPartition
 from mq.zk.codecs import BrokerRegistration
@@ -54,14 +58,21 @@ def _without_errors(response: Any) -> bool:
 
 
 class LocalChannel:
-    def __init__(self, broker_id: int, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        replica_manager: ReplicaManager,
+        cache: MetadataCache,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.cache = cache
+        self._loop = loop
 
     def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
         if broker_id == self.broker_id:
-            self.replica_manager.become_leader_or_follower(partitions)
+            self._loop.call_soon_threadsafe(self.replica_manager.become_leader_or_follower, partitions)
 
     def update_metadata(
         self,
@@ -71,7 +82,8 @@ class LocalChannel:
         controller_id: int,
     ) -> None:
         if broker_id == self.broker_id:
-            apply_update_metadata(self.cache, partitions, [endpoint_of(b) for b in brokers], controller_id)
+            endpoints = [endpoint_of(b) for b in brokers]
+            self._loop.call_soon_threadsafe(apply_update_metadata, self.cache, partitions, endpoints, controller_id)
 
     def stop_replica(
         self,
@@ -80,10 +92,13 @@ class LocalChannel:
         delete: bool,
         on_response: Callable[[bool], None] | None = None,
     ) -> None:
-        if broker_id == self.broker_id:
-            self.replica_manager.stop_replicas(partitions, delete)
-        if on_response is not None:
-            on_response(broker_id == self.broker_id)
+        def stop() -> None:
+            if broker_id == self.broker_id:
+                self.replica_manager.stop_replicas(partitions, delete)
+            if on_response is not None:
+                on_response(broker_id == self.broker_id)
+
+        self._loop.call_soon_threadsafe(stop)
 
 
 def _partition_state(info: PartitionStateInfo) -> dict[str, Any]:
@@ -112,8 +127,13 @@ class ClusterChannel:
     """
 
     def __init__(
-        self, controller_id: int, controller_epoch: Callable[[], int], endpoints: Callable[[int], BrokerEndpoint | None]
+        self,
+        controller_id: int,
+        controller_epoch: Callable[[], int],
+        endpoints: Callable[[int], BrokerEndpoint | None],
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
+        self._loop = loop
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.endpoints = endpoints
@@ -123,12 +143,16 @@ class ClusterChannel:
     def _enqueue(
         self, broker_id: int, api_key: int, body: dict[str, Any], on_response: Callable[[bool], None] | None = None
     ) -> None:
+        """Called on the controller's thread: the epoch is taken now, the request queued on the loop."""
+        body = {"controller_id": self.controller_id, "controller_epoch": self.controller_epoch(), **body}
+        self._loop.call_soon_threadsafe(self._put, broker_id, (api_key, body, on_response))
+
+    def _put(self, broker_id: int, item: _Queued) -> None:
         queue = self._queues.get(broker_id)
         if queue is None:
             queue = self._queues[broker_id] = asyncio.Queue()
-            self._tasks[broker_id] = asyncio.get_running_loop().create_task(self._drain(broker_id, queue))
-        body = {"controller_id": self.controller_id, "controller_epoch": self.controller_epoch(), **body}
-        queue.put_nowait((api_key, body, on_response))
+            self._tasks[broker_id] = self._loop.create_task(self._drain(broker_id, queue))
+        queue.put_nowait(item)
 
     async def _drain(self, broker_id: int, queue: asyncio.Queue[_Queued]) -> None:
         connection: BrokerConnection | None = None

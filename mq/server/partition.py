@@ -23,7 +23,7 @@ from mq.errors import (
 )
 from mq.records.batch_header import parse_header
 from mq.records.crc import Buffer
-from mq.server.controller import PartitionStateInfo
+from mq.server.partition_state import PartitionStateInfo
 from mq.server.producer_state import BatchMetadata, ProducerStateManager
 from mq.topic_partition import TopicPartition
 
@@ -57,6 +57,8 @@ class Partition:
     leader_epoch: int = -1
     replicas: tuple[int, ...] = ()
     isr: frozenset[int] = frozenset()
+    pending_isr: frozenset[int] | None = None
+    """An ISR change sent to the metadata tree and not yet answered; the ISR in use stays ``isr`` meanwhile."""
     zk_version: int = 0
     controller_epoch: int = 0
     high_watermark: int = 0
@@ -98,6 +100,7 @@ class Partition:
         self.leader_epoch = info.leader_epoch
         self.replicas = info.replicas
         self.isr = frozenset(info.isr)
+        self.pending_isr = None
         self.zk_version = info.zk_version
         self.controller_epoch = info.controller_epoch
         now = self.time_ms()

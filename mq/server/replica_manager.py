@@ -8,8 +8,6 @@ spinning. The controller's LeaderAndIsr and StopReplica decisions arrive here.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -18,8 +16,11 @@ from typing import Any
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, error_code_of
 from mq.records.crc import Buffer
-from mq.server.controller import PartitionStateInfo
+from mq.server.clock import Clock, SystemClock
+from mq.server.isr_updates import IsrChange
 from mq.server.partition import AppendResult, Partition
+from mq.server.partition_state import PartitionStateInfo
+from mq.server.purgatory import Purgatory, wait_for_answer
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
 from mq.topic_partition import TopicPartition
@@ -63,8 +64,10 @@ class ReplicaManager:
         log_manager: Any,
         topic_config: Callable[[str], TopicConfig],
         checkpointed_high_watermarks: dict[TopicPartition, int] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
+        self.clock = clock or SystemClock()
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.topic_config = topic_config
@@ -72,9 +75,13 @@ class ReplicaManager:
         self._checkpointed = dict(checkpointed_high_watermarks or {})
         self.fetchers: ReplicaFetcherManager | None = None
         """Set in cluster mode: followers fetch from their leaders through it."""
-        self.isr_writer: Callable[[Partition, frozenset[int]], bool] | None = None
-        """Set in cluster mode: records a leader's ISR change in the metadata tree; False when it lost the race."""
-        self._appended = asyncio.Event()
+        self.isr_submitter: Callable[[IsrChange], None] | None = None
+        """Set in cluster mode: hands a leader's ISR change to the metadata writer, which answers through
+        ``isr_change_done`` on the loop."""
+        self.flush_requested: Callable[[Partition], None] = lambda partition: partition.log.flush()
+        """Called when a log's flush.messages is reached; the broker flushes it on a worker thread."""
+        self.fetch_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Fetch")
+        self.produce_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Produce")
         self.quotas = ReplicationQuotas(config, broker_id, topic_config)
         """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
@@ -90,7 +97,7 @@ class ReplicaManager:
             partition = self.partitions.get(info.tp)
             if partition is None:
                 log_ = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
-                partition = Partition(info.tp, log_, self.broker_id)
+                partition = Partition(info.tp, log_, self.broker_id, time_ms=self.clock.time_ms)
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
                 partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
@@ -108,7 +115,7 @@ class ReplicaManager:
                 self.fetchers.follow(partition, info.leader)  # truncates by leader epoch before fetching
             if self.leadership_listener is not None:
                 self.leadership_listener(info.tp, partition.is_leader)
-        self._wake_fetchers()  # parked produces and fetches re-check who leads
+            self._partition_changed(info.tp)  # parked produces and fetches re-check who leads
 
     def stop_replicas(self, tps: Iterable[TopicPartition], delete: bool) -> None:
         for tp in tps:
@@ -119,7 +126,7 @@ class ReplicaManager:
                 self.leadership_listener(tp, False)
             if delete:
                 self.log_manager.delete_log(tp)
-        self._wake_fetchers()
+            self._partition_changed(tp)
 
     def update_topic_config(self, topic: str) -> None:
         config = self.topic_config(topic)
@@ -139,14 +146,32 @@ class ReplicaManager:
         return partition
 
     def _change_isr(self, partition: Partition, isr: frozenset[int]) -> None:
-        if self.isr_writer is not None and self.isr_writer(partition, isr):
-            partition.isr = isr
-            if partition.maybe_increment_high_watermark():
-                self._wake_fetchers()
+        """Propose an ISR change; at most one is in flight per partition, and the ISR in use (for the high
+        watermark and min.insync.replicas) changes only once the metadata tree holds the new one."""
+        if self.isr_submitter is None or partition.pending_isr is not None:
+            return
+        partition.pending_isr = isr
+        self.isr_submitter(
+            IsrChange(partition.tp, partition.leader_epoch, isr, partition.zk_version, partition.controller_epoch)
+        )
+
+    def isr_change_done(self, change: IsrChange, zk_version: int | None) -> None:
+        """The writer's answer (on the loop): the state znode's new version, or None when the write lost a race with
+        the controller or failed (the controller's next LeaderAndIsr brings the truth; a later fetch retries)."""
+        partition = self.partitions.get(change.tp)
+        if partition is None or partition.leader_epoch != change.leader_epoch or partition.pending_isr != change.isr:
+            return
+        partition.pending_isr = None
+        if zk_version is None or partition.zk_version != change.zk_version:
+            return
+        partition.isr = change.isr
+        partition.zk_version = zk_version
+        partition.maybe_increment_high_watermark()
+        self._partition_changed(change.tp)
 
     def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
         if partition.update_follower_fetch(replica_id, fetch_offset):
-            self._wake_fetchers()  # the high watermark moved: acks=all produces may complete
+            self._partition_changed(partition.tp)  # the HW moved: acks=all produces and consumers may complete
         expanded = partition.isr_to_expand(replica_id)
         if expanded is not None:
             self._change_isr(partition, expanded)
@@ -160,9 +185,17 @@ class ReplicaManager:
 
     # --- produce -----------------------------------------------------------------------------------------------
 
-    def _wake_fetchers(self) -> None:
-        self._appended.set()
-        self._appended = asyncio.Event()
+    def _appended(self, tp: TopicPartition, high_watermark_moved: bool) -> None:
+        """After an append or a follower's fetch of ``tp``: wake the fetches watching it and, when its high watermark
+        moved, the acks=all produces."""
+        self.fetch_purgatory.check_and_complete(tp)
+        if high_watermark_moved:
+            self.produce_purgatory.check_and_complete(tp)
+
+    def _partition_changed(self, tp: TopicPartition) -> None:
+        """Leadership, ISR or existence of ``tp`` changed: everything parked on it re-checks."""
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
 
     async def append_records(
         self, entries: Mapping[TopicPartition, Buffer], required_acks: int, timeout_ms: int
@@ -173,17 +206,27 @@ class ReplicaManager:
             try:
                 partition = self.leader_partition(tp)
                 min_isr = self.topic_config(tp.topic).min_insync_replicas
+                high_watermark = partition.high_watermark
                 appended[tp] = partition.append_records_to_leader(records, required_acks, min_isr)
+                self._appended(tp, partition.high_watermark != high_watermark)
+                if partition.log.flush_due:
+                    self.flush_requested(partition)
             except KafkaError as exc:
                 results[tp] = ProduceResult(exc.code, message=str(exc))
             except Exception as exc:
                 log.exception("append to %s failed", tp)
                 results[tp] = ProduceResult(error_code_of(exc), message=str(exc))
-        if appended:
-            self._wake_fetchers()
         outcomes: dict[TopicPartition, ErrorCode | None] = dict.fromkeys(appended, ErrorCode.NONE)
         if required_acks == -1 and appended:
-            outcomes = await self._await_replication(appended, timeout_ms)
+
+            def current() -> dict[TopicPartition, ErrorCode | None]:
+                return {tp: self._replication_outcome(tp, result.base_offset) for tp, result in appended.items()}
+
+            def done() -> dict[TopicPartition, ErrorCode | None] | None:
+                found = current()
+                return None if None in found.values() else found
+
+            outcomes = await wait_for_answer(self.produce_purgatory, appended, timeout_ms, done, current)
         for tp, result in appended.items():
             outcome = outcomes[tp]
             error = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
@@ -204,34 +247,20 @@ class ReplicaManager:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
 
-    async def _await_replication(
-        self, appended: dict[TopicPartition, AppendResult], timeout_ms: int
-    ) -> dict[TopicPartition, ErrorCode | None]:
-        """Wait until every append has an outcome or ``timeout_ms`` passed; None marks those still waiting."""
-
-        def outcomes() -> dict[TopicPartition, ErrorCode | None]:
-            return {tp: self._replication_outcome(tp, result.base_offset) for tp, result in appended.items()}
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
-        while None in outcomes().values() and loop.time() < deadline:
-            event = self._appended
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), deadline - loop.time())
-        return outcomes()
-
     # --- fetch -------------------------------------------------------------------------------------------------
 
     def _read(
-        self, requests: list[FetchRequestPartition], replica_id: int, max_bytes: int
+        self, requests: list[FetchRequestPartition], replica_id: int, max_bytes: int, *, record_follower: bool = True
     ) -> dict[TopicPartition, FetchResult]:
+        """File slices for ``requests``; a follower's fetch offsets count as its positions only with
+        ``record_follower`` (its first read, not the re-reads of a parked fetch)."""
         results: dict[TopicPartition, FetchResult] = {}
         remaining = max_bytes
         for request in requests:
             try:
                 partition = self.leader_partition(request.tp)
                 partition.check_leader_epoch(request.current_leader_epoch)  # a fenced fetch moves nothing
-                if replica_id >= 0:
+                if replica_id >= 0 and record_follower:
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
                     if self._leader_throttled(partition, replica_id):
                         results[request.tp] = FetchResult(
@@ -284,18 +313,26 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
     ) -> dict[TopicPartition, FetchResult]:
-        """Read now; if fewer than ``min_bytes`` are ready and nothing failed, wait for appends up to ``max_wait_ms``."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
-        while True:
-            event = self._appended
-            results = self._read(requests, replica_id, max_bytes)
+        """Read now; if fewer than ``min_bytes`` are ready and nothing failed, park in the fetch purgatory on the
+        requested partitions until an append or high-watermark move there brings enough, or ``max_wait_ms``."""
+
+        def ready(results: dict[TopicPartition, FetchResult]) -> bool:
             available = sum(r.records.length for r in results.values() if r.records is not None)
-            failed = any(r.error != ErrorCode.NONE for r in results.values())
-            remaining = deadline - loop.time()
-            if available >= min_bytes or failed or remaining <= 0:
-                if replica_id >= 0:
-                    self._record_leader_throttled(results)
-                return results
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), remaining)
+            return available >= min_bytes or any(r.error != ErrorCode.NONE for r in results.values())
+
+        reads = 0
+
+        def read() -> dict[TopicPartition, FetchResult]:
+            nonlocal reads
+            reads += 1
+            return self._read(requests, replica_id, max_bytes, record_follower=reads == 1)
+
+        def check() -> dict[TopicPartition, FetchResult] | None:
+            results = read()
+            return results if ready(results) else None
+
+        keys = [request.tp for request in requests]
+        results = await wait_for_answer(self.fetch_purgatory, keys, max_wait_ms, check, read)
+        if replica_id >= 0:
+            self._record_leader_throttled(results)
+        return results

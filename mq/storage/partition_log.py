@@ -376,7 +376,6 @@ class Log:
                 self.leader_epoch_cache.assign(leader_epoch, epoch_start)
             segment.append(last_offset, max_ts, offset_of_max, data)
             self.log_end_offset = offset
-            self._flush_if_due()
             return LogAppendInfo(
                 first,
                 last_offset,
@@ -439,15 +438,15 @@ class Log:
                 self.leader_epoch_cache.assign(epoch, start)
             segment.append(expected - 1, max_ts, offset_of_max, records)
             self.log_end_offset = expected
-            self._flush_if_due()
             return LogAppendInfo(
                 first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(records)
             )
 
-    def _flush_if_due(self) -> None:
-        """flush.messages: fsync once that many messages are above the recovery point."""
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()
+    @property
+    def flush_due(self) -> bool:
+        """flush.messages: at least that many messages are above the recovery point. Appends never fsync; the
+        broker flushes a log whose flush is due on a worker thread."""
+        return self.log_end_offset - self.recovery_point >= self.config.flush_messages
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment named by the log end offset (or ``expected_next_offset`` when larger); an
@@ -539,8 +538,9 @@ class Log:
             self.last_flush_ms = self.time_ms()
 
     def maybe_flush(self) -> None:
-        """flush.ms: flush when that long passed since the last flush and something is unflushed."""
-        if self.log_end_offset > self.recovery_point and self.time_ms() - self.last_flush_ms >= self.config.flush_ms:
+        """Flush when ``flush_due`` or, with something unflushed, flush.ms passed since the last flush."""
+        unflushed = self.log_end_offset > self.recovery_point
+        if self.flush_due or (unflushed and self.time_ms() - self.last_flush_ms >= self.config.flush_ms):
             self.flush()
 
     def _schedule_delete(self, segments: list[LogSegment], *, close_indexes: bool = True) -> None:

@@ -1,26 +1,32 @@
 """Requests only the active controller answers: ElectLeaders and ControlledShutdown (NOT_CONTROLLER elsewhere;
-clients then look the controller up again)."""
+clients then look the controller up again). Each runs as one event on the controller's thread; the loop awaits it."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
-from mq.server.controller import PREFERRED, Controller
+from mq.server.controller import PREFERRED, Controller, ElectionResult
 from mq.topic_partition import TopicPartition
 
 
 def controller_apis(controller: Controller) -> list[Api]:
     async def elect_leaders(context: RequestContext, request: Any) -> dict[str, Any]:
-        if not controller.active:
-            return elect_leaders_error(context, request, ErrorCode.NOT_CONTROLLER)
         requested = request.topic_partitions
         partitions = (
             None if requested is None else [TopicPartition(t.topic, int(p)) for t in requested for p in t.partitions]
         )
-        results = controller.elect_leaders(partitions, int(getattr(request, "election_type", PREFERRED)))
+        election_type = int(getattr(request, "election_type", PREFERRED))
+
+        def elect() -> dict[TopicPartition, ElectionResult] | None:
+            return controller.elect_leaders(partitions, election_type) if controller.active else None
+
+        results = await asyncio.wrap_future(controller.call(elect))
+        if results is None:
+            return elect_leaders_error(context, request, ErrorCode.NOT_CONTROLLER)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, (code, message) in results.items():
             if partitions is None and code == ErrorCode.ELECTION_NOT_NEEDED:
@@ -35,12 +41,18 @@ def controller_apis(controller: Controller) -> list[Api]:
         return {"throttle_time": 0, "error_code": code, "replica_election_results": []}
 
     async def controlled_shutdown(context: RequestContext, request: Any) -> dict[str, Any]:
-        if not controller.active:
-            return controlled_shutdown_error(context, request, ErrorCode.NOT_CONTROLLER)
         broker_id = int(request.broker_id)
-        if broker_id not in controller.context.live_brokers:
-            return controlled_shutdown_error(context, request, ErrorCode.BROKER_NOT_AVAILABLE)
-        remaining = controller.controlled_shutdown(broker_id)
+
+        def shut_down() -> ErrorCode | list[TopicPartition]:
+            if not controller.active:
+                return ErrorCode.NOT_CONTROLLER
+            if broker_id not in controller.context.live_brokers:
+                return ErrorCode.BROKER_NOT_AVAILABLE
+            return controller.controlled_shutdown(broker_id)
+
+        remaining = await asyncio.wrap_future(controller.call(shut_down))
+        if isinstance(remaining, ErrorCode):
+            return controlled_shutdown_error(context, request, remaining)
         return {
             "error_code": ErrorCode.NONE,
             "remaining_partitions": [{"topic_name": tp.topic, "partition_index": tp.partition} for tp in remaining],

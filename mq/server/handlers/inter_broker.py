@@ -6,14 +6,16 @@ STALE_CONTROLLER_EPOCH, so a deposed controller cannot undo its successor's deci
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
-from mq.server.controller import PartitionStateInfo
 from mq.server.local_channel import apply_update_metadata
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
+from mq.server.partition_state import PartitionStateInfo
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import TopicPartition
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -36,11 +38,19 @@ def _infos(request: Any, topic_ids: dict[str, str | None] | None = None) -> list
     ]
 
 
-def inter_broker_apis(replica_manager: ReplicaManager, cache: MetadataCache, zk: KafkaZkClient) -> list[Api]:
+def inter_broker_apis(
+    replica_manager: ReplicaManager,
+    cache: MetadataCache,
+    zk: KafkaZkClient,
+    load_topic_configs: Callable[[Iterable[str]], Awaitable[None]],
+) -> list[Api]:
+    """``load_topic_configs`` reads the configs of topics new to this broker off the loop before LeaderAndIsr
+    creates their logs."""
     newest_epoch = [0]
 
     def topic_id(topic: str) -> str | None:
-        """The topic's id: cached, else read once from its znode (the inter-broker requests do not carry it)."""
+        """The topic's id: cached, else read once from its znode (the inter-broker requests do not carry it); runs
+        off the loop."""
         known = cache.topics.get(topic)
         if known is not None and known.topic_id is not None:
             return known.topic_id
@@ -57,6 +67,7 @@ def inter_broker_apis(replica_manager: ReplicaManager, cache: MetadataCache, zk:
         infos = _infos(request)
         code = ErrorCode.STALE_CONTROLLER_EPOCH if stale(request) else ErrorCode.NONE
         if code == ErrorCode.NONE:
+            await load_topic_configs({i.tp.topic for i in infos if replica_manager.broker_id in i.replicas})
             replica_manager.become_leader_or_follower(infos)
         errors = [{"topic_name": i.tp.topic, "partition_index": i.tp.partition, "error_code": code} for i in infos]
         return {"error_code": code, "partition_errors": errors}
@@ -75,7 +86,8 @@ def inter_broker_apis(replica_manager: ReplicaManager, cache: MetadataCache, zk:
             for b in request.live_brokers
             if b.endpoints
         ]
-        topic_ids = {t.topic_name: topic_id(t.topic_name) for t in request.topic_states}
+        names = [t.topic_name for t in request.topic_states]
+        topic_ids = await asyncio.get_running_loop().run_in_executor(None, lambda: {t: topic_id(t) for t in names})
         apply_update_metadata(cache, _infos(request, topic_ids), brokers, request.controller_id)
         return {"error_code": ErrorCode.NONE}
 

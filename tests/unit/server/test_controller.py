@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mq.errors import ErrorCode
-from mq.server.controller import LEADER_DURING_DELETE, Controller, PartitionStateInfo
+from mq.server.controller import Controller
+from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from mq.zk import paths
 from mq.zk.admin_zk_client import AdminZkClient

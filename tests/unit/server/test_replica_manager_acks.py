@@ -7,9 +7,10 @@ from pathlib import Path
 
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode
-from mq.server.controller import PartitionStateInfo
+from mq.server.isr_updates import IsrChange
 from mq.server.partition import Partition, ReplicaState
-from mq.server.replica_manager import ProduceResult, ReplicaManager
+from mq.server.partition_state import PartitionStateInfo
+from mq.server.replica_manager import FetchRequestPartition, ProduceResult, ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.storage.storage_batches import v2_batch
@@ -31,6 +32,12 @@ def manager(tmp_path: Path, min_isr: int = 1) -> ReplicaManager:
     return rm
 
 
+async def follower_fetch(rm: ReplicaManager, offset: int) -> None:
+    await rm.fetch(
+        [FetchRequestPartition(TP, offset, 1 << 20)], replica_id=FOLLOWER, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20
+    )
+
+
 async def produce(rm: ReplicaManager, timeout_ms: int = 5000) -> ProduceResult:
     results = await rm.append_records({TP: v2_batch(count=3)}, -1, timeout_ms)
     return results[TP]
@@ -42,8 +49,7 @@ def test_acks_all_completes_when_the_follower_has_fetched_past_the_batch(tmp_pat
         waiting = asyncio.create_task(produce(rm))
         await asyncio.sleep(0.05)
         assert not waiting.done()
-        rm.partitions[TP].update_follower_fetch(FOLLOWER, 3)
-        rm._wake_fetchers()
+        await follower_fetch(rm, 3)  # the follower's position moves the high watermark past the batch
         return await asyncio.wait_for(waiting, 1)
 
     assert asyncio.run(run()).error == ErrorCode.NONE
@@ -80,10 +86,13 @@ def test_isr_below_min_insync_after_the_append_is_not_enough_replicas_after_appe
         rm = manager(tmp_path, min_isr=2)
         waiting = asyncio.create_task(produce(rm))
         await asyncio.sleep(0.05)
-        partition = rm.partitions[TP]
-        partition.update_follower_fetch(FOLLOWER, 3)
-        partition.isr = frozenset({LEADER})  # the follower dropped out after it fetched
-        rm._wake_fetchers()
+        proposed: list[IsrChange] = []
+        rm.isr_submitter = proposed.append
+        rm.partitions[TP].remote_replicas[FOLLOWER].last_caught_up_ms = 0  # lagging for decades
+        rm.shrink_isrs()
+        assert [c.isr for c in proposed] == [frozenset({LEADER})]
+        assert rm.partitions[TP].isr == {LEADER, FOLLOWER} and not waiting.done()  # in use only once written
+        rm.isr_change_done(proposed[0], 1)  # the follower dropped out: the HW passes the batch with one replica
         return await asyncio.wait_for(waiting, 1)
 
     assert asyncio.run(run()).error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND

@@ -242,11 +242,14 @@ def test_flush_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
     every = Log(tmp_path / "a-0", TopicConfig(flush_messages=1))
     every.append_as_leader(v2_batch(2), 0)
-    assert every.recovery_point == 2 and every.active.fd in synced
+    assert every.flush_due and every.recovery_point == 0 and every.active.fd not in synced  # appends never fsync
+    every.maybe_flush()
+    assert every.recovery_point == 2 and every.active.fd in synced and not every.flush_due
     synced.clear()
     default = Log(tmp_path / "b-0", TopicConfig())
     for _ in range(20):
         default.append_as_leader(v2_batch(2), 0)
+    default.maybe_flush()
     assert default.recovery_point == 0 and default.active.fd not in synced  # only the epoch checkpoint is synced
     clock = Clock()
     timed = Log(tmp_path / "c-0", TopicConfig(flush_ms=100), time_ms=clock)
