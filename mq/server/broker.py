@@ -20,7 +20,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,14 +151,6 @@ class KafkaServer:
             overrides = self.zk.get_entity_config("topics", topic)
             config = self._topic_configs[topic] = self.config.topic_defaults().with_overrides(overrides)
         return config
-
-    async def load_topic_configs(self, topics: Iterable[str]) -> None:
-        """Read the overrides of the topics not cached yet on the metadata thread, so the loop never waits for
-        ZooKeeper when it first needs them (a LeaderAndIsr for new topics calls this before applying)."""
-        missing = sorted({t for t in topics if t not in self._topic_configs})
-        if missing:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self.zk_executor, lambda: [self.topic_config(t) for t in missing])
 
     def _read_config_changes(self, children: list[str]) -> None:
         """On the metadata thread: read the new ``/config/changes`` entries and what they changed, then apply it on
@@ -307,11 +299,7 @@ class KafkaServer:
             *reassignment_apis(self.zk),
             *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config)),
             *group_offset_apis(coordinator, self.cache, config),
-            *(
-                []
-                if config.standalone
-                else inter_broker_apis(self.replica_manager, self.cache, self.zk, self.load_topic_configs)
-            ),
+            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache, self.zk)),
         ]:
             dispatcher.add(api)
         dispatcher.add(api_versions_api(dispatcher))

@@ -155,7 +155,8 @@ class Controller:
         try:
             while self._events:
                 try:
-                    self._events.popleft()()
+                    with self.zk.store.batch():  # a local tree is written once per event
+                        self._events.popleft()()
                 except Exception:
                     log.exception("controller event failed")
         finally:

@@ -72,6 +72,7 @@ class LocalChannel:
 
     def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
         if broker_id == self.broker_id:
+            self.replica_manager.prepare_logs(partitions)  # file work on the controller's thread
             self._loop.call_soon_threadsafe(self.replica_manager.become_leader_or_follower, partitions)
 
     def update_metadata(

@@ -90,6 +90,17 @@ class ReplicaManager:
 
     # --- controller decisions ----------------------------------------------------------------------------------
 
+    def prepare_logs(self, infos: Iterable[PartitionStateInfo]) -> None:
+        """Any thread, before ``become_leader_or_follower``: create the logs of partitions new to this broker and
+        record the leader epoch of those it is to lead, so the loop does no file creation or fsync for them (a
+        topic of many partitions costs the loop only in-memory work)."""
+        for info in infos:
+            if self.broker_id not in info.replicas or info.tp in self.partitions:
+                continue
+            created = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
+            if info.leader == self.broker_id:
+                created.leader_epoch_cache.assign(info.leader_epoch, created.log_end_offset)
+
     def become_leader_or_follower(self, infos: Iterable[PartitionStateInfo]) -> None:
         for info in infos:
             if self.broker_id not in info.replicas:

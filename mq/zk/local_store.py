@@ -1,7 +1,8 @@
 """The metadata tree in-process, for a standalone broker: ZooKeeper semantics, persisted as one JSON file.
 
 Every mutation of a persistent node rewrites the file atomically (``.tmp`` + fsync + rename), so the tree survives
-a crash exactly as of the last completed call. Ephemeral nodes belong to this process's session and are never
+a crash exactly as of the last completed call; inside ``batch()`` (one controller event, say) the calling thread's
+mutations are written once, when the outermost batch ends, so the tree survives as of the last completed batch. Ephemeral nodes belong to this process's session and are never
 written to the file. Watchers run on the calling thread after the mutation, outside the lock.
 """
 
@@ -13,7 +14,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,8 @@ class LocalStore(MetadataStore):
         self._nodes: dict[str, _Node] = {"/": _Node(b"", 0, 0, 0, 0, 0, False)}
         self._data_watchers: dict[str, list[DataWatcher]] = {}
         self._children_watchers: dict[str, list[ChildrenWatcher]] = {}
+        self._batch = threading.local()
+        self._dirty = False
         if path is not None and path.exists():
             self._load(path)
 
@@ -84,7 +87,27 @@ class LocalStore(MetadataStore):
             if node_path != "/":
                 self._nodes[_parent(node_path)].children.add(node_path.rsplit("/", 1)[1])
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        depth = getattr(self._batch, "depth", 0)
+        self._batch.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._batch.depth = depth
+            if depth == 0:
+                with self._lock:
+                    if self._dirty:
+                        self._write()
+
     def _save(self) -> None:
+        """Persist now, or at the end of the calling thread's batch."""
+        self._dirty = True
+        if getattr(self._batch, "depth", 0) == 0:
+            self._write()
+
+    def _write(self) -> None:
+        self._dirty = False
         if self._path is None:
             return
         nodes = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 DataWatcher = Callable[[bytes | None, "Stat | None"], bool | None]
@@ -88,6 +88,12 @@ class MetadataStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the store; this session's ephemeral nodes disappear."""
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group the calling thread's writes: a store may persist them once, at the end (ZooKeeper writes each at
+        once)."""
+        yield
 
     def ensure_path(self, path: str) -> None:
         """Create ``path`` and its missing parents with empty data."""

@@ -7,7 +7,6 @@ STALE_CONTROLLER_EPOCH, so a deposed controller cannot undo its successor's deci
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mq.errors import ErrorCode
@@ -42,10 +41,7 @@ def inter_broker_apis(
     replica_manager: ReplicaManager,
     cache: MetadataCache,
     zk: KafkaZkClient,
-    load_topic_configs: Callable[[Iterable[str]], Awaitable[None]],
 ) -> list[Api]:
-    """``load_topic_configs`` reads the configs of topics new to this broker off the loop before LeaderAndIsr
-    creates their logs."""
     newest_epoch = [0]
 
     def topic_id(topic: str) -> str | None:
@@ -67,7 +63,7 @@ def inter_broker_apis(
         infos = _infos(request)
         code = ErrorCode.STALE_CONTROLLER_EPOCH if stale(request) else ErrorCode.NONE
         if code == ErrorCode.NONE:
-            await load_topic_configs({i.tp.topic for i in infos if replica_manager.broker_id in i.replicas})
+            await asyncio.get_running_loop().run_in_executor(None, replica_manager.prepare_logs, infos)
             replica_manager.become_leader_or_follower(infos)
         errors = [{"topic_name": i.tp.topic, "partition_index": i.tp.partition, "error_code": code} for i in infos]
         return {"error_code": code, "partition_errors": errors}

@@ -120,3 +120,28 @@ def test_invalid_paths() -> None:
     for bad in ("nope", "/a/", "/a//b"):
         with pytest.raises(ValueError):
             store.create(bad)
+
+
+def test_a_batch_is_written_once_at_its_end_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "tree.json"
+    store = LocalStore(path)
+    writes: list[int] = []
+    real_write = store._write
+
+    def counting_write() -> None:
+        writes.append(1)
+        real_write()
+
+    store._write = counting_write  # type: ignore[method-assign]
+    with store.batch():
+        for p in range(50):
+            store.create(f"/brokers/topics/t/partitions/{p}/state", b"{}", makepath=True)
+        with store.batch():
+            store.set("/brokers/topics/t/partitions/0/state", b"[0]")
+        assert writes == [] and LocalStore(path).exists("/brokers/topics/t") is None  # nothing written yet
+    assert writes == [1]
+    store.create("/outside", b"x")
+    assert writes == [1, 1]  # outside a batch every write is persisted at once
+    reopened = LocalStore(path)
+    assert reopened.get("/brokers/topics/t/partitions/0/state")[0] == b"[0]"
+    assert len(reopened.get_children("/brokers/topics/t/partitions")) == 50
