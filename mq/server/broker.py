@@ -62,7 +62,7 @@ from mq.server.scheduler import Scheduler
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_manager import LogManager
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.codecs import BrokerRegistration, decode_config_change
@@ -141,6 +141,8 @@ class KafkaServer:
         """The broker's own ZooKeeper reads and writes (not the controller's): one thread, in submission order."""
         self.controller_thread = EventThread("mq-controller")
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._auto_creating: set[str] = set()
+        self._auto_create_failures: dict[str, ErrorCode] = {}
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -368,12 +370,38 @@ class KafkaServer:
         return self.cache.brokers.get(broker_id)
 
     def _auto_create(self, topic: str) -> ErrorCode:
+        """auto.create.topics.enable: a Metadata request for an unknown topic starts its creation on the metadata
+        thread and answers LEADER_NOT_AVAILABLE; an invalid name is refused at once, and a creation that failed
+        answers its error to the next request for the topic."""
+        error = topic_name_error(topic)
+        if error is not None:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        failed = self._auto_create_failures.pop(topic, None)
+        if failed is not None:
+            return failed
+        if topic not in self._auto_creating:
+            self._auto_creating.add(topic)
+            self._submit_metadata_work(lambda: self._create_topic(topic))
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    def _create_topic(self, topic: str) -> None:
+        """On the metadata thread: create an auto-created topic; tell the loop how it went."""
+        assert self.admin is not None
+        code = ErrorCode.NONE
         try:
-            assert self.admin is not None
             self.admin.create_topic(topic, self.config.num_partitions, self.config.default_replication_factor)
         except KafkaError as exc:
-            return ErrorCode.LEADER_NOT_AVAILABLE if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS else exc.code
-        return ErrorCode.LEADER_NOT_AVAILABLE
+            code = exc.code
+        except Exception as exc:
+            log.warning("auto-creation of topic %s failed: %s", topic, exc)
+            code = ErrorCode.LEADER_NOT_AVAILABLE
+
+        def done() -> None:
+            self._auto_creating.discard(topic)
+            if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.LEADER_NOT_AVAILABLE):
+                self._auto_create_failures[topic] = code
+
+        self._post(done)
 
     def _start_background_tasks(self) -> None:
         """The scheduler's periodic tasks: disk work on its threads with snapshots of loop state taken on the loop;

@@ -1,9 +1,11 @@
-"""CreateTopics, DeleteTopics and CreatePartitions: validated writes to the metadata tree, then a wait (up to the
-request's timeout) until the controller's decisions reach this broker's metadata cache, as Kafka's brokers wait.
+"""CreateTopics, DeleteTopics and CreatePartitions: validated writes to the metadata tree (on a worker thread, never
+on the loop), then a wait (up to the request's timeout) until the controller's decisions reach this broker's
+metadata cache, as Kafka's brokers wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mq.config import BrokerConfig
@@ -55,8 +57,14 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     topic.replication_factor if topic.replication_factor != -1 else broker.default_replication_factor
                 )
                 configs = {c.name: c.value for c in topic.configs if c.value is not None}
-                assignment = admin.create_topic(
-                    topic.name, partitions, factor, configs, manual or None, validate_only=validate_only
+                assignment = await asyncio.to_thread(
+                    admin.create_topic,
+                    topic.name,
+                    partitions,
+                    factor,
+                    configs,
+                    manual or None,
+                    validate_only=validate_only,
                 )
             except KafkaError as exc:
                 result.update(_error(exc.code, str(exc)))
@@ -106,7 +114,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     raise KafkaError("Topic id does not exist.", ErrorCode.UNKNOWN_TOPIC_ID)
                 if not broker.delete_topic_enable:
                     raise TopicDeletionDisabledError("Topic deletion is disabled.")
-                admin.delete_topic(name)
+                await asyncio.to_thread(admin.delete_topic, name)
                 pending.append(name)
             except KafkaError as exc:
                 code = exc.code
@@ -134,7 +142,13 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
             results.append(result)
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
             try:
-                admin.add_partitions(topic.name, topic.count, assignments, validate_only=bool(request.validate_only))
+                await asyncio.to_thread(
+                    admin.add_partitions,
+                    topic.name,
+                    topic.count,
+                    assignments,
+                    validate_only=bool(request.validate_only),
+                )
             except KafkaError as exc:
                 result.update(_error(exc.code, str(exc)))
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mq.errors import ErrorCode
@@ -22,7 +23,8 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[
         epoch = int(getattr(request, "producer_epoch", -1))
         if producer_id >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
             return {"throttle_time": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": epoch + 1}
-        return {"throttle_time": 0, "error_code": 0, "producer_id": producer_ids.next_id(), "producer_epoch": 0}
+        producer_id = await asyncio.to_thread(producer_ids.next_id)  # a new block is claimed in the metadata tree
+        return {"throttle_time": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
 
     def init_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}

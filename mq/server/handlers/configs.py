@@ -14,6 +14,7 @@ and describing ``""`` lists the cluster defaults that are set.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Mapping
 from enum import IntEnum
@@ -216,7 +217,8 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
     async def describe(context: RequestContext, request: Any) -> dict[str, Any]:
         synonyms = bool(getattr(request, "include_synonyms", False))
         docs = bool(getattr(request, "include_documentation", False))
-        return {"throttle_time": 0, "results": [describe_one(r, synonyms, docs) for r in request.resources]}
+        results = await asyncio.to_thread(lambda: [describe_one(r, synonyms, docs) for r in request.resources])
+        return {"throttle_time": 0, "results": results}
 
     def describe_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         results = [
@@ -254,7 +256,10 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
 
     def alter_handler(incremental: bool) -> Any:
         async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
-            responses = [alter_one(r, bool(request.validate_only), incremental) for r in request.resources]
+            validate_only = bool(request.validate_only)
+            responses = await asyncio.to_thread(
+                lambda: [alter_one(r, validate_only, incremental) for r in request.resources]
+            )
             return {"throttle_time": 0, "responses": responses}
 
         return handle

@@ -9,6 +9,7 @@ A standalone broker is the only broker there will ever be, so it creates the top
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -41,11 +42,15 @@ def client_host(context: RequestContext) -> str:
 
 
 def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: BrokerConfig) -> Callable[[], bool]:
-    """A function that creates ``__consumer_offsets`` if it may; returns whether the topic exists (or was made)."""
+    """A function that returns whether ``__consumer_offsets`` exists and, if not, starts its creation on a worker
+    thread (once at a time) when the live brokers allow its replication factor."""
+    creating: list[asyncio.Future[None]] = []
 
     def create() -> bool:
         if GROUP_METADATA_TOPIC_NAME in cache.topics:
             return True
+        if creating and not creating[0].done():
+            return False
         factor = 1 if config.standalone else config.offsets_topic_replication_factor
         if len(cache.brokers) < factor:
             log.info(
@@ -60,12 +65,18 @@ def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: Br
             "segment.bytes": str(config.offsets_topic_segment_bytes),
             "compression.type": "producer",
         }
-        try:
-            admin.create_topic(GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, factor, configs)
-            log.info("Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions)
-        except KafkaError as exc:
-            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                log.warning("Could not create %s: %s", GROUP_METADATA_TOPIC_NAME, exc)
+
+        def write() -> None:
+            try:
+                admin.create_topic(GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, factor, configs)
+                log.info(
+                    "Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions
+                )
+            except KafkaError as exc:
+                if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                    log.warning("Could not create %s: %s", GROUP_METADATA_TOPIC_NAME, exc)
+
+        creating[:] = [asyncio.get_running_loop().run_in_executor(None, write)]
         return False
 
     return create

@@ -9,6 +9,7 @@ controller has not picked up yet. Any broker can answer.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -87,6 +88,9 @@ def _original(assignment: TopicAssignment, partition: int) -> list[int]:
 
 def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
     async def alter(context: RequestContext, request: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(alter_now, request)
+
+    def alter_now(request: Any) -> dict[str, Any]:
         live = set(zk.get_all_brokers())
         requested = _requested(zk)
         moves: Moves = {}
@@ -138,6 +142,9 @@ def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
         return {"throttle_time": 0, "error_code": code, "error_message": None, "responses": []}
 
     async def list_ongoing(context: RequestContext, request: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(list_now, request)
+
+    def list_now(request: Any) -> dict[str, Any]:
         wanted: dict[str, set[int]] | None = None
         if request.topics is not None:
             wanted = {t.name: {int(p) for p in t.partition_indexes} for t in request.topics}
