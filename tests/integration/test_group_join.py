@@ -1,6 +1,6 @@
 """Members that join one consumer group at the same moment settle in a single generation, as against Kafka: every
 member reports the same generation, the assignments are disjoint and cover every partition, and the group then
-stays in that generation."""
+stays in that generation. A session timeout below ``group.min.session.timeout.ms`` is refused, as Kafka refuses it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from confluent_kafka import Consumer
 from conftest import BrokerProcess
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
+from kafka.errors import InvalidSessionTimeoutError
 
 pytestmark = pytest.mark.slow
 
@@ -220,3 +221,25 @@ def test_confluent_members_joining_together_settle_in_one_generation(
 ) -> None:
     broker = broker_factory(overrides=[f"group.initial.rebalance.delay.ms={delay_ms}"]).start()
     check_members_settle(broker, confluent_member)
+
+
+def test_a_session_timeout_below_the_broker_minimum_is_refused(broker_factory: Callable[..., BrokerProcess]) -> None:
+    """kafka-python's own group test asks for a 3 s session; a broker with the shipped group.min.session.timeout.ms
+    (6 s, as Kafka's) refuses the join instead of forming a group, as Kafka does."""
+    broker = broker_factory().start()
+    create_topic(broker)
+    consumer = KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=broker.bootstrap,
+        group_id=GROUP,
+        heartbeat_interval_ms=500,
+        **KAFKA_PYTHON_CASES["kafka-python-fixture"][1],
+    )
+    try:
+        with pytest.raises(InvalidSessionTimeoutError):
+            deadline = time.monotonic() + SETTLE_S
+            while time.monotonic() < deadline:
+                consumer.poll(timeout_ms=200)
+        assert not consumer.assignment()
+    finally:
+        consumer.close()

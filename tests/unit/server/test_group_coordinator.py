@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
@@ -134,6 +135,23 @@ def test_join_validation_errors() -> None:
         )
         blank = JoinRequest("", "", None, True, "c", "/h", 500, 500, "consumer", [("range", b"")])
         assert (await coordinator.join_group(blank)).error == ErrorCode.INVALID_GROUP_ID
+
+    run(scenario)
+
+
+def test_the_shipped_minimum_session_timeout_refuses_a_three_second_session() -> None:
+    """mq ships Kafka's group.min.session.timeout.ms (6 s): a 3 s session, which kafka-python's own group test asks
+    for, is refused with INVALID_SESSION_TIMEOUT before the member touches the group; a 6 s one joins."""
+    shipped = BrokerConfig().group_min_session_timeout_ms
+    assert shipped == 6000
+
+    async def scenario() -> None:
+        coordinator, _, _ = make(group_min_session_timeout_ms=shipped)
+        refused = await coordinator.join_group(request(session_ms=3000))
+        assert refused.error == ErrorCode.INVALID_SESSION_TIMEOUT
+        assert GROUP not in coordinator.groups
+        joined = await join_fully(coordinator, session_ms=shipped)
+        assert (joined.error, joined.generation_id) == (0, 1)
 
     run(scenario)
 
