@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import GroupMetadataValue, MemberMetadataValue, OffsetCommitValue
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
@@ -134,6 +135,23 @@ def test_join_validation_errors() -> None:
         )
         blank = JoinRequest("", "", None, True, "c", "/h", 500, 500, "consumer", [("range", b"")])
         assert (await coordinator.join_group(blank)).error == ErrorCode.INVALID_GROUP_ID
+
+    run(scenario)
+
+
+def test_the_shipped_minimum_session_timeout_refuses_a_three_second_session() -> None:
+    """mq ships Kafka's group.min.session.timeout.ms (6 s): a 3 s session, which kafka-python's own group test asks
+    for, is refused with INVALID_SESSION_TIMEOUT before the member touches the group; a 6 s one joins."""
+    shipped = BrokerConfig().group_min_session_timeout_ms
+    assert shipped == 6000
+
+    async def scenario() -> None:
+        coordinator, _, _ = make(group_min_session_timeout_ms=shipped)
+        refused = await coordinator.join_group(request(session_ms=3000))
+        assert refused.error == ErrorCode.INVALID_SESSION_TIMEOUT
+        assert GROUP not in coordinator.groups
+        joined = await join_fully(coordinator, session_ms=shipped)
+        assert (joined.error, joined.generation_id) == (0, 1)
 
     run(scenario)
 
@@ -457,5 +475,79 @@ def test_a_pending_member_that_never_joins_holds_the_rebalance_only_for_its_sess
         result = await rejoin
         assert (result.error, result.generation_id, len(result.members)) == (0, 2, 1)
         assert not group.pending_members
+
+    run(scenario)
+
+
+def test_members_joining_at_the_same_moment_form_one_generation_after_the_initial_delay() -> None:
+    """Four new members, each answered MEMBER_ID_REQUIRED first, all land in generation 1 with the whole group."""
+
+    async def scenario() -> None:
+        coordinator, manager, _ = make(group_initial_rebalance_delay_ms=50)
+        joined = await asyncio.gather(*(join_fully(coordinator) for _ in range(4)))
+        ids = {j.member_id for j in joined}
+        assert len(ids) == 4
+        assert {(j.error, j.generation_id) for j in joined} == {(0, 1)}
+        (leader,) = [j for j in joined if j.leader_id == j.member_id]
+        assert {m[0] for m in leader.members} == ids
+        assignment = {member_id: member_id.encode() for member_id in ids}
+        synced = await asyncio.gather(*(sync(coordinator, j, assignment if j is leader else None) for j in joined))
+        assert [s.assignment for s in synced] == [j.member_id.encode() for j in joined]
+        assert coordinator.groups[GROUP].state == GroupState.STABLE
+        assert [(g, generation) for g, generation, _ in manager.groups] == [(GROUP, 1)]
+        assert {coordinator.heartbeat(GROUP, j.member_id, None, 1) for j in joined} == {ErrorCode.NONE}
+
+    run(scenario)
+
+
+async def member_loop(coordinator: GroupCoordinator, settled: dict[int, tuple[str, int, bytes]], index: int) -> None:
+    """A consumer's group loop: join (again on any error), sync (the leader assigns every member its own id),
+    then heartbeat until told the group rebalances."""
+    member_id = ""
+    while True:
+        joined = await coordinator.join_group(request(member_id))
+        member_id = joined.member_id
+        if joined.error != ErrorCode.NONE:
+            continue
+        settled.pop(index, None)
+        assignment = {m[0]: m[0].encode() for m in joined.members}
+        synced = await sync(coordinator, joined, assignment)
+        if synced.error != ErrorCode.NONE:
+            continue
+        settled[index] = (member_id, joined.generation_id, synced.assignment)
+        while coordinator.heartbeat(GROUP, member_id, None, joined.generation_id) == ErrorCode.NONE:
+            await asyncio.sleep(0.005)
+        settled.pop(index, None)
+
+
+@pytest.mark.parametrize("delay_ms", [0, 30])
+def test_members_joining_within_moments_converge_on_one_generation_without_waiting_out_a_timeout(
+    delay_ms: int,
+) -> None:
+    """Members starting a few milliseconds apart: without an initial delay the first forms a generation alone, the
+    others' joins rebalance it (heartbeats tell the settled members), and well before the 5 s rebalance timeout
+    every member is in one generation holding its own assignment."""
+
+    async def scenario() -> None:
+        coordinator, _, _ = make(group_initial_rebalance_delay_ms=delay_ms)
+        settled: dict[int, tuple[str, int, bytes]] = {}
+        members = []
+        for i in range(4):
+            members.append(asyncio.create_task(member_loop(coordinator, settled, i)))
+            await asyncio.sleep(0.01)
+        try:
+            async with asyncio.timeout(2):
+                while len(settled) < 4:
+                    await asyncio.sleep(0.01)
+            generations = {generation for _, generation, _ in settled.values()}
+            assert len(generations) == 1
+            assert {assignment for _, _, assignment in settled.values()} == {m.encode() for m, _, _ in settled.values()}
+            group = coordinator.groups[GROUP]
+            assert group.state == GroupState.STABLE
+            assert (group.generation_id, len(group.members)) == (generations.pop(), 4)
+        finally:
+            for task in members:
+                task.cancel()
+            await asyncio.gather(*members, return_exceptions=True)
 
     run(scenario)
