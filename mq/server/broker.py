@@ -253,7 +253,9 @@ class KafkaServer:
         )
 
         coordinator = self.group_coordinator = GroupCoordinator(
-            config, GroupMetadataManager(config, self.replica_manager, self._offsets_topic_partitions)
+            config,
+            GroupMetadataManager(config, self.replica_manager, self._offsets_topic_partitions, self.clock.time_ms),
+            self.clock,
         )
         self.replica_manager.leadership_listener = coordinator.on_leadership_change
         self.cache.topic_removed_listener = coordinator.schedule_topic_removal

@@ -9,21 +9,23 @@ timeout passed, a new generation starts, the leader gets every member's metadata
 SyncGroup, which is stored before every member gets its share. Heartbeats keep members alive; a member silent for
 its session timeout is removed and the group rebalances. Static members (``group.instance.id``) keep their place
 across restarts: a rejoin with the same instance id takes over the old member without a rebalance, and the old
-member id is fenced (FENCED_INSTANCE_ID). Timers are asyncio timer handles on the broker's loop.
+member id is fenced (FENCED_INSTANCE_ID). A rebalance waiting for members is a delayed join in the join purgatory
+(keyed by group id: a member's join, leave or expiry checks only its own group); each member's session is a delayed
+heartbeat in the heartbeat purgatory; every timeout reads the broker's clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, partition_for
+from mq.server.clock import Clock, SystemClock
 from mq.server.group_metadata import (
     CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
@@ -34,6 +36,7 @@ from mq.server.group_metadata import (
     new_member_id,
 )
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager, LoadedPartition
+from mq.server.purgatory import DelayedCall, Purgatory, Watch
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -63,11 +66,14 @@ class GroupCoordinator:
         self,
         config: BrokerConfig,
         manager: GroupMetadataManager,
-        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.manager = manager
-        self.time_ms = time_ms
+        self.clock = clock or SystemClock()
+        self.time_ms = self.clock.time_ms
+        self.join_purgatory: Purgatory[str] = Purgatory(self.clock, "Rebalance")
+        self.heartbeat_purgatory: Purgatory[tuple[str, str]] = Purgatory(self.clock, "Heartbeat")
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
@@ -224,10 +230,11 @@ class GroupCoordinator:
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
         if member.heartbeat_timer is not None:
             member.heartbeat_timer.cancel()
-        delay = (timeout_ms if timeout_ms is not None else member.session_timeout_ms) / 1000
-        member.heartbeat_timer = asyncio.get_running_loop().call_later(
-            delay, self._heartbeat_expired, group, member.member_id, member
+        delay_ms = timeout_ms if timeout_ms is not None else member.session_timeout_ms
+        heartbeat = DelayedCall(
+            delay_ms, lambda: False, lambda expired: self._heartbeat_expired(group, member.member_id, member)
         )
+        member.heartbeat_timer = self.heartbeat_purgatory.watch(heartbeat, [(group.group_id, member.member_id)])
 
     def _heartbeat_expired(self, group: GroupMetadata, member_id: str, member: MemberMetadata) -> None:
         if not self._current(group) or group.members.get(member_id) is not member:
@@ -240,10 +247,9 @@ class GroupCoordinator:
         self._remove_member_and_update(group, member)
 
     def _add_pending_member(self, group: GroupMetadata, member_id: str, session_timeout_ms: int) -> None:
-        timer = asyncio.get_running_loop().call_later(
-            session_timeout_ms / 1000, self._pending_expired, group, member_id
+        group.pending_members[member_id] = self.clock.call_later(
+            session_timeout_ms, lambda: self._pending_expired(group, member_id)
         )
-        group.pending_members[member_id] = timer
 
     def _pending_expired(self, group: GroupMetadata, member_id: str) -> None:
         if self._current(group) and group.pending_members.pop(member_id, None) is not None:
@@ -309,7 +315,6 @@ class GroupCoordinator:
         group.transition_to(GroupState.PREPARING_REBALANCE, self.time_ms())
         if group.join_timer is not None:
             group.join_timer.cancel()
-        loop = asyncio.get_running_loop()
         log.info(
             "Preparing to rebalance group %s in state PreparingRebalance with old generation %d",
             group.group_id,
@@ -318,11 +323,10 @@ class GroupCoordinator:
         if was_empty:
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            group.join_timer = loop.call_later(delay / 1000, self._initial_join_expired, group, remaining)
+            group.join_timer = self.clock.call_later(delay, lambda: self._initial_join_expired(group, remaining))
             group.initial_delay_active = True
         else:
-            group.join_timer = loop.call_later(group.rebalance_timeout_ms() / 1000, self._join_expired, group)
-            self._try_complete_join(group)
+            self._watch_join(group)
 
     def _initial_join_expired(self, group: GroupMetadata, remaining_ms: int) -> None:
         """Kafka's InitialDelayedJoin: while new members keep arriving, wait another initial delay (bounded by the
@@ -332,29 +336,38 @@ class GroupCoordinator:
         delay = self.config.group_initial_rebalance_delay_ms
         if group.new_member_added and remaining_ms > 0:
             group.new_member_added = False
-            group.join_timer = asyncio.get_running_loop().call_later(
-                min(delay, remaining_ms) / 1000, self._initial_join_expired, group, max(remaining_ms - delay, 0)
+            later = max(remaining_ms - delay, 0)
+            group.join_timer = self.clock.call_later(
+                min(delay, remaining_ms), lambda: self._initial_join_expired(group, later)
             )
             return
         group.initial_delay_active = False
         group.join_timer = None
         self._complete_join(group)
 
-    def _join_expired(self, group: GroupMetadata) -> None:
-        if self._current(group) and group.is_in(GroupState.PREPARING_REBALANCE):
-            group.join_timer = None
-            self._complete_join(group)
+    def _watch_join(self, group: GroupMetadata) -> None:
+        """Kafka's DelayedJoin: the next generation forms once every known member rejoined, or at the rebalance
+        timeout with those that did; it is tried at once and after each change to the group's membership."""
+        join = DelayedCall(
+            group.rebalance_timeout_ms(), lambda: self._join_ready(group), lambda expired: self._join_done(group)
+        )
+        group.join_timer = Watch(self.join_purgatory, join)
+        self.join_purgatory.try_complete_else_watch(join, [group.group_id])
 
-    def _try_complete_join(self, group: GroupMetadata) -> None:
-        if (
+    def _join_ready(self, group: GroupMetadata) -> bool:
+        return (
             group.is_in(GroupState.PREPARING_REBALANCE)
             and not group.initial_delay_active
             and group.has_all_members_joined()
-        ):
-            if group.join_timer is not None:
-                group.join_timer.cancel()
-                group.join_timer = None
+        )
+
+    def _join_done(self, group: GroupMetadata) -> None:
+        group.join_timer = None
+        if self._current(group) and group.is_in(GroupState.PREPARING_REBALANCE):
             self._complete_join(group)
+
+    def _try_complete_join(self, group: GroupMetadata) -> None:
+        self.join_purgatory.check_and_complete(group.group_id)
 
     def _complete_join(self, group: GroupMetadata) -> None:
         for member in group.not_yet_rejoined():
@@ -365,8 +378,7 @@ class GroupCoordinator:
                 self._answer_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
                 group.remove(member.member_id)
         if not group.maybe_elect_new_joined_leader() and group.members:
-            loop = asyncio.get_running_loop()
-            group.join_timer = loop.call_later(group.rebalance_timeout_ms() / 1000, self._join_expired, group)
+            self._watch_join(group)
             return
         group.init_next_generation(self.time_ms())
         if group.is_in(GroupState.EMPTY):

@@ -23,6 +23,7 @@ from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, subscribed_topics
+from mq.server.clock import TimerHandle
 from mq.topic_partition import TopicPartition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -80,7 +81,7 @@ class MemberMetadata:
     join_future: asyncio.Future[JoinResult] | None = None
     sync_future: asyncio.Future[SyncResult] | None = None
     is_new: bool = False
-    heartbeat_timer: asyncio.TimerHandle | None = None
+    heartbeat_timer: TimerHandle | None = None
 
     @property
     def awaiting_join(self) -> bool:
@@ -118,7 +119,7 @@ class GroupMetadata:
     protocol_name: str | None = None
     leader_id: str | None = None
     members: dict[str, MemberMetadata] = field(default_factory=dict)
-    pending_members: dict[str, asyncio.TimerHandle | None] = field(default_factory=dict)
+    pending_members: dict[str, TimerHandle | None] = field(default_factory=dict)
     """Member ids handed out with MEMBER_ID_REQUIRED that have not joined yet (and their expiry timers)."""
     static_members: dict[str, str] = field(default_factory=dict)
     """group.instance.id -> member id."""
@@ -126,7 +127,7 @@ class GroupMetadata:
     new_member_added: bool = False
     initial_delay_active: bool = False
     """The first rebalance of an empty group waits ``group.initial.rebalance.delay.ms`` for more members."""
-    join_timer: asyncio.TimerHandle | None = None
+    join_timer: TimerHandle | None = None
     subscribed: frozenset[str] | None = None
     """Topics the members subscribe to (consumer protocol), None when unknown."""
     _protocol_counts: Counter[str] = field(default_factory=Counter)

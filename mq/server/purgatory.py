@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from mq.server.clock import Clock, TimerHandle
 
@@ -77,6 +77,11 @@ class Purgatory(Generic[K]):
             self._watchers.setdefault(key, {})[operation] = None
         operation._timer = self.clock.call_later(operation.timeout_ms, lambda: self._expire(operation))
         return False
+
+    def watch(self, operation: DelayedOperation, keys: Iterable[K]) -> Watch | None:
+        """``try_complete_else_watch``, returning a handle to cancel the operation while it waits (None when it
+        completed at once)."""
+        return None if self.try_complete_else_watch(operation, keys) else Watch(self, operation)
 
     def check_and_complete(self, key: K) -> int:
         """Try the operations watching ``key``; returns how many completed."""
@@ -159,3 +164,30 @@ async def wait_for_answer(
     finally:
         if not operation.completed:  # the waiter was cancelled: leave the watcher lists now
             purgatory.cancel(operation)
+
+
+class DelayedCall(DelayedOperation):
+    """An operation that calls ``action(expired)`` once ``ready()`` holds or at its timeout (Kafka's delayed join
+    and heartbeat, whose completion is the coordinator's own work)."""
+
+    def __init__(self, timeout_ms: float, ready: Callable[[], bool], action: Callable[[bool], None]) -> None:
+        super().__init__(timeout_ms)
+        self._ready = ready
+        self._action = action
+
+    def try_complete(self) -> bool:
+        return self._ready()
+
+    def on_complete(self, expired: bool) -> None:
+        self._action(expired)
+
+
+class Watch:
+    """A handle on a waiting operation: ``cancel`` drops it without completing it."""
+
+    def __init__(self, purgatory: Purgatory[Any], operation: DelayedOperation) -> None:
+        self._purgatory = purgatory
+        self._operation = operation
+
+    def cancel(self) -> None:
+        self._purgatory.cancel(self._operation)

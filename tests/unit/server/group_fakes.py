@@ -7,6 +7,7 @@ from typing import Any
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue
+from mq.server.clock import SystemClock
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata import GroupMetadata
 from mq.server.group_metadata_manager import LoadedPartition
@@ -44,11 +45,14 @@ class FakeManager:
         return self.error
 
 
-class Clock:
+class Clock(SystemClock):
+    """Wall time that tests set; timers are the running loop's."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.now = 1_000_000
 
-    def __call__(self) -> int:
+    def time_ms(self) -> int:
         return self.now
 
 
