@@ -3,16 +3,22 @@
 ``connect`` is Kafka's ``zookeeper.connect`` (``host:port[,host:port][/chroot]``); a missing chroot is created. Watches use kazoo's re-arming
 DataWatch and ChildrenWatch recipes, whose callbacks run on kazoo's thread. Ephemeral nodes live as long as the
 session; a closed store ends the session, so they disappear at once.
+
+Operations fail at once with ConnectionLostError while the session has no connection (kazoo would queue them until
+ZooKeeper returns): callers run on the broker's event loop or must finish within a bound, so none may wait for an
+outage to end. A connection that stops answering is given up by kazoo after two thirds of the session timeout.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError as KazooBadVersion
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
 from kazoo.exceptions import NodeExistsError as KazooNodeExists
 from kazoo.exceptions import NoNodeError as KazooNoNode
 from kazoo.exceptions import NotEmptyError as KazooNotEmpty
@@ -21,6 +27,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from mq.zk.store import (
     BadVersionError,
     ChildrenWatcher,
+    ConnectionLostError,
     DataWatcher,
     MetadataStore,
     NodeExistsError,
@@ -29,11 +36,16 @@ from mq.zk.store import (
     Stat,
 )
 
+CLOSE_TIMEOUT_S = 3.0
+"""Longest wait for the session to close; past it the store is left to the process's exit."""
+
 
 @contextmanager
 def _translated(path: str) -> Iterator[None]:
     try:
         yield
+    except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as exc:
+        raise ConnectionLostError(f"{path}: {type(exc).__name__}") from None
     except KazooNoNode:
         raise NoNodeError(path) from None
     except KazooNodeExists:
@@ -72,32 +84,39 @@ class ZooKeeperStore(MetadataStore):
         self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
         self.client.start(timeout=start_timeout)
 
+    def _connected(self, path: str) -> AbstractContextManager[None]:
+        """``_translated``, after failing fast when the session has no connection."""
+        if not self.client.connected:
+            raise ConnectionLostError(f"{path}: ZooKeeper is not connected")
+        return _translated(path)
+
     def get(self, path: str) -> tuple[bytes, Stat]:
-        with _translated(path):
+        with self._connected(path):
             data, stat = self.client.get(path)
         return bytes(data or b""), _stat(stat)
 
     def exists(self, path: str) -> Stat | None:
-        stat = self.client.exists(path)
+        with self._connected(path):
+            stat = self.client.exists(path)
         return None if stat is None else _stat(stat)
 
     def get_children(self, path: str) -> list[str]:
-        with _translated(path):
+        with self._connected(path):
             return sorted(self.client.get_children(path))
 
     def create(
         self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False, makepath: bool = False
     ) -> str:
-        with _translated(path):
+        with self._connected(path):
             created: str = self.client.create(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
         return created
 
     def set(self, path: str, data: bytes, version: int = -1) -> Stat:
-        with _translated(path):
+        with self._connected(path):
             return _stat(self.client.set(path, data, version=version))
 
     def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        with _translated(path):
+        with self._connected(path):
             self.client.delete(path, version=version, recursive=recursive)
 
     def watch_data(self, path: str, watcher: DataWatcher) -> None:
@@ -133,5 +152,13 @@ class ZooKeeperStore(MetadataStore):
         self.client.add_listener(listener)
 
     def close(self) -> None:
-        self.client.stop()
-        self.client.close()
+        """End the session (its ephemeral nodes go at once); gives up after ``CLOSE_TIMEOUT_S`` when ZooKeeper is
+        unreachable, leaving the session to expire."""
+
+        def stop() -> None:
+            self.client.stop()
+            self.client.close()
+
+        closer = threading.Thread(target=stop, name="zookeeper-close", daemon=True)
+        closer.start()
+        closer.join(CLOSE_TIMEOUT_S)
