@@ -73,6 +73,8 @@ RESERVED_BROKER_MAX_ID = 1000
 CONTROL_REQUEST_TIMEOUT_S = 30.0
 CONTROLLER_HANDOVER_DRAIN_S = 2.0
 """Longest wait, when stopping, for the controller's queued requests to reach the brokers."""
+STOPPING_ZOOKEEPER_TIMEOUT_S = 2.0
+"""Longest wait, when stopping, for one ZooKeeper answer (a ZooKeeper that stopped answering holds no stop up)."""
 
 
 @dataclass(frozen=True)
@@ -507,6 +509,8 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("mq broker %d shutting down", self.broker_id)
+        if isinstance(self.store, ZooKeeperStore):
+            self.store.operation_timeout_s = STOPPING_ZOOKEEPER_TIMEOUT_S
         if self.registration_keeper is not None:
             self.registration_keeper.stop()
         if self.liveness is not None:

@@ -6,11 +6,13 @@ session; a closed store ends the session, so they disappear at once.
 
 Operations fail at once with ConnectionLostError while the session has no connection (kazoo would queue them until
 ZooKeeper returns): callers run on the broker's event loop or must finish within a bound, so none may wait for an
-outage to end. A connection that stops answering is given up by kazoo after two thirds of the session timeout.
+outage to end. A connection that stops answering is given up by kazoo after two thirds of the session timeout; with
+``operation_timeout_s`` set (a stopping broker sets it) an operation waits at most that long for its answer.
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -22,6 +24,7 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpir
 from kazoo.exceptions import NodeExistsError as KazooNodeExists
 from kazoo.exceptions import NoNodeError as KazooNoNode
 from kazoo.exceptions import NotEmptyError as KazooNotEmpty
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from mq.zk.store import (
@@ -44,7 +47,7 @@ CLOSE_TIMEOUT_S = 3.0
 def _translated(path: str) -> Iterator[None]:
     try:
         yield
-    except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as exc:
+    except (ConnectionLoss, SessionExpiredError, ConnectionClosedError, KazooTimeoutError) as exc:
         raise ConnectionLostError(f"{path}: {type(exc).__name__}") from None
     except KazooNoNode:
         raise NoNodeError(path) from None
@@ -83,6 +86,8 @@ class ZooKeeperStore(MetadataStore):
             root.close()
         self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
         self.client.start(timeout=start_timeout)
+        self.operation_timeout_s: float | None = None
+        """Longest wait for one operation's answer; None: until kazoo gives the connection up."""
 
     def _connected(self, path: str) -> AbstractContextManager[None]:
         """``_translated``, after failing fast when the session has no connection."""
@@ -90,34 +95,42 @@ class ZooKeeperStore(MetadataStore):
             raise ConnectionLostError(f"{path}: ZooKeeper is not connected")
         return _translated(path)
 
+    def _answer(self, result: Any) -> Any:
+        return result.get(timeout=self.operation_timeout_s)
+
     def get(self, path: str) -> tuple[bytes, Stat]:
         with self._connected(path):
-            data, stat = self.client.get(path)
+            data, stat = self._answer(self.client.get_async(path))
         return bytes(data or b""), _stat(stat)
 
     def exists(self, path: str) -> Stat | None:
         with self._connected(path):
-            stat = self.client.exists(path)
+            stat = self._answer(self.client.exists_async(path))
         return None if stat is None else _stat(stat)
 
     def get_children(self, path: str) -> list[str]:
         with self._connected(path):
-            return sorted(self.client.get_children(path))
+            return sorted(self._answer(self.client.get_children_async(path)))
 
     def create(
         self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False, makepath: bool = False
     ) -> str:
         with self._connected(path):
-            created: str = self.client.create(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+            created: str = self._answer(
+                self.client.create_async(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+            )
         return created
 
     def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         with self._connected(path):
-            return _stat(self.client.set(path, data, version=version))
+            return _stat(self._answer(self.client.set_async(path, data, version=version)))
 
     def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         with self._connected(path):
-            self.client.delete(path, version=version, recursive=recursive)
+            if recursive:  # kazoo deletes the children one by one; unbounded
+                self.client.delete(path, recursive=True)
+            else:
+                self._answer(self.client.delete_async(path, version=version))
 
     def watch_data(self, path: str, watcher: DataWatcher) -> None:
         def relay(data: bytes | None, stat: Any, *_: Any) -> bool:
@@ -153,7 +166,8 @@ class ZooKeeperStore(MetadataStore):
 
     def close(self) -> None:
         """End the session (its ephemeral nodes go at once); gives up after ``CLOSE_TIMEOUT_S`` when ZooKeeper is
-        unreachable, leaving the session to expire."""
+        unreachable, leaving the session to expire (and kazoo's threads, which are daemons, to the process's exit:
+        its exit hook, which would wait for them, is removed)."""
 
         def stop() -> None:
             self.client.stop()
@@ -162,3 +176,5 @@ class ZooKeeperStore(MetadataStore):
         closer = threading.Thread(target=stop, name="zookeeper-close", daemon=True)
         closer.start()
         closer.join(CLOSE_TIMEOUT_S)
+        if closer.is_alive():
+            atexit.unregister(self.client.handler.stop)

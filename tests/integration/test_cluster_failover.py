@@ -4,6 +4,8 @@ min.insync.replicas 2, and an idempotent acks=all confluent-kafka producer runni
 - kill -9 of the partition leader, then of the controller (which also leads the partition), with 30 s ZooKeeper
   sessions: the other brokers find the dead broker's port closed, so a new leader acknowledges writes long before
   the session expires; nothing acknowledged is lost and nothing is written twice.
+- SIGSTOP of the leader (hung, not dead): replaced only when its session expires, and once resumed it has
+  acknowledged nothing its successor lacks.
 - SIGTERM of the controller while it leads the partition: the stop moves leadership and the controller role away
   before the listener closes, so the producer is never held up for long and the stop does not retry requests to
   itself.
@@ -14,6 +16,8 @@ min.insync.replicas 2, and an idempotent acks=all confluent-kafka producer runni
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -125,12 +129,14 @@ class ClusterView:
 
 
 def cluster_with_topic(
-    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess], led_by_controller: bool = False
+    zookeeper: ZooKeeperProcess,
+    broker_factory: Callable[..., BrokerProcess],
+    led_by_controller: bool = False,
+    session_timeout_ms: int = SESSION_TIMEOUT_MS,
 ) -> tuple[list[BrokerProcess], ClusterView]:
-    """The 3 brokers (30 s ZooKeeper sessions), their ClusterView once a controller is elected, and the topic
-    (1 partition, RF 3, min.insync.replicas 2; with ``led_by_controller`` the controller is its preferred leader)
-    with a full ISR."""
-    connect, brokers = start_cluster(zookeeper, broker_factory, [f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}"])
+    """The 3 brokers, their ClusterView once a controller is elected, and the topic (1 partition, RF 3,
+    min.insync.replicas 2; with ``led_by_controller`` the controller is its preferred leader) with a full ISR."""
+    connect, brokers = start_cluster(zookeeper, broker_factory, [f"zookeeper.session.timeout.ms={session_timeout_ms}"])
     view = ClusterView(connect)
     assert wait_for(lambda: view.controller() is not None)
     controller = view.controller()
@@ -202,6 +208,37 @@ def test_controller_kill_fails_over_before_the_session_expires(
     brokers, view, controller = led_by_controller
     kill_and_check_failover(brokers, view, controller)
     assert wait_for(lambda: view.controller() not in (None, controller), timeout=5)
+
+
+def test_a_paused_leader_is_replaced_only_when_its_session_expires_and_loses_nothing(
+    long_session_zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    """A hung leader (SIGSTOP) answers no ping, which proves nothing: its successor is elected when its 4 s session
+    expires, not at once. Resumed, it must not have acknowledged anything its successor lacks."""
+    brokers, view = cluster_with_topic(long_session_zookeeper, broker_factory, session_timeout_ms=4000)
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    producer = AckedProducer(bootstrap).start()
+    try:
+        assert wait_for(lambda: len(producer.acked) >= 200, timeout=60)
+        state = view.state()
+        assert state is not None
+        process = brokers[state.leader - 1].process
+        assert process is not None
+        paused_at = time.monotonic()
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            assert wait_for(lambda: (s := view.state()) is not None and s.leader not in (state.leader, -1), timeout=30)
+            elected_after = time.monotonic() - paused_at
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        assert elected_after > 2.0, f"the paused leader was replaced after {elected_after:.1f} s"
+        acked = len(producer.acked)
+        assert wait_for(lambda: len(producer.acked) >= acked + 200, timeout=90)
+        assert wait_for(lambda: (s := view.state()) is not None and sorted(s.isr) == [1, 2, 3], timeout=60)
+    finally:
+        producer.finish()
+        view.close()
+    check_log(bootstrap, producer)
 
 
 def test_stopping_the_controller_hands_over_without_stalling_producers(
