@@ -9,6 +9,7 @@ min.insync.replicas 2, and an idempotent acks=all confluent-kafka producer runni
 - SIGTERM of the controller while it leads the partition: the stop moves leadership and the controller role away
   before the listener closes, so the producer is never held up for long and the stop does not retry requests to
   itself.
+- a broker whose registration is deleted while it serves registers again.
 - SIGTERM with ZooKeeper gone: controlled shutdown gives up after its retries, the rest of the shutdown runs
   (clean-shutdown marker written) and the process exits 0.
 """
@@ -297,3 +298,21 @@ def test_sigterm_with_zookeeper_gone_exits_cleanly_within_the_retry_bound(
             assert f"mq broker {broker_id} stopped" in stderr, "the shutdown did not run to its end"
     finally:
         zookeeper.stop()
+
+
+def test_a_broker_whose_registration_is_deleted_while_it_serves_registers_again(
+    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    connect, brokers = start_cluster(zookeeper, broker_factory, [])
+    view = ClusterView(connect)
+    try:
+        path = paths.broker(2)
+        assert wait_for(lambda: view.store.exists(path) is not None)
+        first = view.store.exists(path)
+        assert first is not None
+        view.store.delete(path)
+        assert wait_for(lambda: (stat := view.store.exists(path)) is not None and stat.czxid != first.czxid)
+        assert wait_for(lambda: sorted(view.zk.get_all_brokers()) == [1, 2, 3])
+        assert "registered again" in brokers[1].stderr()
+    finally:
+        view.close()
