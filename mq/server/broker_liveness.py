@@ -30,6 +30,8 @@ from mq.zk.store import BadVersionError, MetadataStore, NodeExistsError, NoNodeE
 log = logging.getLogger(__name__)
 
 _PING = {"client_software_name": "mq", "client_software_version": "1"}
+REREAD_REGISTRATION_S = 10.0
+"""How often the registration of a peer that answers is read again (it may have registered anew meanwhile)."""
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,11 @@ class PeerLivenessMonitor:
 
     async def _watch(self, peer_id: int) -> None:
         """Ping ``peer_id`` until it leaves ``peers()``; unregister it when two attempts in a row (the second on a
-        fresh connection) prove it dead."""
+        fresh connection) prove it dead. Its registration is read when it answers (first, and every
+        ``REREAD_REGISTRATION_S``): only that registration is ever deleted."""
         loop = asyncio.get_running_loop()
         seen: _Registration | None = None
+        seen_at = 0.0
         connection: BrokerConnection | None = None
         try:
             while (endpoint := self.peers().get(peer_id)) is not None:
@@ -124,8 +128,9 @@ class PeerLivenessMonitor:
                 if answered is False:
                     answered = await probe(connection)
                 try:
-                    if answered and seen is None:
+                    if answered and (seen is None or loop.time() - seen_at > REREAD_REGISTRATION_S):
                         seen = await loop.run_in_executor(None, self._registration, peer_id)
+                        seen_at = loop.time()
                     elif answered is False and seen is not None:
                         await loop.run_in_executor(None, self._unregister, peer_id, seen)
                         seen = None
