@@ -61,7 +61,7 @@ from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.codecs import BrokerRegistration, PartitionState, decode_config_change, encode_partition_list
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
-from mq.zk.store import BadVersionError, MetadataStore, NoNodeError, StoreError
+from mq.zk.store import BadVersionError, MetadataStore, NodeExistsError, NoNodeError, StoreError
 from mq.zk.zk_store import ZooKeeperStore
 
 log = logging.getLogger(__name__)
@@ -312,6 +312,8 @@ class KafkaServer:
         log.warning("ZooKeeper session of broker %d expired; registering again", self.broker_id)
         try:
             self.zk.register_broker(self._registration)
+        except NodeExistsError:
+            pass  # the registration keeper registered first
         except StoreError as exc:
             log.error("re-registration of broker %d failed: %s", self.broker_id, exc)
         self.controller.resign()
