@@ -170,6 +170,12 @@ class BrokerConfig:
     zookeeper_connection_timeout_ms: int | None = _key(
         "zookeeper.connection.timeout.ms", None, "ZooKeeper connect timeout; default: the session timeout"
     )
+    broker_liveness_interval_ms: int = _key(
+        "broker.liveness.interval.ms",
+        250,
+        "how often each broker pings its peers; a refused or reset peer is unregistered at once",
+        minimum=1,
+    )
     socket_request_max_bytes: int = _key(
         "socket.request.max.bytes", 104857600, "largest request accepted; larger frames are refused", minimum=1
     )

@@ -2,12 +2,12 @@
 
 Starts the cluster with mq.tools.local_cluster (what scripts/cluster.sh runs) in a temporary base dir, then:
 
-(a) failover: a confluent-kafka producer (acks=all) sends continuously to a topic with 1 partition, RF 3 and
+(a) failover: an idempotent confluent-kafka producer (acks=all) sends continuously to a topic with 1 partition, RF 3 and
     min.insync.replicas 2; the partition leader is killed with SIGKILL. Printed per round: the time from the kill to
     the controller's write of the new leader into ZooKeeper's partition state, and to the first produce
     acknowledged after that write (the new leader's). The killed broker is restarted and rejoins the ISR before the
-    next round. A killed broker is noticed when its ZooKeeper session expires, so the figure is bounded below by
-    zookeeper.session.timeout.ms (--session-timeout-ms).
+    next round. The other brokers notice a killed broker when its port refuses connections (broker.liveness.interval.ms),
+    well before its ZooKeeper session expires (--session-timeout-ms).
 (b) throughput: confluent-kafka produces --records records of --size bytes to a topic with RF 3 and acks=all, then
     to one with RF 1 and acks=1 (same partition count, same cluster); records/s and MB/s (1e6 bytes) per run and
     min/median/max over --runs runs. The topics' high watermarks must then account for every record.
@@ -71,7 +71,9 @@ def failover_round(
         else:
             failures.append(str(err))
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap(state), "acks": "all", "linger.ms": 1})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap(state), "acks": "all", "enable.idempotence": True, "linger.ms": 1}
+    )
     stop = threading.Event()
 
     def send_until_stopped() -> None:

@@ -1,9 +1,10 @@
 """The broker process: wires storage, the metadata tree, the controller, the replica manager and the network.
 
 Start-up: load every log under ``log.dirs`` (recovering after an unclean shutdown), open the metadata tree (the
-local store in standalone mode), bind the listener, register ``/brokers/ids/<id>``, start the controller. Shutdown
-(SIGTERM/SIGINT): stop accepting, answer the requests already received, checkpoint high watermarks, flush and close
-every log, write the clean-shutdown marker.
+local store in standalone mode), bind the listener, register ``/brokers/ids/<id>`` (kept while serving), start
+pinging the other brokers (``broker_liveness``), start the controller. Shutdown (SIGTERM/SIGINT): controlled
+shutdown, a controller hands its role over, stop accepting, answer the requests already received, checkpoint high
+watermarks, flush and close every log, write the clean-shutdown marker.
 
 Threads: the event loop owns sockets, request handling, the replica manager and the purgatories; the controller runs
 on its own thread; the scheduler's worker threads do retention, flushes and checkpoints; one metadata thread does
@@ -31,6 +32,7 @@ from mq.config import BrokerConfig, TopicConfig, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
+from mq.server.broker_liveness import PeerLivenessMonitor, RegistrationKeeper
 from mq.server.clock import SystemClock
 from mq.server.controller import Controller, ControllerChannel
 from mq.server.event_thread import EventThread
@@ -68,7 +70,7 @@ from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.codecs import BrokerRegistration, decode_config_change
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
-from mq.zk.store import MetadataStore, StoreError
+from mq.zk.store import MetadataStore, NodeExistsError, StoreError
 from mq.zk.zk_store import ZooKeeperStore
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,10 @@ PID_FILE = "mq-server.pid"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 RESERVED_BROKER_MAX_ID = 1000
 CONTROL_REQUEST_TIMEOUT_S = 30.0
+CONTROLLER_HANDOVER_DRAIN_S = 2.0
+"""Longest wait, when stopping, for the controller's queued requests to reach the brokers."""
+STOPPING_ZOOKEEPER_TIMEOUT_S = 2.0
+"""Longest wait, when stopping, for one ZooKeeper answer (a ZooKeeper that stopped answering holds no stop up)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class KafkaServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._auto_creating: set[str] = set()
         self._auto_create_failures: dict[str, ErrorCode] = {}
+        self.liveness: PeerLivenessMonitor | None = None
+        self.registration_keeper: RegistrationKeeper | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -329,6 +337,11 @@ class KafkaServer:
         self.zk.register_broker(self._registration)
         if isinstance(self.store, ZooKeeperStore):
             self.store.on_new_session(lambda: self._submit_metadata_work(self._on_new_session))
+            self.registration_keeper = RegistrationKeeper(self.zk, self._registration, self._post)
+            self.registration_keeper.start()
+            interval = config.broker_liveness_interval_ms
+            self.liveness = PeerLivenessMonitor(self.broker_id, self.store, lambda: self.cache.brokers, interval)
+            self.liveness.start()
 
         self.controller_thread.start()
         self.controller.startup()
@@ -351,6 +364,8 @@ class KafkaServer:
         log.warning("ZooKeeper session of broker %d expired; registering again", self.broker_id)
         try:
             self.zk.register_broker(self._registration)
+        except NodeExistsError:
+            pass  # the registration keeper registered first
         except StoreError as exc:
             log.error("re-registration of broker %d failed: %s", self.broker_id, exc)
         self.controller.resign()
@@ -494,26 +509,46 @@ class KafkaServer:
     async def _controlled_shutdown(self) -> None:
         """Kafka's controlled shutdown: replica fetchers stop (so no leader re-adds this broker to an ISR), then the
         controller moves leadership off this broker; retried while partitions remain or the controller is
-        unreachable, up to ``controlled.shutdown.max.retries`` times."""
+        unreachable, up to ``controlled.shutdown.max.retries`` times and for at most that many retry backoffs in all,
+        so the rest of the shutdown runs even while ZooKeeper or the controller is out of reach."""
         config = self.config
         if config.standalone or not config.controlled_shutdown_enable or self.replica_manager is None:
             return
         fetchers, self.replica_manager.fetchers = self.replica_manager.fetchers, None  # followers stay stopped
         if fetchers is not None:
             await fetchers.shutdown()
-        for attempt in range(1, config.controlled_shutdown_max_retries + 1):
-            try:
-                remaining = await self._request_controlled_shutdown()
-            except (KafkaError, OSError, TimeoutError) as exc:
-                log.warning("controlled shutdown attempt %d failed: %s", attempt, exc)
-            else:
-                if not remaining:
-                    log.info("Controlled shutdown of broker %d succeeded", self.broker_id)
-                    return
-                log.warning("controlled shutdown attempt %d: %d partitions still led here", attempt, len(remaining))
-            if attempt < config.controlled_shutdown_max_retries:
-                await asyncio.sleep(config.controlled_shutdown_retry_backoff_ms / 1000)
+        bound_s = config.controlled_shutdown_max_retries * config.controlled_shutdown_retry_backoff_ms / 1000
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(bound_s, 1.0)):
+                for attempt in range(1, config.controlled_shutdown_max_retries + 1):
+                    try:
+                        remaining = await self._request_controlled_shutdown()
+                    except (KafkaError, StoreError, OSError, TimeoutError) as exc:
+                        log.warning("controlled shutdown attempt %d failed: %s", attempt, exc)
+                    else:
+                        if not remaining:
+                            log.info("Controlled shutdown of broker %d succeeded", self.broker_id)
+                            return
+                        log.warning(
+                            "controlled shutdown attempt %d: %d partitions still led here", attempt, len(remaining)
+                        )
+                    if attempt < config.controlled_shutdown_max_retries:
+                        await asyncio.sleep(config.controlled_shutdown_retry_backoff_ms / 1000)
         log.warning("Controlled shutdown of broker %d did not move every partition; stopping anyway", self.broker_id)
+
+    async def _hand_over_controller(self) -> None:
+        """Before the listener closes: deliver the controller's last requests (those of this broker's controlled
+        shutdown included), give up ``/controller`` so another broker takes over at once, then stop the channel (no
+        request is sent, to this broker or any other, once it stops acting)."""
+        if self.cluster_channel is None:
+            return
+        await self.cluster_channel.drain(CONTROLLER_HANDOVER_DRAIN_S)
+        try:
+            retired = asyncio.wrap_future(self.controller.call(self.controller.retire))
+            await asyncio.wait_for(retired, CONTROLLER_HANDOVER_DRAIN_S + STOPPING_ZOOKEEPER_TIMEOUT_S)
+        except (StoreError, TimeoutError) as exc:
+            log.warning("broker %d could not give up /controller: %s", self.broker_id, exc)
+        await self.cluster_channel.close(CONTROLLER_HANDOVER_DRAIN_S)
 
     async def _request_controlled_shutdown(self) -> list[str]:
         """Send ControlledShutdown to the controller (or act directly when this broker is it); returns the partitions
@@ -538,14 +573,19 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("mq broker %d shutting down", self.broker_id)
+        if isinstance(self.store, ZooKeeperStore):
+            self.store.operation_timeout_s = STOPPING_ZOOKEEPER_TIMEOUT_S
+        if self.registration_keeper is not None:
+            self.registration_keeper.stop()
+        if self.liveness is not None:
+            await self.liveness.stop()
         if self.server is not None and self.zk is not None:
             await self._controlled_shutdown()
+        await self._hand_over_controller()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()  # members waiting on a rebalance are answered before the drain
         if self.server is not None:
             await self.server.stop()
-        if self.cluster_channel is not None:
-            await self.cluster_channel.close()
         if self.replica_manager is not None and self.replica_manager.fetchers is not None:
             await self.replica_manager.fetchers.shutdown()
         if self.scheduler is not None:

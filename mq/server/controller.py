@@ -131,6 +131,7 @@ class Controller:
         self._watched_topics: set[str] = set()
         self._events: deque[Callable[[], None]] = deque()
         self._draining = False
+        self._retired = False
 
     # --- event queue -------------------------------------------------------------------------------------------
 
@@ -169,7 +170,7 @@ class Controller:
         self.zk.store.watch_data(paths.CONTROLLER, lambda data, stat: self._enqueue(self._elect))
 
     def _elect(self) -> None:
-        if self.active:
+        if self.active or self._retired:
             return
         try:
             self.zk.store.create(
@@ -191,6 +192,16 @@ class Controller:
             log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.context.epoch)
         self.active = False
         self._elect()
+
+    def retire(self) -> None:
+        """This broker is stopping: stop acting as controller, delete ``/controller`` if this broker holds it (the
+        other brokers' watches elect a successor at once) and never compete for it again."""
+        self.active, self._retired = False, True
+        with contextlib.suppress(NoNodeError, BadVersionError):
+            data, stat = self.zk.store.get(paths.CONTROLLER)
+            if ControllerInfo.decode(data).broker_id == self.broker_id:
+                self.zk.store.delete(paths.CONTROLLER, stat.version)
+                log.info("broker %d hands over the controller role (epoch %d)", self.broker_id, self.context.epoch)
 
     def _bump_epoch(self) -> int:
         store = self.zk.store

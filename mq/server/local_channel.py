@@ -218,11 +218,15 @@ class ClusterChannel:
         body = {"delete_partitions": delete, "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()]}
         self._enqueue(broker_id, STOP_REPLICA, body, on_response)
 
+    async def drain(self, timeout_s: float) -> None:
+        """Wait until every queued request has been delivered or given up, at most ``timeout_s``."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(q.join() for q in self._queues.values())), timeout_s)
+
     async def close(self, drain_timeout_s: float = 5.0) -> None:
         """Deliver what is queued (bounded by ``drain_timeout_s``: a broker that does not answer is given up), then
         stop; a controller's last decisions, such as those of its own controlled shutdown, reach the brokers."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*(q.join() for q in self._queues.values())), drain_timeout_s)
+        await self.drain(drain_timeout_s)
         for task in self._tasks.values():
             task.cancel()
         if self._tasks:

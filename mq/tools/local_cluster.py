@@ -317,7 +317,8 @@ class LocalCluster:
         broker = next(b for b in state.brokers if b.broker_id == broker_id)
         if self.broker_running(broker):
             raise ClusterError(f"Broker {broker_id} already runs")
-        # A killed broker's registration lasts until its ZooKeeper session expires; registering sooner fails.
+        # A killed broker's registration lasts until a peer finds its port closed (or its ZooKeeper session
+        # expires); registering sooner fails.
         store = ZooKeeperStore(self.zookeeper_connect(state), connection_timeout_ms=int(timeout * 1000))
         try:
             zk = KafkaZkClient(store)

@@ -37,6 +37,10 @@ class NotEmptyError(StoreError):
     pass
 
 
+class ConnectionLostError(StoreError):
+    """The store is out of reach (no session connection); the operation was not sent."""
+
+
 @dataclass(frozen=True)
 class Stat:
     version: int

@@ -134,10 +134,12 @@ ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 
 @dataclass
 class ZooKeeperProcess:
-    """A standalone ZooKeeper from the Debian package, on a free loopback port with its own data dir."""
+    """A standalone ZooKeeper from the Debian package, on a free loopback port with its own data dir. Sessions may
+    last from 1 s to ``max_session_timeout_ms`` (ZooKeeper's default, 20 ticks, is 10 s)."""
 
     data_dir: Path
     port: int = field(default_factory=free_port)
+    max_session_timeout_ms: int = 10000
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -158,6 +160,7 @@ class ZooKeeperProcess:
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=*\n"
             "minSessionTimeout=1000\n"
+            f"maxSessionTimeout={self.max_session_timeout_ms}\n"
             "forceSync=no\n",
             encoding="utf-8",
         )

@@ -127,7 +127,7 @@ def test_a_returning_replica_drops_its_divergent_suffix_and_keeps_the_shared_pre
     assert checkpoint(one, "diverge") == f"0\n2\n0 0\n{alone_epoch} 10\n"
     # Its high watermark covers them too, so truncating to the high watermark would keep them.
     high_watermarks = one.log_dir / "replication-offset-checkpoint"
-    assert wait_for(lambda: "diverge 0 15\n" in high_watermarks.read_text(), timeout=30)
+    assert wait_for(lambda: high_watermarks.exists() and "diverge 0 15\n" in high_watermarks.read_text(), timeout=30)
     one.kill()
     divergent = segment(one, "diverge")
     assert divergent.startswith(shared) and len(divergent) > len(shared)

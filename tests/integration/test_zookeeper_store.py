@@ -7,12 +7,13 @@ import time
 import uuid
 
 import pytest
+from conftest import ZooKeeperProcess
 
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.codecs import BrokerRegistration, PartitionState
 from mq.zk.kafka_zk_client import KafkaZkClient
-from mq.zk.store import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
-from mq.zk.zk_store import ZooKeeperStore
+from mq.zk.store import BadVersionError, ConnectionLostError, NodeExistsError, NoNodeError, NotEmptyError
+from mq.zk.zk_store import CLOSE_TIMEOUT_S, ZooKeeperStore
 
 pytestmark = pytest.mark.slow
 
@@ -97,3 +98,33 @@ def test_admin_and_partition_state_on_zookeeper(store: ZooKeeperStore) -> None:
     with pytest.raises(BadVersionError):
         zk.set_partition_state("orders", 0, PartitionState(1, 2, [1], 1), 0)
     assert zk.get_or_create_cluster_id() == zk.get_or_create_cluster_id()
+
+
+def test_without_zookeeper_bounded_operations_fail_at_once_and_close_is_bounded(tmp_path) -> None:
+    """A stopping broker bounds its ZooKeeper calls: with ``operation_timeout_s`` set they fail at once while the
+    session has no connection, and closing the store does not wait for ZooKeeper."""
+    zookeeper = ZooKeeperProcess(tmp_path / "zookeeper").start()
+    try:
+        store = ZooKeeperStore(zookeeper.connect, session_timeout_ms=10000)
+        store.create("/x", b"1")
+        assert zookeeper.process is not None
+        zookeeper.process.kill()
+        zookeeper.process.wait(30)
+        zookeeper.process = None
+        store.operation_timeout_s = 1.0
+
+        def lost() -> bool:
+            try:
+                store.get("/x")
+            except ConnectionLostError:
+                return True
+            return False
+
+        assert wait_for(lost)
+        with pytest.raises(ConnectionLostError):
+            store.set("/x", b"2")
+        started = time.monotonic()
+        store.close()
+        assert time.monotonic() - started < CLOSE_TIMEOUT_S + 1.0
+    finally:
+        zookeeper.stop()
