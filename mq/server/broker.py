@@ -34,7 +34,8 @@ from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.broker_liveness import PeerLivenessMonitor, RegistrationKeeper
 from mq.server.clock import SystemClock
-from mq.server.controller import Controller, ControllerChannel
+from mq.server.controller import Controller
+from mq.server.controller_base import ControllerChannel
 from mq.server.event_thread import EventThread
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager

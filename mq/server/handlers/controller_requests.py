@@ -9,7 +9,8 @@ from typing import Any
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
-from mq.server.controller import PREFERRED, Controller, ElectionResult
+from mq.server.controller import PREFERRED, Controller
+from mq.server.controller_base import ElectionResult
 from mq.topic_partition import TopicPartition
 
 
