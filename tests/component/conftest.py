@@ -10,7 +10,6 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -53,11 +52,3 @@ def in_process_broker() -> Iterator[Callable[[list[str]], InProcessBroker]]:
         broker.loop.call_soon_threadsafe(broker.loop.stop)
         thread.join(10)
         broker.loop.close()
-
-
-def log_dirs(tmp_path: Path, count: int) -> list[Path]:
-    """``count`` empty log directories under ``tmp_path`` (their real paths)."""
-    made = [(tmp_path / f"logs-{i}").resolve() for i in range(count)]
-    for directory in made:
-        directory.mkdir(parents=True)
-    return made

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import InProcessBroker
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
@@ -134,7 +133,7 @@ def p90(values: list[float]) -> float:
     ids=["every-message", "every-10ms"],
 )
 def test_a_slow_log_dir_does_not_delay_requests_for_the_other(
-    in_process_broker: Callable[[list[str]], InProcessBroker],
+    in_process_broker: Callable[[list[str]], Any],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     flush: list[str],
