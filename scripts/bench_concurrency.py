@@ -107,9 +107,10 @@ def paced_latencies(bootstrap: str, topic: str, rate: float, acks: str, until: t
 
 def latency_run(
     bootstrap: str, topic: str, rate: float, acks: str, seconds: float, disturb: Callable[[], None] | None
-) -> list[float]:
+) -> tuple[list[float], float]:
     """Latencies of a paced producer that runs ``seconds`` at least, and until ``disturb`` (started after a
-    warm-up, in this thread) returns plus one second."""
+    warm-up, in this thread) returns plus one second; and the records/s it acknowledged (below ``rate`` when the
+    load generator could not keep up)."""
     done = threading.Event()
     result: list[list[float]] = []
     sender = threading.Thread(target=lambda: result.append(paced_latencies(bootstrap, topic, rate, acks, done)))
@@ -126,10 +127,12 @@ def latency_run(
         sender.join()
     if not result:
         raise RuntimeError("the paced producer failed")
-    return result[0]
+    return result[0], len(result[0]) / (time.monotonic() - began)
 
 
-def add_latencies(table: Table, name: str, latencies: list[float]) -> None:
+def add_latencies(table: Table, name: str, run: tuple[list[float], float]) -> None:
+    latencies, acknowledged = run
+    table.add(f"{name}: acknowledged", "records/s", acknowledged)
     ordered = sorted(latencies)
     table.add(f"{name}: p99", "ms", ordered[int(0.99 * (len(ordered) - 1))] * 1000)
     table.add(f"{name}: max", "ms", ordered[-1] * 1000)
@@ -243,10 +246,9 @@ def bench_cluster_latency(table: Table, tmp: Path, scale: float, seconds: float)
                 os.kill(state.zookeeper_pid, signal.SIGCONT)
 
         for _ in range(RUNS):
-            latencies = latency_run(bootstrap, "cluster-latency", rate, "all", seconds, None)
-            add_latencies(table, "cluster alone", latencies)
-            latencies = latency_run(bootstrap, "cluster-latency", rate, "all", seconds, freeze)
-            add_latencies(table, "(c) ZooKeeper stopped", latencies)
+            add_latencies(table, "cluster alone", latency_run(bootstrap, "cluster-latency", rate, "all", seconds, None))
+            run = latency_run(bootstrap, "cluster-latency", rate, "all", seconds, freeze)
+            add_latencies(table, "(c) ZooKeeper stopped", run)
     finally:
         if state.zookeeper_pid:
             with contextlib.suppress(ProcessLookupError):
