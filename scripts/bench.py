@@ -606,6 +606,13 @@ def load_average() -> str:
     return " ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
+def machine_line() -> str:
+    """CPUs, load and Python version, the first line a benchmark prints."""
+    return (
+        f"{os.cpu_count()} CPUs, load average {load_average()}, Python {sys.version.split()[0]}, {RUNS} runs per case"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count (default 1.0)")
@@ -622,9 +629,7 @@ def main() -> None:
         print("targets use librdkafka driven from Python, which makes a Python call per record")
     table = Table()
     began = time.monotonic()
-    print(
-        f"{os.cpu_count()} CPUs, load average {load_average()}, Python {sys.version.split()[0]}, {RUNS} runs per case"
-    )
+    print(machine_line())
     with tempfile.TemporaryDirectory(prefix="mq-bench-") as name:
         tmp = Path(name)
         bench_machine(table, tmp, scaled(1024))

@@ -30,6 +30,42 @@ LATEST = -1
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 
+def fetch_request_body(
+    offsets: Mapping[TopicPartition, int],
+    *,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    partition_max_bytes: int,
+    isolation_level: int = 0,
+) -> dict[str, Any]:
+    """A consumer's Fetch request (no session, no leader epochs) of each partition from its offset in ``offsets``."""
+    topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for tp, offset in offsets.items():
+        topics[tp.topic].append(
+            {
+                "partition": tp.partition,
+                "current_leader_epoch": -1,
+                "fetch_offset": offset,
+                "last_fetched_epoch": -1,
+                "log_start_offset": -1,
+                "partition_max_bytes": partition_max_bytes,
+            }
+        )
+    return {
+        "replica_id": -1,
+        "max_wait": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "isolation_level": isolation_level,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": name, "partitions": parts} for name, parts in topics.items()],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerRecord:
     topic: str
@@ -309,30 +345,14 @@ class AsyncConsumer:
                 raise
 
     async def _fetch_from(self, node: int, partitions: list[TopicPartition], max_wait_ms: int) -> None:
-        topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for tp in partitions:
-            topics[tp.topic].append(
-                {
-                    "partition": tp.partition,
-                    "current_leader_epoch": -1,
-                    "fetch_offset": self._positions[tp],
-                    "last_fetched_epoch": -1,
-                    "log_start_offset": -1,
-                    "partition_max_bytes": self.max_partition_fetch_bytes,
-                }
-            )
-        body = {
-            "replica_id": -1,
-            "max_wait": max_wait_ms,
-            "min_bytes": self.fetch_min_bytes,
-            "max_bytes": self.fetch_max_bytes,
-            "isolation_level": self.isolation_level,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": name, "partitions": parts} for name, parts in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
+        body = fetch_request_body(
+            {tp: self._positions[tp] for tp in partitions},
+            max_wait_ms=max_wait_ms,
+            min_bytes=self.fetch_min_bytes,
+            max_bytes=self.fetch_max_bytes,
+            partition_max_bytes=self.max_partition_fetch_bytes,
+            isolation_level=self.isolation_level,
+        )
         response = await self.cluster.send(node, ApiKey.FETCH, body)
         if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NONE:
             raise kafka_error(response.error_code, None, f"fetch from broker {node}")

@@ -134,12 +134,12 @@ ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 
 @dataclass
 class ZooKeeperProcess:
-    """A standalone ZooKeeper from the Debian package, on a free loopback port with its own data dir. Sessions may
-    last from 1 s to ``max_session_timeout_ms`` (ZooKeeper's default, 20 ticks, is 10 s)."""
+    """A standalone ZooKeeper from the Debian package, on a free loopback port with its own data dir; ``settings``
+    are added to its zoo.cfg (e.g. ``maxSessionTimeout``, 20 ticks = 10 s by default)."""
 
     data_dir: Path
     port: int = field(default_factory=free_port)
-    max_session_timeout_ms: int = 10000
+    settings: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -160,8 +160,7 @@ class ZooKeeperProcess:
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=*\n"
             "minSessionTimeout=1000\n"
-            f"maxSessionTimeout={self.max_session_timeout_ms}\n"
-            "forceSync=no\n",
+            "forceSync=no\n" + "".join(f"{key}={value}\n" for key, value in self.settings.items()),
             encoding="utf-8",
         )
         classpath = f"{ZOOKEEPER_JAR}:/usr/share/java/slf4j-simple.jar"
@@ -206,6 +205,24 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
     process.stop()
 
 
+@pytest.fixture
+def private_zookeeper(tmp_path: Path) -> Iterator[Callable[..., ZooKeeperProcess]]:
+    """Starts ZooKeepers of this test alone (``settings`` go to zoo.cfg), for tests that stop them with SIGSTOP:
+    each gets SIGCONT before it is stopped after the test."""
+    started: list[ZooKeeperProcess] = []
+
+    def start(settings: dict[str, str] | None = None) -> ZooKeeperProcess:
+        process = ZooKeeperProcess(tmp_path / f"private-zookeeper-{len(started)}", settings=dict(settings or {}))
+        started.append(process)
+        return process.start()
+
+    yield start
+    for process in started:
+        if process.process is not None:
+            os.kill(process.process.pid, signal.SIGCONT)
+            process.stop()
+
+
 def start_cluster(
     zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess], overrides: list[str]
 ) -> tuple[str, list[BrokerProcess]]:
@@ -221,6 +238,14 @@ def start_cluster(
         for i in (1, 2, 3)
     ]
     return connect, brokers
+
+
+@pytest.fixture
+def cluster_on(
+    broker_factory: Callable[..., BrokerProcess],
+) -> Callable[[ZooKeeperProcess, list[str]], tuple[str, list[BrokerProcess]]]:
+    """``start_cluster`` on a given ZooKeeper (e.g. a private one) with ``overrides``."""
+    return lambda zookeeper, overrides: start_cluster(zookeeper, broker_factory, overrides)
 
 
 @pytest.fixture

@@ -47,7 +47,9 @@ TOPIC = "failover"
 @pytest.fixture(scope="module")
 def long_session_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperProcess]:
     """A ZooKeeper of this module's own that grants the 30 s sessions the brokers ask for."""
-    process = ZooKeeperProcess(tmp_path_factory.mktemp("zookeeper-long-sessions"), max_session_timeout_ms=60000)
+    process = ZooKeeperProcess(
+        tmp_path_factory.mktemp("zookeeper-long-sessions"), settings={"maxSessionTimeout": "60000"}
+    )
     yield process.start()
     process.stop()
 

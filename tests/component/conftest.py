@@ -1,0 +1,54 @@
+"""The component tier: a whole broker (``mq.server.broker.KafkaServer``, standalone mode, listening on a free
+loopback port) started in the test's own process, on an asyncio loop in a thread of its own, so a test can change
+what the process sees (e.g. wrap ``os.fsync`` with ``monkeypatch``) while real clients talk to the broker over TCP.
+Tests here assert how the broker behaves while one of its parts is slow; the broker must stay responsive for the
+parts that are not."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from mq.config import BrokerConfig
+from mq.server.broker import KafkaServer
+
+
+@dataclass
+class InProcessBroker:
+    """A started broker and the loop it runs on; ``bootstrap`` is its 127.0.0.1 address."""
+
+    server: KafkaServer
+    loop: asyncio.AbstractEventLoop
+    port: int
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@pytest.fixture
+def in_process_broker() -> Iterator[Callable[[list[str]], InProcessBroker]]:
+    """Starts a standalone broker with ``overrides`` (``log.dirs`` among them); stopped cleanly after the test."""
+    started: list[tuple[InProcessBroker, threading.Thread]] = []
+
+    def start(overrides: list[str]) -> InProcessBroker:
+        config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *overrides])
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
+        thread.start()
+        server = KafkaServer(config)
+        bound = asyncio.run_coroutine_threadsafe(server.startup(), loop).result(60)
+        broker = InProcessBroker(server, loop, bound.port)
+        started.append((broker, thread))
+        return broker
+
+    yield start
+    for broker, thread in started:
+        asyncio.run_coroutine_threadsafe(broker.server.shutdown(), broker.loop).result(60)
+        broker.loop.call_soon_threadsafe(broker.loop.stop)
+        thread.join(10)
+        broker.loop.close()
