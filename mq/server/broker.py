@@ -33,7 +33,7 @@ from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.broker_liveness import PeerLivenessMonitor, RegistrationKeeper
-from mq.server.clock import SystemClock
+from mq.server.clock import Clock, SystemClock
 from mq.server.controller import Controller
 from mq.server.controller_base import ControllerChannel
 from mq.server.event_thread import EventThread
@@ -126,8 +126,11 @@ def pid_file(config: BrokerConfig) -> Path:
 
 
 class KafkaServer:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+        """``clock`` (default: the real time, with the loop's timers) is what every timeout reads; the component
+        tests drive one."""
         self.config = config
+        self._given_clock = clock
         self.broker_id = config.broker_id
         self.bound: Listener | None = None
         self._stopping = asyncio.Event()
@@ -217,7 +220,7 @@ class KafkaServer:
 
     async def startup(self) -> Listener:
         loop = self._loop = asyncio.get_running_loop()
-        self.clock = SystemClock(loop)
+        self.clock = self._given_clock or SystemClock(loop)
         config = self.config
         log_dirs = [d.resolve() for d in config.log_dir_paths]
         for directory in log_dirs:

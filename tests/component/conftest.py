@@ -1,8 +1,9 @@
 """The component tier: a whole broker (``mq.server.broker.KafkaServer``, standalone mode, listening on a free
 loopback port) started in the test's own process, on an asyncio loop in a thread of its own, so a test can change
 what the process sees (e.g. wrap ``os.fsync`` with ``monkeypatch``) while real clients talk to the broker over TCP.
-Tests here assert how the broker behaves while one of its parts is slow; the broker must stay responsive for the
-parts that are not."""
+A test may give the broker a ``ManualClock``: every timeout then waits for ``advance``, which moves the clock on the
+broker's loop, so timeouts are tested without sleeping. Tests here assert how the broker behaves while one of its
+parts is slow, and what its timeouts do; the broker must stay responsive for the parts that are not slow."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from mq.config import BrokerConfig
 from mq.server.broker import KafkaServer
+from mq.server.clock import ManualClock
 
 
 @dataclass
@@ -29,18 +31,29 @@ class InProcessBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def advance(self, ms: float) -> None:
+        """Move the broker's ManualClock forward on its loop, firing the timeouts that fall due."""
+        clock = self.server.clock
+        assert isinstance(clock, ManualClock)
+
+        async def advance() -> None:
+            clock.advance(ms)
+
+        asyncio.run_coroutine_threadsafe(advance(), self.loop).result(10)
+
 
 @pytest.fixture
-def in_process_broker() -> Iterator[Callable[[list[str]], InProcessBroker]]:
-    """Starts a standalone broker with ``overrides`` (``log.dirs`` among them); stopped cleanly after the test."""
+def in_process_broker() -> Iterator[Callable[..., InProcessBroker]]:
+    """Starts a standalone broker with ``overrides`` (``log.dirs`` among them) and optionally a driven ``clock``;
+    stopped cleanly after the test."""
     started: list[tuple[InProcessBroker, threading.Thread]] = []
 
-    def start(overrides: list[str]) -> InProcessBroker:
+    def start(overrides: list[str], clock: ManualClock | None = None) -> InProcessBroker:
         config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *overrides])
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
         thread.start()
-        server = KafkaServer(config)
+        server = KafkaServer(config, clock)
         bound = asyncio.run_coroutine_threadsafe(server.startup(), loop).result(60)
         broker = InProcessBroker(server, loop, bound.port)
         started.append((broker, thread))
