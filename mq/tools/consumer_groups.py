@@ -23,11 +23,10 @@ from typing import Protocol
 from mq.client.admin import GroupDescription, GroupListing, MemberDescription
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.lag_status import Sample, Status, evaluate, lag
 from mq.topic_partition import TopicPartition
 
-EARLIEST = -2
-LATEST = -1
 MISSING = "-"
 OFFSETS_HEADER = (
     "GROUP",

@@ -44,9 +44,10 @@ from typing import Any
 
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.cluster import Cluster
-from mq.client.consumer import EARLIEST, LATEST, AsyncConsumer, ConsumerRecord, list_offsets
+from mq.client.consumer import AsyncConsumer, ConsumerRecord, list_offsets
 from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.record_copy import record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition
 

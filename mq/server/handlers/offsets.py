@@ -6,13 +6,11 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
 from mq.topic_partition import TopicPartition
 
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3
 HIGH_WATERMARK_OFFSET = -1
 
 
