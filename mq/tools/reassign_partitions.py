@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mq.client.admin import AlterOp, OngoingReassignment, ReassignmentResult, ResourceType
+from mq.client.admin import OngoingReassignment, ReassignmentResult
 from mq.client.cluster import TopicMetadata
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.configs import AlterConfigOp, ConfigSource, ResourceType
 from mq.topic_partition import TopicPartition
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.assignment import AssignmentError, assign_replicas
@@ -393,10 +394,6 @@ class LiveState:
     leader: int
 
 
-DYNAMIC_BROKER_CONFIG = 2
-"""Kafka's ConfigSource of a per-broker dynamic config."""
-
-
 class SyncReassignAdmin:
     """``ReassignAdmin`` over a ``SyncAdmin``."""
 
@@ -434,12 +431,12 @@ class SyncReassignAdmin:
 
     def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:
         resource = (ResourceType.BROKER, str(broker)) if broker is not None else (ResourceType.TOPIC, str(topic))
-        operations = {k: (AlterOp.DELETE if v is None else AlterOp.SET, v) for k, v in changes.items()}
+        operations = {k: (AlterConfigOp.DELETE if v is None else AlterConfigOp.SET, v) for k, v in changes.items()}
         self.admin.call("incremental_alter_configs", *resource, operations)
 
     def dynamic_broker_keys(self, broker: int, keys: Sequence[str]) -> list[str]:
         entries = self.admin.call("describe_configs", ResourceType.BROKER, str(broker), list(keys))
-        return [e.name for e in entries if e.name in keys and e.source == DYNAMIC_BROKER_CONFIG]
+        return [e.name for e in entries if e.name in keys and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG]
 
 
 def execute(

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from mq.client.admin import NewTopic, ResourceType
+from mq.client.admin import NewTopic
 from mq.errors import TopicExistsError
+from mq.protocol.configs import ConfigSource, ResourceType
 from mq.topic_partition import INTERNAL_TOPICS
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -23,8 +24,6 @@ from mq.zk.store import MetadataStore
 T = TypeVar("T")
 
 ACTIONS = ("create", "alter", "delete", "list", "describe")
-DEFAULT_SOURCE = 5
-"""ConfigSource DEFAULT_CONFIG: describe lists only configs from other sources, as Kafka's tool does."""
 CONFIG_DEPRECATION = (
     "WARNING: Altering topic configuration from this script has been deprecated and may be removed in future releases.\n"
     "         Going forward, please use kafka-configs.sh for this functionality"
@@ -392,7 +391,7 @@ class ClientTopicAdmin:
         described = []
         for metadata in self.admin.call("describe_topics", list(names)):
             entries = self.admin.call("describe_configs", ResourceType.TOPIC, metadata.name)
-            overrides = {e.name: e.value or "" for e in entries if e.source not in (DEFAULT_SOURCE, -1)}
+            overrides = {e.name: e.value or "" for e in entries if e.source not in (ConfigSource.DEFAULT_CONFIG, -1)}
             partitions = [
                 PartitionDescription(p.partition, p.leader, tuple(p.replicas), tuple(p.isr))
                 for p in metadata.partitions
