@@ -35,6 +35,7 @@ from pathlib import Path
 
 from mq.records.batch_header import BatchHeader, Codec, parse_header, validate
 from mq.records.filtered import KeyedRecord, empty_batch, keyed_records, rebuild
+from mq.storage.entry_scan import scan_entries
 from mq.storage.file_names import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
@@ -115,27 +116,6 @@ class _SegmentView:
     """Base offset of the segment after it (the first offset it cannot hold)."""
 
 
-def read_entries(fd: int, size: int, read_chunk: int) -> Iterator[tuple[bytes, BatchHeader]]:
-    """Every whole entry of the first ``size`` bytes of ``fd``, as (chunk, header in the chunk), read in chunks of
-    about ``read_chunk`` bytes (one entry larger than that is read whole)."""
-    position = 0
-    want = read_chunk
-    while position < size:
-        chunk = os.pread(fd, min(want, size - position), position)
-        consumed = 0
-        while (header := parse_header(chunk, consumed)) is not None:
-            yield chunk, header
-            consumed += header.size
-        if consumed == 0:
-            head = parse_header(chunk, 0, complete=False)
-            if head is None or position + head.size > size or head.size <= len(chunk):
-                return  # a partial entry at the end
-            want = head.size
-            continue
-        position += consumed
-        want = read_chunk
-
-
 class Cleaner:
     """Cleans one log at a time; ``stop`` aborts a pass between entries. ``read_chunk`` bytes are read at a time
     (this thread's half of log.cleaner.io.buffer.size); reads and writes go through ``throttler`` when given."""
@@ -158,7 +138,7 @@ class Cleaner:
     def _entries(self, view: _SegmentView) -> Iterator[tuple[bytes, BatchHeader]]:
         """The segment's entries; stops the pass when asked to, throttles per chunk read."""
         chunk_seen = None
-        for chunk, header in read_entries(view.fd, view.size, self.read_chunk):
+        for chunk, _, header in scan_entries(view.fd, view.size, self.read_chunk):
             self._check_stop()
             if self.throttler is not None and chunk is not chunk_seen:
                 self.throttler.maybe_throttle(len(chunk))
