@@ -20,13 +20,12 @@ A pass over a log with its dirty section ``[first_dirty, first_uncleanable)``:
    load completes the swap): no state loses a key's latest record.
 
 Everything here runs in a cleaner thread; the log's lock is held only for the snapshot and each swap. Bytes read
-and written count against log.cleaner.io.max.bytes.per.second (``Throttler``, shared by the threads).
+and written count against log.cleaner.io.max.bytes.per.second (a ``TokenBucket`` shared by the threads).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -45,6 +44,7 @@ from mq.storage.file_names import (
 )
 from mq.storage.log_segment import HEADER_READ, INT_MAX, LogSegment
 from mq.storage.partition_log import Log
+from mq.storage.token_bucket import TokenBucket
 
 MIN_READ_CHUNK = 4096
 OFFSET_MAP_ENTRY_BYTES = 24
@@ -60,34 +60,6 @@ def map_slots(dedupe_buffer_size: int, threads: int, load_factor: float = 0.9) -
     """Keys one pass may map: each thread's share of log.cleaner.dedupe.buffer.size at Kafka's entry size, filled
     to ``load_factor``."""
     return max(int(dedupe_buffer_size / max(threads, 1) / OFFSET_MAP_ENTRY_BYTES * load_factor), 1)
-
-
-class Throttler:
-    """log.cleaner.io.max.bytes.per.second, shared by every cleaner thread: after each check period, a thread
-    that finds more bytes done than the rate allows sleeps (interruptibly, on ``stop``) until the rate is met."""
-
-    CHECK_PERIOD_S = 0.1
-
-    def __init__(self, max_bytes_per_second: float, stop: threading.Event) -> None:
-        self.rate = max_bytes_per_second
-        self.stop = stop
-        self._mutex = threading.Lock()
-        self._period_start = time.monotonic()
-        self._bytes = 0.0
-
-    def maybe_throttle(self, done_bytes: int) -> None:
-        if self.rate >= sys.float_info.max:
-            return
-        with self._mutex:
-            self._bytes += done_bytes
-            elapsed = time.monotonic() - self._period_start
-            if elapsed < self.CHECK_PERIOD_S:
-                return
-            wait = self._bytes / self.rate - elapsed
-            self._period_start = time.monotonic() + max(wait, 0.0)
-            self._bytes = 0.0
-        if wait > 0:
-            self.stop.wait(wait)
 
 
 @dataclass
@@ -127,7 +99,7 @@ class Cleaner:
         thread_id: int = 0,
         *,
         read_chunk: int = 262144,
-        throttler: Throttler | None = None,
+        throttler: TokenBucket | None = None,
     ) -> None:
         self.map_slots = map_slots
         self.stop = stop
@@ -140,10 +112,15 @@ class Cleaner:
         chunk_seen = None
         for chunk, _, header in scan_entries(view.fd, view.size, self.read_chunk):
             self._check_stop()
-            if self.throttler is not None and chunk is not chunk_seen:
-                self.throttler.maybe_throttle(len(chunk))
+            if chunk is not chunk_seen:
+                self._throttle(len(chunk))
                 chunk_seen = chunk
             yield chunk, header
+
+    def _throttle(self, done_bytes: int) -> None:
+        """Count bytes read or written against the shared I/O rate, sleeping off any debt (woken by ``stop``)."""
+        if self.throttler is not None and (wait := self.throttler.reserve(done_bytes)) > 0:
+            self.stop.wait(wait)
 
     def _check_stop(self) -> None:
         if self.stop.is_set():
@@ -305,8 +282,7 @@ class Cleaner:
             assert written is not None
             cleaned.append(written.last_offset, written.max_timestamp, written.last_offset, out)
             stats.bytes_written += len(out)
-            if self.throttler is not None:
-                self.throttler.maybe_throttle(len(out))
+            self._throttle(len(out))
 
 
 def _retain(record: KeyedRecord, offset_map: dict[bytes, int], retain_deletes: bool) -> bool:
