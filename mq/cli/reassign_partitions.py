@@ -18,6 +18,7 @@ from mq.tools.reassign_partitions import Assignment, PartitionProgress, Reassign
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
     from mq.zk.kafka_zk_client import KafkaZkClient
 
@@ -192,7 +193,7 @@ def _echo(lines: Sequence[str]) -> None:
 
 
 def _racks(admin: tool.SyncReassignAdmin) -> dict[int, str | None]:
-    return {b.node_id: b.rack for b in admin.admin.call("describe_cluster").brokers}
+    return {b.node_id: b.rack for b in admin.admin.call(AsyncAdmin.describe_cluster).brokers}
 
 
 def _zookeeper(

@@ -11,9 +11,10 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from mq.client.admin import NewTopic
+from mq.client.admin import AsyncAdmin, NewTopic
+from mq.client.sync import SyncAdmin
 from mq.errors import TopicExistsError
 from mq.protocol.configs import ConfigSource, ResourceType
 from mq.topic_partition import INTERNAL_TOPICS
@@ -378,19 +379,19 @@ def _wrap(operation: Callable[[], T]) -> T:
 class ClientTopicAdmin:
     """``TopicAdmin`` over mq's client: the ``--bootstrap-server`` path."""
 
-    def __init__(self, admin: Any) -> None:
+    def __init__(self, admin: SyncAdmin) -> None:
         self.admin = admin
 
     def list_topic_names(self) -> list[str]:
-        return list(self.admin.call("list_topics"))
+        return list(self.admin.call(AsyncAdmin.list_topics))
 
     def live_brokers(self) -> set[int]:
-        return {b.node_id for b in self.admin.call("describe_cluster").brokers}
+        return {b.node_id for b in self.admin.call(AsyncAdmin.describe_cluster).brokers}
 
     def describe_topics(self, names: Sequence[str]) -> list[TopicDescription]:
         described = []
-        for metadata in self.admin.call("describe_topics", list(names)):
-            entries = self.admin.call("describe_configs", ResourceType.TOPIC, metadata.name)
+        for metadata in self.admin.call(AsyncAdmin.describe_topics, list(names)):
+            entries = self.admin.call(AsyncAdmin.describe_configs, ResourceType.TOPIC, metadata.name)
             overrides = {e.name: e.value or "" for e in entries if e.source not in (ConfigSource.DEFAULT_CONFIG, -1)}
             partitions = [
                 PartitionDescription(p.partition, p.leader, tuple(p.replicas), tuple(p.isr))
@@ -409,13 +410,15 @@ class ClientTopicAdmin:
         assignment: Mapping[int, Sequence[int]] | None,
         config: Mapping[str, str],
     ) -> None:
-        self.admin.call("create_topics", [NewTopic(name, partitions, replication_factor, assignment, dict(config))])
+        self.admin.call(
+            AsyncAdmin.create_topics, [NewTopic(name, partitions, replication_factor, assignment, dict(config))]
+        )
 
     def create_partitions(self, name: str, total: int, assignment: Sequence[Sequence[int]] | None) -> None:
-        self.admin.call("create_partitions", {name: total}, {name: assignment} if assignment else None)
+        self.admin.call(AsyncAdmin.create_partitions, {name: total}, {name: assignment} if assignment else None)
 
     def delete_topic(self, name: str) -> bool | None:
-        self.admin.call("delete_topics", [name])
+        self.admin.call(AsyncAdmin.delete_topics, [name])
         return None
 
     def marked_for_deletion(self) -> set[str]:
