@@ -4,6 +4,7 @@ request's timeout) until the controller's decisions reach this broker's metadata
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from mq.config import BrokerConfig
@@ -15,8 +16,8 @@ from mq.server.metadata_cache import MetadataCache
 from mq.zk.admin_zk_client import AdminZkClient
 
 
-def _seconds(timeout: Any) -> float:
-    return max(0.0, float(timeout.total_seconds()))
+def _seconds(timeout: timedelta) -> float:
+    return max(0.0, timeout.total_seconds())
 
 
 def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:

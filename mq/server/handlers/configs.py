@@ -22,11 +22,11 @@ from mq.config import INT_MAX, TOPIC_TO_BROKER_KEYS, BrokerConfig, DynamicBroker
 from mq.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
-from mq.server.api_dispatch import Api, RequestContext
+from mq.server.api_dispatch import Api, Handler, RequestContext
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient, broker_entity
 
 
-def _render(value: Any) -> str | None:
+def _render(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -222,7 +222,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
             return {**answer, "error_code": exc.code, "error_message": str(exc)}
         return answer
 
-    def alter_handler(incremental: bool) -> Any:
+    def alter_handler(incremental: bool) -> Handler:
         async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
             responses = [alter_one(r, bool(request.validate_only), incremental) for r in request.resources]
             return {"throttle_time": 0, "responses": responses}
