@@ -403,7 +403,8 @@ class _Unreadable:
 
 
 class _LogReader:
-    """Read-only, buffered access to one ``.log`` file, one whole entry at a time."""
+    """Read-only access to one ``.log`` file: runs of entries through the storage scanner, and one entry at a position
+    (buffered) with the reason when it cannot be read."""
 
     def __init__(self, path: str, max_message_size: int) -> None:
         self._file: BinaryIO = open(path, "rb", buffering=_READ_BUFFER_BYTES)  # noqa: SIM115 - closed by close()
