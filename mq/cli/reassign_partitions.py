@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 import click
 
 from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_client_options, handle_errors
+from mq.client.admin import AsyncAdmin
 from mq.tools import reassign_partitions as tool
 from mq.tools.reassign_partitions import Assignment, PartitionProgress, ReassignCommandError
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
     from mq.zk.kafka_zk_client import KafkaZkClient
 
