@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
@@ -25,6 +25,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class ToolError(Exception):
@@ -54,11 +56,11 @@ def verbose_option() -> Callable[[F], F]:
     return click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 
 
-def handle_errors(fn: F) -> F:
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn ToolError, KafkaError, metadata store errors and OSError into one stderr line and the exit code."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except (ToolError, KafkaError, StoreError, OSError) as exc:
@@ -68,7 +70,7 @@ def handle_errors(fn: F) -> F:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(code)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def print_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:

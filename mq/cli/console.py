@@ -144,6 +144,7 @@ def console_consumer(
     the partitions directly and commits nothing. Prints "Processed a total of N messages" on stderr at exit.
     Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
     """
+    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin, SyncConsumer, SyncGroupConsumer
 
     if (topic is None) == (whitelist is None):
@@ -176,7 +177,7 @@ def console_consumer(
                 printer.run(group_consumer)
         else:
             with SyncAdmin(bootstrap) as admin:
-                topics = admin.call("describe_topics", None if pattern is not None else [topic])
+                topics = admin.call(AsyncAdmin.describe_topics, None if topic is None else [topic])
             if pattern is not None:
                 topics = [t for t in topics if pattern.fullmatch(t.name) and not t.is_internal]
             if partition is not None:
@@ -251,6 +252,7 @@ def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> 
 
     Exit codes: 0 success, 1 the topic or a partition does not exist, 2 bad usage.
     """
+    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
     try:
@@ -260,7 +262,7 @@ def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> 
         _fail(f"Invalid --time or --partitions: {exc}", EXIT_USAGE)
     try:
         with SyncAdmin(bootstrap) as admin:
-            [metadata] = admin.call("describe_topics", [topic])
+            [metadata] = admin.call(AsyncAdmin.describe_topics, [topic])
             existing = {p.partition: p for p in metadata.partitions}
             chosen = sorted(existing) if wanted is None else wanted
             missing = [p for p in chosen if p not in existing]
@@ -270,7 +272,7 @@ def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> 
             for p in leaderless:
                 click.echo(f"Error: partition {p} does not have a leader. Skip getting offsets", err=True)
             asked = {TopicPartition(topic, p): when for p in chosen if p not in leaderless}
-            found = admin.call("list_offsets", asked) if asked else {}
+            found = admin.call(AsyncAdmin.list_offsets, asked) if asked else {}
     except KafkaError as exc:
         _fail(str(exc))
     offsets = {tp.partition: result.offset for tp, result in found.items()}

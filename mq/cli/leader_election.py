@@ -65,10 +65,11 @@ def leader_election(
         except ElectionCommandError as exc:
             raise ToolError(str(exc), EXIT_USAGE) from None
 
+    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
     with SyncAdmin(bootstrap_server, **admin_client_options(admin_config)) as admin:
-        results = admin.call("elect_leaders", wanted, int(kind))
+        results = admin.call(AsyncAdmin.elect_leaders, wanted, int(kind))
     lines, failed = render_election(kind, results)
     for line in lines:
         click.echo(line)

@@ -56,6 +56,7 @@ def consumer_offset_checker(**options: Any) -> None:
     if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
         raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified", EXIT_USAGE)
     bootstrap = options["bootstrap_server"] or bootstrap_from_zookeeper(options["zookeeper"])
+    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
     with SyncAdmin(bootstrap, request_timeout_ms=options["socket_timeout_ms"]) as sync:
@@ -75,7 +76,9 @@ def consumer_offset_checker(**options: Any) -> None:
         extra = options["verbose"] or options["status"] or output_format != "text"
         if extra:
             report = consumer_groups.with_lag_seconds(admin, report)
-        brokers: list[BrokerMetadata] = list(sync.call("describe_cluster").brokers) if options["broker_info"] else []
+        brokers: list[BrokerMetadata] = (
+            list(sync.call(AsyncAdmin.describe_cluster).brokers) if options["broker_info"] else []
+        )
     _render(report, brokers, extra, output_format)
 
 

@@ -67,10 +67,11 @@ def preferred_replica_election(
 def _elect_through_brokers(
     bootstrap_server: str, admin_config: str | None, wanted: list[TopicPartition] | None
 ) -> None:
+    from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
     with SyncAdmin(bootstrap_server, **admin_client_options(admin_config)) as admin:
-        results = admin.call("elect_leaders", wanted)
+        results = admin.call(AsyncAdmin.elect_leaders, wanted)
     lines, failed = render_admin_election(results)
     for line in lines:
         click.echo(line)

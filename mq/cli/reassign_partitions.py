@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_client_options, handle_errors
+from mq.client.admin import AsyncAdmin
 from mq.tools import reassign_partitions as tool
 from mq.tools.reassign_partitions import Assignment, PartitionProgress, ReassignCommandError
 
@@ -192,7 +193,7 @@ def _echo(lines: Sequence[str]) -> None:
 
 
 def _racks(admin: tool.SyncReassignAdmin) -> dict[int, str | None]:
-    return {b.node_id: b.rack for b in admin.admin.call("describe_cluster").brokers}
+    return {b.node_id: b.rack for b in admin.admin.call(AsyncAdmin.describe_cluster).brokers}
 
 
 def _zookeeper(

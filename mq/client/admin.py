@@ -11,7 +11,6 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 from mq.client.cluster import BrokerMetadata, Cluster, TopicMetadata, kafka_error, topic_id_string
@@ -20,21 +19,8 @@ from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.configs import AlterConfigOp, ResourceType
 from mq.topic_partition import TopicPartition
-
-
-class ResourceType(IntEnum):
-    TOPIC = 2
-    BROKER = 4
-
-
-class AlterOp(IntEnum):
-    """IncrementalAlterConfigs operations."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +47,7 @@ class ConfigEntry:
     value: str | None
     read_only: bool
     source: int
-    """Kafka's ConfigSource: 1 topic, 4 static broker, 5 default, ..."""
+    """A ``ConfigSource`` value (-1 when the broker sent none)."""
     is_sensitive: bool
     synonyms: tuple[tuple[str, str | None, int], ...] = ()
 
@@ -318,7 +304,7 @@ class AsyncAdmin:
         self,
         resource_type: ResourceType,
         name: str,
-        changes: Mapping[str, tuple[AlterOp, str | None]],
+        changes: Mapping[str, tuple[AlterConfigOp, str | None]],
         validate_only: bool = False,
     ) -> None:
         """Apply ``changes`` (key -> (operation, value)) with IncrementalAlterConfigs."""

@@ -20,13 +20,12 @@ from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.records import iter_records
 from mq.records.batch_header import iter_headers
 from mq.records.record import ABORT, parse_control_key
 from mq.topic_partition import TopicPartition
 
-EARLIEST = -2
-LATEST = -1
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 

@@ -1,6 +1,7 @@
 """Blocking facade for tools: each object runs its async client on a private event loop in a daemon thread.
 
-``SyncAdmin(...).call("create_topics", [...])`` and the named methods below block until the coroutine finishes;
+``SyncAdmin(...).call(AsyncAdmin.create_topics, [...])`` (any coroutine method of the async client, named on its
+class, with that method's own argument and result types) and the named methods below block until it finishes;
 ``SyncProducer.send`` returns a ``concurrent.futures.Future`` of ``RecordMetadata``. Close each object when done.
 """
 
@@ -11,7 +12,7 @@ import concurrent.futures
 import re
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from mq.client.admin import AsyncAdmin
 from mq.client.consumer import AsyncConsumer, ConsumerRecord
@@ -20,6 +21,14 @@ from mq.client.producer import AsyncProducer, Headers, RecordMetadata
 from mq.topic_partition import TopicPartition
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class _AsyncClient(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_AsyncClient)
 
 
 class _LoopThread:
@@ -37,20 +46,20 @@ class _LoopThread:
         self.loop.close()
 
 
-class _Sync:
+class _Sync(Generic[C]):
     """Owns a loop thread and one async client built on it."""
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
+    def __init__(self, factory: Callable[[], C]) -> None:
         self._loop = _LoopThread()
 
-        async def create() -> Any:
+        async def create() -> C:
             return factory()
 
         self._client = self._loop.run(create())
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Run the async client's ``method`` to completion and return its result."""
-        return self._loop.run(getattr(self._client, method)(*args, **kwargs))
+    def call(self, method: Callable[Concatenate[C, P], Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the async client's coroutine ``method`` to completion and return its result."""
+        return self._loop.run(method(self._client, *args, **kwargs))
 
     def close(self) -> None:
         try:
@@ -58,28 +67,28 @@ class _Sync:
         finally:
             self._loop.stop()
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-class SyncAdmin(_Sync):
-    """AsyncAdmin's methods, blocking: ``admin.call("describe_topics", ["t"])`` or the shortcuts below."""
+class SyncAdmin(_Sync[AsyncAdmin]):
+    """AsyncAdmin's methods, blocking: ``admin.call(AsyncAdmin.describe_topics, ["t"])`` or the shortcuts below."""
 
     def __init__(self, bootstrap_servers: str, **config: Any) -> None:
         super().__init__(lambda: AsyncAdmin(bootstrap_servers, **config))
 
     @property
     def admin(self) -> AsyncAdmin:
-        return self._client  # type: ignore[no-any-return]
+        return self._client
 
     def list_topics(self, include_internal: bool = True) -> list[str]:
-        return self.call("list_topics", include_internal)  # type: ignore[no-any-return]
+        return self.call(AsyncAdmin.list_topics, include_internal)
 
 
-class SyncProducer(_Sync):
+class SyncProducer(_Sync[AsyncProducer]):
     def __init__(self, bootstrap_servers: str, **config: Any) -> None:
         super().__init__(lambda: AsyncProducer(bootstrap_servers, **config))
 
@@ -94,7 +103,7 @@ class SyncProducer(_Sync):
     ) -> concurrent.futures.Future[RecordMetadata]:
         """Queue a record (blocking only for metadata); the future completes when the broker acknowledged it."""
         result: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
-        queued = self.call("send", topic, value, key, headers, partition, timestamp_ms)
+        queued = self.call(AsyncProducer.send, topic, value, key, headers, partition, timestamp_ms)
 
         def relay(done: asyncio.Future[RecordMetadata]) -> None:
             error = done.exception()
@@ -107,10 +116,13 @@ class SyncProducer(_Sync):
         return result
 
     def flush(self) -> None:
-        self.call("flush")
+        self.call(AsyncProducer.flush)
 
 
-class _SyncConsuming(_Sync):
+Consuming = TypeVar("Consuming", AsyncConsumer, AsyncGroupConsumer)
+
+
+class _SyncConsuming(_Sync[Consuming]):
     """What both consumers offer: positions, seeks and polls."""
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -123,25 +135,25 @@ class _SyncConsuming(_Sync):
         self._client.seek_to_end(*partitions)
 
     def position(self, tp: TopicPartition) -> int:
-        return self.call("position", tp)  # type: ignore[no-any-return]
+        return self._loop.run(self._client.position(tp))
 
     def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
-        return self.call("poll", timeout_ms, max_records)  # type: ignore[no-any-return]
+        return self._loop.run(self._client.poll(timeout_ms, max_records))
 
 
-class SyncConsumer(_SyncConsuming):
+class SyncConsumer(_SyncConsuming[AsyncConsumer]):
     def __init__(self, bootstrap_servers: str, **config: Any) -> None:
         super().__init__(lambda: AsyncConsumer(bootstrap_servers, **config))
 
     @property
     def consumer(self) -> AsyncConsumer:
-        return self._client  # type: ignore[no-any-return]
+        return self._client
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self.consumer.assign(list(partitions))
 
 
-class SyncGroupConsumer(_SyncConsuming):
+class SyncGroupConsumer(_SyncConsuming[AsyncGroupConsumer]):
     """AsyncGroupConsumer, blocking; a rebalance listener's callbacks run on the client's loop thread."""
 
     def __init__(self, bootstrap_servers: str, *, group_id: str, **config: Any) -> None:
@@ -149,7 +161,7 @@ class SyncGroupConsumer(_SyncConsuming):
 
     @property
     def consumer(self) -> AsyncGroupConsumer:
-        return self._client  # type: ignore[no-any-return]
+        return self._client
 
     def subscribe(
         self,
@@ -161,13 +173,13 @@ class SyncGroupConsumer(_SyncConsuming):
         self.consumer.subscribe(topics, pattern=pattern, listener=listener)
 
     def unsubscribe(self) -> None:
-        self.call("unsubscribe")
+        self.call(AsyncGroupConsumer.unsubscribe)
 
     def assignment(self) -> list[TopicPartition]:
         return self.consumer.assignment()
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        self.call("commit", offsets)
+        self.call(AsyncGroupConsumer.commit, offsets)
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-        return self.call("committed", list(partitions))  # type: ignore[no-any-return]
+        return self.call(AsyncGroupConsumer.committed, list(partitions))

@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
@@ -36,6 +35,7 @@ from mq.records.batch_header import iter_headers
 from mq.records.default_batch import RecordBatchBuilder, iter_batch_records
 from mq.server.group_metadata import GroupMetadata
 from mq.server.replica_manager import ReplicaManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -76,11 +76,11 @@ class LoadedPartition:
     offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = field(default_factory=dict)
 
 
-def read_partition(log_: Any, buffer_bytes: int) -> LoadedPartition:
+def read_partition(log_: Log, buffer_bytes: int) -> LoadedPartition:
     """Replay a partition's log from its start to its end (v2 batches; control batches are skipped)."""
     loaded = LoadedPartition()
-    offset = int(log_.log_start_offset)
-    end = int(log_.log_end_offset)
+    offset = log_.log_start_offset
+    end = log_.log_end_offset
     while offset < end:
         info = log_.read(offset, buffer_bytes, max_offset=None, min_one_message=True)
         if info.records is None:
@@ -155,9 +155,12 @@ class GroupMetadataManager:
         """Partitions of ``__consumer_offsets``: the topic's own count once it exists, else the configured one."""
         self.time_ms = time_ms
 
-    def log_of(self, partition: int) -> Any:
+    def log_of(self, partition: int) -> Log | None:
         hosted = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
-        return None if hosted is None else hosted.log
+        if hosted is None:
+            return None
+        log_: Log = hosted.log
+        return log_
 
     def load(self, partition: int) -> LoadedPartition:
         log_ = self.log_of(partition)

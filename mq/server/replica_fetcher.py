@@ -28,6 +28,7 @@ from mq.records.batch_header import iter_headers
 from mq.server.metadata_cache import BrokerEndpoint
 from mq.server.partition import Partition
 from mq.server.replication_quota import ReplicationQuotaManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,12 @@ def whole_batches(records: bytes) -> bytes:
     for header in iter_headers(records):
         end = header.end_position
     return records[:end]
+
+
+def _log_of(partition: Partition) -> Log:
+    """The partition's log, typed as the storage layer defines it."""
+    log_: Log = partition.log
+    return log_
 
 
 class ReplicaFetcher:
@@ -181,7 +188,7 @@ class ReplicaFetcher:
             asked: dict[TopicPartition, tuple[int, int]] = {}
             for tp in list(self.truncating):
                 partition = self.partitions[tp]
-                latest = partition.log.leader_epoch_cache.latest_epoch
+                latest = _log_of(partition).leader_epoch_cache.latest_epoch
                 if latest is None:
                     self._truncate_to(partition, partition.high_watermark)
                     self.truncating.discard(tp)
@@ -202,7 +209,7 @@ class ReplicaFetcher:
                     current_epoch, latest = asked[tp]
                     if (
                         partition.leader_epoch != current_epoch
-                        or partition.log.leader_epoch_cache.latest_epoch != latest
+                        or _log_of(partition).leader_epoch_cache.latest_epoch != latest
                     ):
                         again = True  # followed again meanwhile: ask afresh
                     elif answer.error_code != ErrorCode.NONE:
@@ -226,7 +233,7 @@ class ReplicaFetcher:
     def _truncate_by_epoch(self, partition: Partition, leader_epoch: int, leader_end_offset: int) -> bool:
         """Apply the leader's ``(epoch, end offset)`` answer; True when truncation is complete, False when the
         leader named an epoch this log does not hold (it was cut back to the epoch below, to ask again)."""
-        log_ = partition.log
+        log_ = _log_of(partition)
         if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
             target = partition.high_watermark  # the leader cannot place our epoch
         else:
@@ -250,8 +257,9 @@ class ReplicaFetcher:
                 partition.log_end_offset,
                 self.leader_id,
             )
-        partition.log.truncate_to(offset)
-        partition.log.leader_epoch_cache.truncate_from_end(offset)  # also epochs that start at the log end
+        log_ = _log_of(partition)
+        log_.truncate_to(offset)
+        log_.leader_epoch_cache.truncate_from_end(offset)  # also epochs that start at the log end
         partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
 
     def _apply(self, response: Any, sent: dict[TopicPartition, tuple[int, int]]) -> bool:
@@ -277,7 +285,7 @@ class ReplicaFetcher:
                 records = whole_batches(bytes(data.records or b""))
                 if records:
                     try:
-                        partition.log.append_as_follower(records)
+                        _log_of(partition).append_as_follower(records)
                     except KafkaError as exc:
                         log.warning("replica of %s rejected data from leader %d: %s", tp, self.leader_id, exc)
                         continue

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from mq.client.admin import AsyncAdmin
 from mq.errors import ErrorCode
-from mq.spark.offsets import EARLIEST, LATEST, OffsetMap, OffsetSpec, check_specified, option_name
+from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.spark.offsets import OffsetMap, OffsetSpec, check_specified, option_name
 from mq.spark.options import ClientOptions, ReadOptions
 from mq.topic_partition import TopicPartition
 

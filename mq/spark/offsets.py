@@ -15,10 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mq.protocol.list_offsets import EARLIEST
 from mq.topic_partition import TopicPartition
-
-EARLIEST = -2
-LATEST = -1
 
 OffsetMap = dict[TopicPartition, int]
 

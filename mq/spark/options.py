@@ -16,9 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.spark.offsets import (
-    EARLIEST,
-    LATEST,
     OffsetSpec,
     parse_assign,
     parse_global_timestamp,

@@ -22,9 +22,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from mq.errors import CorruptRecordError, KafkaError
-from mq.records import iter_records, parse_header, validate
-from mq.records.batch_header import BatchHeader
+from mq.records import iter_records, validate
 from mq.records.record import Record
+from mq.storage.entry_scan import scan_entries
 from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, LOG_SUFFIX, offset_from_file_name
 from mq.topic_partition import TopicPartition
 
@@ -119,30 +119,6 @@ def find_segments(log_dir: str | Path, topics: Sequence[str] = ()) -> list[Segme
     return segments
 
 
-def _entries(fd: int, size: int, base_offset: int, max_message_size: int) -> Iterator[tuple[bytes, BatchHeader]]:
-    """Whole, checksummed entries from position 0, each with the chunk it was parsed from (``header.position`` is
-    relative to that chunk); CorruptRecordError at the first bad one; the end at a partial entry."""
-    position = 0
-    read_size = _READ_CHUNK_BYTES
-    while position < size:
-        chunk = os.pread(fd, read_size, position)
-        consumed = 0
-        while (header := parse_header(chunk, consumed, max_message_size)) is not None:
-            validate(chunk, header)
-            if header.offset < base_offset:
-                raise CorruptRecordError(f"offset {header.offset} is below the segment's base offset {base_offset}")
-            yield chunk, header
-            consumed += header.size
-        if consumed == 0:
-            head = parse_header(chunk, 0, max_message_size, complete=False)
-            if head is None or position + head.size > size:
-                return  # a partial entry: the torn tail of an interrupted write
-            read_size = head.size  # one entry larger than a chunk
-            continue
-        position += consumed
-        read_size = _READ_CHUNK_BYTES
-
-
 class _Columns:
     """Column lists of the rows of one partition, turned into a RecordBatch when full."""
 
@@ -209,7 +185,12 @@ def read_segment(
     with open(segment.path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         try:
-            for chunk, header in _entries(file.fileno(), size, segment.base_offset, max_message_size):
+            for chunk, _, header in scan_entries(file.fileno(), size, _READ_CHUNK_BYTES, max_message_size):
+                validate(chunk, header)
+                if header.offset < segment.base_offset:
+                    raise CorruptRecordError(
+                        f"offset {header.offset} is below the segment's base offset {segment.base_offset}"
+                    )
                 if not header.is_control:
                     decoded = list(iter_records(chunk, header))
                     columns.add(decoded, int(header.timestamp_type))

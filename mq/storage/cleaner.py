@@ -20,13 +20,12 @@ A pass over a log with its dirty section ``[first_dirty, first_uncleanable)``:
    load completes the swap): no state loses a key's latest record.
 
 Everything here runs in a cleaner thread; the log's lock is held only for the snapshot and each swap. Bytes read
-and written count against log.cleaner.io.max.bytes.per.second (``Throttler``, shared by the threads).
+and written count against log.cleaner.io.max.bytes.per.second (a ``TokenBucket`` shared by the threads).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from pathlib import Path
 
 from mq.records.batch_header import BatchHeader, Codec, parse_header, validate
 from mq.records.filtered import KeyedRecord, empty_batch, keyed_records, rebuild
+from mq.storage.entry_scan import scan_entries
 from mq.storage.file_names import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
@@ -44,6 +44,7 @@ from mq.storage.file_names import (
 )
 from mq.storage.log_segment import HEADER_READ, INT_MAX, LogSegment
 from mq.storage.partition_log import Log
+from mq.storage.token_bucket import TokenBucket
 
 MIN_READ_CHUNK = 4096
 OFFSET_MAP_ENTRY_BYTES = 24
@@ -59,34 +60,6 @@ def map_slots(dedupe_buffer_size: int, threads: int, load_factor: float = 0.9) -
     """Keys one pass may map: each thread's share of log.cleaner.dedupe.buffer.size at Kafka's entry size, filled
     to ``load_factor``."""
     return max(int(dedupe_buffer_size / max(threads, 1) / OFFSET_MAP_ENTRY_BYTES * load_factor), 1)
-
-
-class Throttler:
-    """log.cleaner.io.max.bytes.per.second, shared by every cleaner thread: after each check period, a thread
-    that finds more bytes done than the rate allows sleeps (interruptibly, on ``stop``) until the rate is met."""
-
-    CHECK_PERIOD_S = 0.1
-
-    def __init__(self, max_bytes_per_second: float, stop: threading.Event) -> None:
-        self.rate = max_bytes_per_second
-        self.stop = stop
-        self._mutex = threading.Lock()
-        self._period_start = time.monotonic()
-        self._bytes = 0.0
-
-    def maybe_throttle(self, done_bytes: int) -> None:
-        if self.rate >= sys.float_info.max:
-            return
-        with self._mutex:
-            self._bytes += done_bytes
-            elapsed = time.monotonic() - self._period_start
-            if elapsed < self.CHECK_PERIOD_S:
-                return
-            wait = self._bytes / self.rate - elapsed
-            self._period_start = time.monotonic() + max(wait, 0.0)
-            self._bytes = 0.0
-        if wait > 0:
-            self.stop.wait(wait)
 
 
 @dataclass
@@ -115,27 +88,6 @@ class _SegmentView:
     """Base offset of the segment after it (the first offset it cannot hold)."""
 
 
-def read_entries(fd: int, size: int, read_chunk: int) -> Iterator[tuple[bytes, BatchHeader]]:
-    """Every whole entry of the first ``size`` bytes of ``fd``, as (chunk, header in the chunk), read in chunks of
-    about ``read_chunk`` bytes (one entry larger than that is read whole)."""
-    position = 0
-    want = read_chunk
-    while position < size:
-        chunk = os.pread(fd, min(want, size - position), position)
-        consumed = 0
-        while (header := parse_header(chunk, consumed)) is not None:
-            yield chunk, header
-            consumed += header.size
-        if consumed == 0:
-            head = parse_header(chunk, 0, complete=False)
-            if head is None or position + head.size > size or head.size <= len(chunk):
-                return  # a partial entry at the end
-            want = head.size
-            continue
-        position += consumed
-        want = read_chunk
-
-
 class Cleaner:
     """Cleans one log at a time; ``stop`` aborts a pass between entries. ``read_chunk`` bytes are read at a time
     (this thread's half of log.cleaner.io.buffer.size); reads and writes go through ``throttler`` when given."""
@@ -147,7 +99,7 @@ class Cleaner:
         thread_id: int = 0,
         *,
         read_chunk: int = 262144,
-        throttler: Throttler | None = None,
+        throttler: TokenBucket | None = None,
     ) -> None:
         self.map_slots = map_slots
         self.stop = stop
@@ -158,12 +110,17 @@ class Cleaner:
     def _entries(self, view: _SegmentView) -> Iterator[tuple[bytes, BatchHeader]]:
         """The segment's entries; stops the pass when asked to, throttles per chunk read."""
         chunk_seen = None
-        for chunk, header in read_entries(view.fd, view.size, self.read_chunk):
+        for chunk, _, header in scan_entries(view.fd, view.size, self.read_chunk):
             self._check_stop()
-            if self.throttler is not None and chunk is not chunk_seen:
-                self.throttler.maybe_throttle(len(chunk))
+            if chunk is not chunk_seen:
+                self._throttle(len(chunk))
                 chunk_seen = chunk
             yield chunk, header
+
+    def _throttle(self, done_bytes: int) -> None:
+        """Count bytes read or written against the shared I/O rate, sleeping off any debt (woken by ``stop``)."""
+        if self.throttler is not None and (wait := self.throttler.reserve(done_bytes)) > 0:
+            self.stop.wait(wait)
 
     def _check_stop(self) -> None:
         if self.stop.is_set():
@@ -325,8 +282,7 @@ class Cleaner:
             assert written is not None
             cleaned.append(written.last_offset, written.max_timestamp, written.last_offset, out)
             stats.bytes_written += len(out)
-            if self.throttler is not None:
-                self.throttler.maybe_throttle(len(out))
+            self._throttle(len(out))
 
 
 def _retain(record: KeyedRecord, offset_map: dict[bytes, int], retain_deletes: bool) -> bool:

@@ -29,9 +29,10 @@ from pathlib import Path
 
 from mq.config import LONG_MAX
 from mq.storage.checkpoints import CLEANER_OFFSET_FILE, OffsetCheckpointFile
-from mq.storage.cleaner import Cleaner, CleanerStats, CleaningAbortedError, Throttler, map_slots
+from mq.storage.cleaner import Cleaner, CleanerStats, CleaningAbortedError, map_slots
 from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
+from mq.storage.token_bucket import TokenBucket
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,8 @@ class LogCleaner:
         self._in_progress: set[TopicPartition] = set()
         self._uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
         self._stop = threading.Event()
-        self._throttler = Throttler(max_io_bytes_per_second, self._stop)
+        self._throttler = TokenBucket(max_io_bytes_per_second) if max_io_bytes_per_second < sys.float_info.max else None
+        """The I/O rate every cleaner thread shares; its burst is a tenth of a second of bytes."""
         self._threads: list[threading.Thread] = []
         self.checkpoints: dict[TopicPartition, int] = {}
         """First dirty offset per partition (what ``cleaner-offset-checkpoint`` files hold)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from mq.errors import CorruptRecordError
 from mq.records.batch_header import V2_HEADER_SIZE, BatchHeader, parse_header, validate
 from mq.records.crc import Buffer
+from mq.storage.entry_scan import scan_entries
 from mq.storage.file_names import DELETED_SUFFIX, index_file_name, log_file_name, time_index_file_name
 from mq.storage.offset_index import OffsetIndex
 from mq.storage.time_index import TimeIndex
@@ -234,28 +235,15 @@ class LogSegment:
         self._first_batch_timestamp = -1
         file_size = os.fstat(self.fd).st_size
         position = 0
-        read_size = RECOVERY_CHUNK
-        while position < file_size:
-            chunk = os.pread(self.fd, read_size, position)
-            consumed = 0
-            try:
-                while (header := parse_header(chunk, consumed, max_message_size)) is not None:
-                    validate(chunk, header)
-                    if not 0 <= header.last_offset - self.base_offset <= INT_MAX:
-                        raise CorruptRecordError(f"offset {header.last_offset} does not fit in this segment")
-                    self._index_recovered(header, position + consumed)
-                    consumed += header.size
-                if consumed == 0:
-                    head = parse_header(chunk, 0, max_message_size, complete=False)
-                    if head is None or position + head.size > file_size:
-                        break  # a partial entry at the end
-                    read_size = head.size  # one entry larger than a chunk
-                    continue
-            except CorruptRecordError:
-                position += consumed
-                break
-            position += consumed
-            read_size = RECOVERY_CHUNK
+        try:
+            for chunk, chunk_position, header in scan_entries(self.fd, file_size, RECOVERY_CHUNK, max_message_size):
+                validate(chunk, header)
+                if not 0 <= header.last_offset - self.base_offset <= INT_MAX:
+                    raise CorruptRecordError(f"offset {header.last_offset} does not fit in this segment")
+                self._index_recovered(header, chunk_position + header.position)
+                position = chunk_position + header.end_position
+        except CorruptRecordError:
+            pass  # truncated at the end of the last valid entry
         truncated = file_size - position
         if truncated:
             os.ftruncate(self.fd, position)

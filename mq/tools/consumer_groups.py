@@ -20,14 +20,13 @@ from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
 from typing import Protocol
 
-from mq.client.admin import GroupDescription, GroupListing, MemberDescription
+from mq.client.admin import AsyncAdmin, GroupDescription, GroupListing, MemberDescription
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.lag_status import Sample, Status, evaluate, lag
 from mq.topic_partition import TopicPartition
 
-EARLIEST = -2
-LATEST = -1
 MISSING = "-"
 OFFSETS_HEADER = (
     "GROUP",
@@ -96,35 +95,35 @@ class ClientGroupAdmin:
         self.sync = sync
 
     def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
-        return self.sync.call("list_groups", None if states is None else list(states))  # type: ignore[no-any-return]
+        return self.sync.call(AsyncAdmin.list_groups, None if states is None else list(states))
 
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
-        return self.sync.call("describe_groups", list(group_ids))  # type: ignore[no-any-return]
+        return self.sync.call(AsyncAdmin.describe_groups, list(group_ids))
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
-        return self.sync.call("list_group_offsets", group_id)  # type: ignore[no-any-return]
+        return self.sync.call(AsyncAdmin.list_group_offsets, group_id)
 
     def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
-        self.sync.call("alter_group_offsets", group_id, dict(offsets))
+        self.sync.call(AsyncAdmin.alter_group_offsets, group_id, dict(offsets))
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, ErrorCode]:
-        return self.sync.call("delete_groups", list(group_ids))  # type: ignore[no-any-return]
+        return self.sync.call(AsyncAdmin.delete_groups, list(group_ids))
 
     def delete_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
-        return self.sync.call("delete_group_offsets", group_id, list(partitions))  # type: ignore[no-any-return]
+        return self.sync.call(AsyncAdmin.delete_group_offsets, group_id, list(partitions))
 
     def list_offsets(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        found = self.sync.call("list_offsets", dict(timestamps))
+        found = self.sync.call(AsyncAdmin.list_offsets, dict(timestamps))
         return {tp: entry.offset for tp, entry in found.items()}
 
     def partitions_of(self, topics: Sequence[str]) -> list[TopicPartition]:
-        described = self.sync.call("describe_topics", list(dict.fromkeys(topics)))
+        described = self.sync.call(AsyncAdmin.describe_topics, list(dict.fromkeys(topics)))
         return [TopicPartition(t.name, p.partition) for t in described for p in t.partitions]
 
     def record_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        return self.sync.call("record_timestamps", dict(positions))  # type: ignore[no-any-return]
+        return self.sync.call(AsyncAdmin.record_timestamps, dict(positions))
 
 
 # --- describe --------------------------------------------------------------------------------------------------------

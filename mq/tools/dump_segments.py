@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from mq.errors import KafkaError
+from mq.errors import CorruptRecordError, KafkaError
 from mq.records import iter_records
 from mq.records.batch_header import (
     HEADER_PREFIX_SIZE,
@@ -30,6 +30,7 @@ from mq.records.batch_header import (
 )
 from mq.records.crc import crc32c
 from mq.records.record import parse_control_key, parse_end_txn_marker
+from mq.storage.entry_scan import scan_entries
 from mq.storage.file_names import offset_from_file_name
 from mq.storage.offset_index import read_offset_index, sanity_check_offset_index
 from mq.storage.time_index import read_time_index, sanity_check_time_index
@@ -43,6 +44,8 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 NO_TIMESTAMP = -1
 
 _READ_BUFFER_BYTES = 1 << 20
+_INDEXED_READ_BYTES = 1 << 13
+"""Read from an indexed position, where the wanted entry is usually the first."""
 _MIN_ENTRY_SIZE_FIELD = MIN_SIZE_FIELD[0]
 """The smallest size field of any format (an empty v0 message)."""
 
@@ -386,7 +389,7 @@ def _sibling(path: str, suffix: str) -> str:
 class _Entry:
     position: int
     header: BatchHeader
-    """Parsed over ``data`` (its ``position`` is 0)."""
+    """Parsed over ``data`` (its ``position`` is where the entry starts in ``data``)."""
     data: bytes
 
 
@@ -400,7 +403,8 @@ class _Unreadable:
 
 
 class _LogReader:
-    """Read-only, buffered access to one ``.log`` file, one whole entry at a time."""
+    """Read-only access to one ``.log`` file: runs of entries through the storage scanner, and one entry at a position
+    (buffered) with the reason when it cannot be read."""
 
     def __init__(self, path: str, max_message_size: int) -> None:
         self._file: BinaryIO = open(path, "rb", buffering=_READ_BUFFER_BYTES)  # noqa: SIM115 - closed by close()
@@ -451,19 +455,28 @@ class _LogReader:
             return None
         return _Entry(position, header, data)
 
-    def entries(self, position: int = 0) -> Iterator[_Entry | _Unreadable]:
-        """Entries from ``position`` on, skipping unreadable ones where the size field allows it."""
+    def entries(self, position: int = 0, read_chunk: int = _READ_BUFFER_BYTES) -> Iterator[_Entry | _Unreadable]:
+        """Entries from ``position`` on, skipping unreadable ones where the size field allows it: the storage scanner
+        reads the whole entries, ``read_entry`` says why it stopped at bytes it cannot parse and where to go on."""
         while True:
-            entry = self.read_entry(position)
+            try:
+                for chunk, chunk_position, header in scan_entries(
+                    self._file.fileno(), self.size, read_chunk, self._max_message_size, position
+                ):
+                    position = chunk_position + header.end_position
+                    yield _Entry(chunk_position + header.position, header, chunk)
+                return
+            except CorruptRecordError:
+                entry = self.read_entry(position)
             if entry is None:
                 return
             yield entry
-            if isinstance(entry, _Unreadable):
-                if entry.next_position is None:
-                    return
-                position = entry.next_position
-            else:
+            if isinstance(entry, _Entry):
                 position += entry.header.size
+            elif entry.next_position is None:
+                return
+            else:
+                position = entry.next_position
 
 
 def _batch_entry(path: str, entry: _Entry) -> BatchEntry:
@@ -640,7 +653,7 @@ def dump_time_index(path: str, options: DumpOptions, report: DumpReport) -> Iter
 
 def _first_entry_reaching(reader: _LogReader, position: int, offset: int) -> _Entry | None:
     """The first readable entry from ``position`` whose last offset is at least ``offset``."""
-    for entry in reader.entries(position):
+    for entry in reader.entries(position, _INDEXED_READ_BYTES):
         if isinstance(entry, _Entry) and entry.header.last_offset >= offset:
             return entry
     return None

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
 from mq.errors import KafkaError
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -301,7 +302,7 @@ class LocalCluster:
             deadline = time.monotonic() + timeout
             while True:
                 with contextlib.suppress(KafkaError, OSError):
-                    described = admin.call("describe_cluster")
+                    described = admin.call(AsyncAdmin.describe_cluster)
                     known = {b.node_id for b in described.brokers}
                     if described.controller_id in known and expected <= known:
                         return

@@ -19,6 +19,7 @@ from typing import Any
 
 from mq.client.admin import AsyncAdmin
 from mq.client.consumer import AsyncConsumer, ConsumerRecord, list_offsets
+from mq.protocol.list_offsets import LATEST
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 
 _NULL = (-1).to_bytes(4, "big", signed=True)
@@ -82,7 +83,9 @@ async def digests(
     if not wanted:
         return result
     async with AsyncConsumer(client["bootstrap_servers"], auto_offset_reset="earliest", fetch_max_wait_ms=100) as c:
-        ends = {tp: offset for tp, (offset, _) in (await list_offsets(c.cluster, dict.fromkeys(wanted, -1))).items()}
+        ends = {
+            tp: offset for tp, (offset, _) in (await list_offsets(c.cluster, dict.fromkeys(wanted, LATEST))).items()
+        }
         c.assign(wanted)
         c.seek_to_beginning()
         remaining = [tp for tp in wanted if await c.position(tp) < ends[tp]]

@@ -35,11 +35,12 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from mq.client.admin import AsyncAdmin, NewTopic
-from mq.client.consumer import EARLIEST, LATEST, ConsumerRecord, list_offsets
+from mq.client.consumer import ConsumerRecord, list_offsets
 from mq.client.consumer_coordinator import CommitFailedError
 from mq.client.group_consumer import AsyncGroupConsumer
 from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.client_properties import consumer_settings, producer_settings
 from mq.tools.record_copy import record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition

@@ -1,7 +1,7 @@
 """``mq perf producer`` and ``mq perf consumer``: Kafka's producer and consumer perf tests on mq's client or on
 librdkafka (confluent-kafka), so the broker can be measured without the Python client's cost.
 
-The producer sends ``num_records`` payloads, rate-limited by ``Throttler``, and measures each record's latency from
+The producer sends ``num_records`` payloads, rate-limited by ``send_pacer``, and measures each record's latency from
 the send call to its acknowledgement (the future's completion, or librdkafka's own per-message latency as its
 delivery callback reports it). The consumer
 joins a group, subscribes to the topic and counts messages and key + value bytes until it has ``messages`` or no
@@ -23,10 +23,10 @@ from typing import Any
 from mq.tools.perf_stats import (
     ConsumerTotals,
     ProducerStats,
-    Throttler,
     consumer_header,
     consumer_progress,
     consumer_summary,
+    send_pacer,
 )
 
 Out = Callable[[str], None]
@@ -94,9 +94,9 @@ def run_producer(run: ProducerRun, out: Out, warn: Out) -> None:
             out(line)
 
     if run.client == "confluent":
-        _produce_confluent(run, stats.start_ms, completed)
+        _produce_confluent(run, completed)
     else:
-        asyncio.run(_produce_mq(run, stats.start_ms, completed, warn))
+        asyncio.run(_produce_mq(run, completed, warn))
     out(stats.total_line(now_ms()))
     if failures:
         raise PerfError(f"{len(failures)} of {run.num_records} records failed: {failures[0]}")
@@ -110,14 +110,14 @@ def _payload_picker(payloads: list[bytes]) -> Callable[[int], bytes]:
     return lambda _i: payloads[rng.randrange(len(payloads))]
 
 
-async def _produce_mq(run: ProducerRun, start_ms: int, completed: Completed, warn: Out) -> None:
+async def _produce_mq(run: ProducerRun, completed: Completed, warn: Out) -> None:
     from mq.client.producer import AsyncProducer
     from mq.tools.client_properties import producer_settings
 
     settings = producer_settings(run.props, warn)
     settings.setdefault("client_id", "perf-producer-client")
     bootstrap = settings.pop("bootstrap_servers")
-    throttler = Throttler(run.throughput, start_ms)
+    pace = send_pacer(run.throughput)
     payload_for = _payload_picker(run.payloads)
     pending: deque[asyncio.Future[Any]] = deque()
 
@@ -126,9 +126,9 @@ async def _produce_mq(run: ProducerRun, start_ms: int, completed: Completed, war
 
     async with AsyncProducer(bootstrap, **settings) as producer:
         for i in range(run.num_records):
-            delay = throttler.delay_ms(i, now_ms())
+            delay = pace()
             if delay:
-                await asyncio.sleep(delay / 1000)
+                await asyncio.sleep(delay)
             payload = payload_for(i)
             sent_ms = now_ms()
             future = await producer.send(run.topic, payload)
@@ -147,14 +147,14 @@ def _confluent_config(props: Mapping[str, str], defaults: Mapping[str, str]) -> 
     return config
 
 
-def _produce_confluent(run: ProducerRun, start_ms: int, completed: Completed) -> None:
+def _produce_confluent(run: ProducerRun, completed: Completed) -> None:
     from confluent_kafka import KafkaException, Producer
 
     try:
         producer = Producer(_confluent_config(run.props, {"client.id": "perf-producer-client"}))
     except KafkaException as exc:
         raise PerfError(str(exc.args[0])) from None
-    throttler = Throttler(run.throughput, start_ms)
+    pace = send_pacer(run.throughput)
     payload_for = _payload_picker(run.payloads)
 
     def delivered(error: object | None, message: Any) -> None:
@@ -163,9 +163,9 @@ def _produce_confluent(run: ProducerRun, start_ms: int, completed: Completed) ->
     throttled = run.throughput >= 0
     for i in range(run.num_records):
         if throttled:
-            delay = throttler.delay_ms(i, now_ms())
+            delay = pace()
             if delay:
-                time.sleep(delay / 1000)
+                time.sleep(delay)
         while True:
             try:
                 producer.produce(run.topic, payload_for(i), on_delivery=delivered)

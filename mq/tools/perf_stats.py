@@ -6,15 +6,19 @@ bytes, as Kafka's tools count it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from mq.storage.token_bucket import TokenBucket
 
 MB = 1024 * 1024
 REPORTING_INTERVAL_MS = 5000
 """The producer tool's window: a progress line once a completion arrives this long after the window began."""
 MAX_LATENCY_SAMPLES = 500_000
 PERCENTILES = (0.5, 0.95, 0.99, 0.999)
+MIN_SLEEP_S = 0.002
 
 CONSUMER_HEADER_FIELDS = "data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec"
 CONSUMER_FETCH_FIELDS = "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
@@ -118,26 +122,22 @@ class ProducerStats:
         )
 
 
-@dataclass
-class Throttler:
-    """Keeps sends at about ``per_second`` records a second (negative: unlimited; 0: nothing is sent).
+def send_pacer(per_second: float, clock: Callable[[], float] = time.monotonic) -> Callable[[], float]:
+    """Seconds to wait before each send so that sends keep to about ``per_second`` a second from the pacer's creation
+    (negative: unlimited; 0: nothing is sent, the wait is infinite): a token bucket with no cap on saved tokens,
+    starting with one. Waits below ``MIN_SLEEP_S`` are skipped and their debt carried to the next send, as sleeping
+    in tiny slices is imprecise."""
+    if per_second < 0:
+        return lambda: 0.0
+    if per_second == 0:
+        return lambda: math.inf
+    bucket = TokenBucket(per_second, math.inf, initial=1, clock=clock)
 
-    ``delay_ms(sent, now_ms)`` is how long to wait before the next send so that ``sent`` records since ``start_ms``
-    do not exceed the target rate; waits below ``min_sleep_ms`` are deferred and accumulate, as sleeping in
-    tiny slices is imprecise."""
+    def delay() -> float:
+        wait = bucket.reserve(1)
+        return wait if wait >= MIN_SLEEP_S else 0.0
 
-    per_second: float
-    start_ms: float
-    min_sleep_ms: float = 2.0
-
-    def delay_ms(self, sent: int, now_ms: float) -> float:
-        if self.per_second < 0:
-            return 0.0
-        if self.per_second == 0:
-            return float("inf")
-        due_ms = self.start_ms + 1000.0 * sent / self.per_second
-        wait = due_ms - now_ms
-        return wait if wait >= self.min_sleep_ms else 0.0
+    return delay
 
 
 def kafka_time(ms: int) -> str:

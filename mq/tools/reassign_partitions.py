@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mq.client.admin import AlterOp, OngoingReassignment, ReassignmentResult, ResourceType
+from mq.client.admin import AsyncAdmin, OngoingReassignment, ReassignmentResult
 from mq.client.cluster import TopicMetadata
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.configs import AlterConfigOp, ConfigSource, ResourceType
 from mq.topic_partition import TopicPartition
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.assignment import AssignmentError, assign_replicas
@@ -393,10 +394,6 @@ class LiveState:
     leader: int
 
 
-DYNAMIC_BROKER_CONFIG = 2
-"""Kafka's ConfigSource of a per-broker dynamic config."""
-
-
 class SyncReassignAdmin:
     """``ReassignAdmin`` over a ``SyncAdmin``."""
 
@@ -405,7 +402,7 @@ class SyncReassignAdmin:
 
     def _describe(self, topics: Iterable[str]) -> list[TopicMetadata]:
         known = set(self.admin.list_topics())
-        return self.admin.call("describe_topics", sorted(t for t in set(topics) if t in known))  # type: ignore[no-any-return]
+        return self.admin.call(AsyncAdmin.describe_topics, sorted(t for t in set(topics) if t in known))
 
     def replicas(self, topics: Iterable[str]) -> Assignment:
         return {
@@ -420,26 +417,26 @@ class SyncReassignAdmin:
         }
 
     def log_sizes(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> LogSizes:
-        found = self.admin.call("describe_log_dirs", sorted(set(brokers)), list(partitions))
+        found = self.admin.call(AsyncAdmin.describe_log_dirs, sorted(set(brokers)), list(partitions))
         return {(broker, tp): info.size_bytes for broker, replicas in found.items() for tp, info in replicas.items()}
 
     def broker_ids(self) -> list[int]:
-        return [b.node_id for b in self.admin.call("describe_cluster").brokers]
+        return [b.node_id for b in self.admin.call(AsyncAdmin.describe_cluster).brokers]
 
     def ongoing(self) -> dict[TopicPartition, OngoingReassignment]:
-        return self.admin.call("list_partition_reassignments")  # type: ignore[no-any-return]
+        return self.admin.call(AsyncAdmin.list_partition_reassignments)
 
     def alter(self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, ReassignmentResult]:
-        return self.admin.call("alter_partition_reassignments", moves)  # type: ignore[no-any-return]
+        return self.admin.call(AsyncAdmin.alter_partition_reassignments, moves)
 
     def set_configs(self, broker: int | None, topic: str | None, changes: Mapping[str, str | None]) -> None:
         resource = (ResourceType.BROKER, str(broker)) if broker is not None else (ResourceType.TOPIC, str(topic))
-        operations = {k: (AlterOp.DELETE if v is None else AlterOp.SET, v) for k, v in changes.items()}
-        self.admin.call("incremental_alter_configs", *resource, operations)
+        operations = {k: (AlterConfigOp.DELETE if v is None else AlterConfigOp.SET, v) for k, v in changes.items()}
+        self.admin.call(AsyncAdmin.incremental_alter_configs, *resource, operations)
 
     def dynamic_broker_keys(self, broker: int, keys: Sequence[str]) -> list[str]:
-        entries = self.admin.call("describe_configs", ResourceType.BROKER, str(broker), list(keys))
-        return [e.name for e in entries if e.name in keys and e.source == DYNAMIC_BROKER_CONFIG]
+        entries = self.admin.call(AsyncAdmin.describe_configs, ResourceType.BROKER, str(broker), list(keys))
+        return [e.name for e in entries if e.name in keys and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG]
 
 
 def execute(

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import signal
 import time
@@ -44,9 +43,11 @@ from typing import Any
 
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.cluster import Cluster
-from mq.client.consumer import EARLIEST, LATEST, AsyncConsumer, ConsumerRecord, list_offsets
+from mq.client.consumer import AsyncConsumer, ConsumerRecord, list_offsets
 from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.storage.token_bucket import TokenBucket
 from mq.tools.record_copy import record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition
 
@@ -162,43 +163,6 @@ async def lookup_window(
     start_times = await offsets(start.value) if start.kind == "time" else None
     end_times = await offsets(end.value) if end.kind == "time" else None
     return resolve_window(start, end, log_starts, log_ends, start_times, end_times)
-
-
-# -- rate -----------------------------------------------------------------------------------------------------------
-
-
-class TokenBucket:
-    """A token bucket of ``rate`` tokens per second holding at most ``burst``; it starts full.
-
-    ``reserve(n)`` takes n tokens and returns how long to wait before using them; the balance may go negative (a
-    debt later reservations wait for), so over any span of T seconds at most ``burst + rate * T`` tokens are used.
-    """
-
-    def __init__(self, rate: float, burst: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        if rate <= 0:
-            raise ValueError("the rate must be positive")
-        self.rate = rate
-        self.burst = burst if burst is not None else default_burst(rate)
-        self._clock = clock
-        self._tokens = self.burst
-        self._updated = clock()
-
-    def reserve(self, count: int) -> float:
-        now = self._clock()
-        self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
-        self._updated = now
-        self._tokens -= count
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
-
-    async def take(self, count: int) -> None:
-        delay = self.reserve(count)
-        if delay > 0:
-            await asyncio.sleep(delay)
-
-
-def default_burst(rate: float) -> int:
-    """A tenth of a second of records (at least one): small enough that a run of a few seconds holds the rate."""
-    return max(1, math.ceil(rate / 10))
 
 
 # -- state file -----------------------------------------------------------------------------------------------------
@@ -591,7 +555,9 @@ class ReplayLogProducer:
                 runs.setdefault(record.partition, (progress, []))[1].append(record)
         wanted = sum(len(run) for _, run in runs.values())
         if self.bucket is not None and wanted:
-            await self.bucket.take(wanted)
+            delay = self.bucket.reserve(wanted)
+            if delay > 0:
+                await asyncio.sleep(delay)
         topic = self.options.output_topic
         for partition, (progress, run) in runs.items():
             placement = target_partition(partition, output_count)

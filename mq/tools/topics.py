@@ -7,21 +7,24 @@ default (topic overrides and broker settings from the properties file), as the b
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
-from mq.client.admin import NewTopic, ResourceType
+from mq.client.admin import AsyncAdmin, NewTopic
+from mq.client.sync import SyncAdmin
 from mq.errors import TopicExistsError
+from mq.protocol.configs import ConfigSource, ResourceType
 from mq.topic_partition import INTERNAL_TOPICS
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import MetadataStore
 
+T = TypeVar("T")
+
 ACTIONS = ("create", "alter", "delete", "list", "describe")
-DEFAULT_SOURCE = 5
-"""ConfigSource DEFAULT_CONFIG: describe lists only configs from other sources, as Kafka's tool does."""
 CONFIG_DEPRECATION = (
     "WARNING: Altering topic configuration from this script has been deprecated and may be removed in future releases.\n"
     "         Going forward, please use kafka-configs.sh for this functionality"
@@ -274,13 +277,13 @@ def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcom
     topic_arg = options.get("topic")
     topic = str(topic_arg) if topic_arg is not None else None
     outcome = TopicsOutcome()
-    configs = parse_configs(options.get("config") or ())  # type: ignore[arg-type]
+    configs = parse_configs(_strings(options, "config"))
     if action == "create":
         assert topic is not None
         assignment = options.get("replica_assignment")
         manual = parse_replica_assignment(str(assignment)) if assignment else None
-        partitions = int(options.get("partitions") or -1)  # type: ignore[call-overload]
-        factor = int(options.get("replication_factor") or -1)  # type: ignore[call-overload]
+        partitions = _int(options, "partitions") or -1
+        factor = _int(options, "replication_factor") or -1
         if options.get("partitions") is not None and partitions < 1:
             raise TopicCommandError("The partitions must be greater than 0")
         if options.get("replication_factor") is not None and not 1 <= factor <= 32767:
@@ -319,23 +322,23 @@ def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcom
                 marked_for_deletion=described.name in marked,
             )
     elif action == "alter":
-        removed = [str(k) for k in options.get("delete_config") or ()]  # type: ignore[attr-defined]
+        removed = _strings(options, "delete_config")
         for name in names:
             if configs or removed:
-                _wrap(lambda name=name: admin.alter_config(name, configs, removed))
+                _wrap(functools.partial(admin.alter_config, name, configs, removed))
                 outcome.lines += [CONFIG_DEPRECATION, f"Updated config for topic {name}."]
             if options.get("partitions") is None:
                 continue
             if name in INTERNAL_TOPICS:
                 raise TopicCommandError(f"The number of partitions for the internal topic {name} cannot be changed.")
-            total = int(options["partitions"])  # type: ignore[call-overload]
+            total = _int(options, "partitions") or 0
             extra = None
             assignment = options.get("replica_assignment")
             if assignment:
                 full = parse_replica_assignment(str(assignment))
                 current = len(admin.describe_topics([name])[0].partitions)
                 extra = [full[p] for p in sorted(full) if p >= current]
-            _wrap(lambda name=name, extra=extra, total=total: admin.create_partitions(name, total, extra))
+            _wrap(functools.partial(admin.create_partitions, name, total, extra))
             if zookeeper:
                 outcome.lines += [PARTITIONS_WARNING, "Adding partitions succeeded!"]
     else:
@@ -344,20 +347,29 @@ def run_topics(admin: TopicAdmin, options: Mapping[str, object]) -> TopicsOutcom
                 raise TopicCommandError(
                     f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."
                 )
-            newly: list[bool] = []
-            _wrap(lambda name=name, newly=newly: newly.append(admin.delete_topic(name) is not False))
+            newly = _wrap(functools.partial(admin.delete_topic, name)) is not False
             if zookeeper:
                 outcome.lines += (
                     [f"Topic {name} is marked for deletion.", DELETE_NOTE]
-                    if newly[0]
+                    if newly
                     else [f"Topic {name} is already marked for deletion."]
                 )
     return outcome
 
 
-def _wrap(operation: Callable[[], object]) -> None:
+def _int(options: Mapping[str, object], key: str) -> int | None:
+    value = options.get(key)
+    return value if value is None or isinstance(value, int) else int(str(value))
+
+
+def _strings(options: Mapping[str, object], key: str) -> list[str]:
+    value = options.get(key)
+    return [str(item) for item in value] if isinstance(value, Iterable) and not isinstance(value, str) else []
+
+
+def _wrap(operation: Callable[[], T]) -> T:
     try:
-        operation()
+        return operation()
     except TopicCommandError:
         raise
     except Exception as exc:
@@ -367,20 +379,20 @@ def _wrap(operation: Callable[[], object]) -> None:
 class ClientTopicAdmin:
     """``TopicAdmin`` over mq's client: the ``--bootstrap-server`` path."""
 
-    def __init__(self, admin: Any) -> None:
+    def __init__(self, admin: SyncAdmin) -> None:
         self.admin = admin
 
     def list_topic_names(self) -> list[str]:
-        return list(self.admin.call("list_topics"))
+        return list(self.admin.call(AsyncAdmin.list_topics))
 
     def live_brokers(self) -> set[int]:
-        return {b.node_id for b in self.admin.call("describe_cluster").brokers}
+        return {b.node_id for b in self.admin.call(AsyncAdmin.describe_cluster).brokers}
 
     def describe_topics(self, names: Sequence[str]) -> list[TopicDescription]:
         described = []
-        for metadata in self.admin.call("describe_topics", list(names)):
-            entries = self.admin.call("describe_configs", ResourceType.TOPIC, metadata.name)
-            overrides = {e.name: e.value or "" for e in entries if e.source not in (DEFAULT_SOURCE, -1)}
+        for metadata in self.admin.call(AsyncAdmin.describe_topics, list(names)):
+            entries = self.admin.call(AsyncAdmin.describe_configs, ResourceType.TOPIC, metadata.name)
+            overrides = {e.name: e.value or "" for e in entries if e.source not in (ConfigSource.DEFAULT_CONFIG, -1)}
             partitions = [
                 PartitionDescription(p.partition, p.leader, tuple(p.replicas), tuple(p.isr))
                 for p in metadata.partitions
@@ -398,13 +410,15 @@ class ClientTopicAdmin:
         assignment: Mapping[int, Sequence[int]] | None,
         config: Mapping[str, str],
     ) -> None:
-        self.admin.call("create_topics", [NewTopic(name, partitions, replication_factor, assignment, dict(config))])
+        self.admin.call(
+            AsyncAdmin.create_topics, [NewTopic(name, partitions, replication_factor, assignment, dict(config))]
+        )
 
     def create_partitions(self, name: str, total: int, assignment: Sequence[Sequence[int]] | None) -> None:
-        self.admin.call("create_partitions", {name: total}, {name: assignment} if assignment else None)
+        self.admin.call(AsyncAdmin.create_partitions, {name: total}, {name: assignment} if assignment else None)
 
     def delete_topic(self, name: str) -> bool | None:
-        self.admin.call("delete_topics", [name])
+        self.admin.call(AsyncAdmin.delete_topics, [name])
         return None
 
     def marked_for_deletion(self) -> set[str]:

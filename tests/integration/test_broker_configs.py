@@ -11,12 +11,13 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from mq.client.admin import AlterOp, ConfigEntry, NewTopic, ResourceType
+from mq.client.admin import AsyncAdmin, ConfigEntry, NewTopic
 from mq.client.connection import BrokerConnection
 from mq.client.sync import SyncAdmin
 from mq.config import LONG_MAX, parse_properties
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.configs import AlterConfigOp, ResourceType
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -37,7 +38,7 @@ def broker_id(broker) -> int:
 
 
 def described(admin: SyncAdmin, name: str) -> dict[str, ConfigEntry]:
-    entries = admin.call("describe_configs", ResourceType.BROKER, name, None, True)
+    entries = admin.call(AsyncAdmin.describe_configs, ResourceType.BROKER, name, None, True)
     return {e.name: e for e in entries}
 
 
@@ -74,9 +75,15 @@ def test_throttle_rates_are_dynamic_per_broker_and_cluster_wide(broker, admin) -
     assert before["listeners"].source == STATIC_BROKER_CONFIG
     assert described(admin, "") == {}
 
-    admin.call("incremental_alter_configs", ResourceType.BROKER, "", {FOLLOWER_RATE: (AlterOp.SET, "2000")})
-    admin.call("incremental_alter_configs", ResourceType.BROKER, node, {LEADER_RATE: (AlterOp.SET, "1000")})
-    admin.call("incremental_alter_configs", ResourceType.BROKER, "", {LEADER_RATE: (AlterOp.SET, "3000")})
+    admin.call(
+        AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, "", {FOLLOWER_RATE: (AlterConfigOp.SET, "2000")}
+    )
+    admin.call(
+        AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, node, {LEADER_RATE: (AlterConfigOp.SET, "1000")}
+    )
+    admin.call(
+        AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, "", {LEADER_RATE: (AlterConfigOp.SET, "3000")}
+    )
     defaults = described(admin, "")
     assert sorted(defaults) == [FOLLOWER_RATE, LEADER_RATE]
     assert (defaults[FOLLOWER_RATE].value, defaults[FOLLOWER_RATE].source) == ("2000", DYNAMIC_DEFAULT_BROKER_CONFIG)
@@ -101,18 +108,22 @@ def test_throttle_rates_are_dynamic_per_broker_and_cluster_wide(broker, admin) -
         time.sleep(0.1)
     assert "leader 1000 B/s, follower 2000 B/s" in broker.stderr()
 
-    admin.call("incremental_alter_configs", ResourceType.BROKER, node, {LEADER_RATE: (AlterOp.DELETE, None)})
+    admin.call(
+        AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, node, {LEADER_RATE: (AlterConfigOp.DELETE, None)}
+    )
     assert described(admin, node)[LEADER_RATE].value == "3000"
 
 
 def test_alter_configs_replaces_the_whole_entry_and_validate_only_writes_nothing(broker, admin) -> None:
     node = str(broker_id(broker))
-    admin.call("alter_configs", ResourceType.BROKER, node, {LEADER_RATE: "10", FOLLOWER_RATE: "20"})
-    admin.call("alter_configs", ResourceType.BROKER, node, {FOLLOWER_RATE: "30"})
+    admin.call(AsyncAdmin.alter_configs, ResourceType.BROKER, node, {LEADER_RATE: "10", FOLLOWER_RATE: "20"})
+    admin.call(AsyncAdmin.alter_configs, ResourceType.BROKER, node, {FOLLOWER_RATE: "30"})
     entries = described(admin, node)
     assert (entries[LEADER_RATE].source, entries[FOLLOWER_RATE].value) == (DEFAULT_CONFIG, "30")
-    admin.call("alter_configs", ResourceType.BROKER, node, {FOLLOWER_RATE: "40"}, True)
-    admin.call("incremental_alter_configs", ResourceType.BROKER, node, {LEADER_RATE: (AlterOp.SET, "5")}, True)
+    admin.call(AsyncAdmin.alter_configs, ResourceType.BROKER, node, {FOLLOWER_RATE: "40"}, True)
+    admin.call(
+        AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, node, {LEADER_RATE: (AlterConfigOp.SET, "5")}, True
+    )
     entries = described(admin, node)
     assert (entries[LEADER_RATE].source, entries[FOLLOWER_RATE].value) == (DEFAULT_CONFIG, "30")
 
@@ -120,15 +131,15 @@ def test_alter_configs_replaces_the_whole_entry_and_validate_only_writes_nothing
 @pytest.mark.parametrize(
     ("name", "changes", "code"),
     [
-        ("", {LEADER_RATE: (AlterOp.SET, "-1")}, ErrorCode.INVALID_CONFIG),
-        ("", {LEADER_RATE: (AlterOp.SET, "fast")}, ErrorCode.INVALID_CONFIG),
-        ("", {FOLLOWER_RATE: (AlterOp.SET, str(LONG_MAX + 1))}, ErrorCode.INVALID_CONFIG),
-        ("", {LEADER_RATE: (AlterOp.APPEND, "5")}, ErrorCode.INVALID_CONFIG),
-        ("", {"log.retention.ms": (AlterOp.SET, "5")}, ErrorCode.INVALID_CONFIG),
+        ("", {LEADER_RATE: (AlterConfigOp.SET, "-1")}, ErrorCode.INVALID_CONFIG),
+        ("", {LEADER_RATE: (AlterConfigOp.SET, "fast")}, ErrorCode.INVALID_CONFIG),
+        ("", {FOLLOWER_RATE: (AlterConfigOp.SET, str(LONG_MAX + 1))}, ErrorCode.INVALID_CONFIG),
+        ("", {LEADER_RATE: (AlterConfigOp.APPEND, "5")}, ErrorCode.INVALID_CONFIG),
+        ("", {"log.retention.ms": (AlterConfigOp.SET, "5")}, ErrorCode.INVALID_CONFIG),
     ],
 )
 def test_invalid_broker_config_changes_are_refused(admin, name: str, changes, code: ErrorCode) -> None:
-    error = error_of(lambda: admin.call("incremental_alter_configs", ResourceType.BROKER, name, changes))
+    error = error_of(lambda: admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, name, changes))
     assert error.code == code
     assert described(admin, "") == {}
 
@@ -160,13 +171,17 @@ def test_a_broker_resource_name_must_be_an_id_or_empty(broker) -> None:
 
 
 def test_throttled_replica_lists_are_list_configs_of_topics(admin) -> None:
-    admin.call("create_topics", [NewTopic("moving", 2, 1)])
+    admin.call(AsyncAdmin.create_topics, [NewTopic("moving", 2, 1)])
     key = "leader.replication.throttled.replicas"
-    admin.call("incremental_alter_configs", ResourceType.TOPIC, "moving", {key: (AlterOp.APPEND, "0:1")})
-    admin.call("incremental_alter_configs", ResourceType.TOPIC, "moving", {key: (AlterOp.APPEND, "1:1,0:1")})
-    entries = {e.name: e for e in admin.call("describe_configs", ResourceType.TOPIC, "moving", [key])}
+    admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.TOPIC, "moving", {key: (AlterConfigOp.APPEND, "0:1")})
+    admin.call(
+        AsyncAdmin.incremental_alter_configs, ResourceType.TOPIC, "moving", {key: (AlterConfigOp.APPEND, "1:1,0:1")}
+    )
+    entries = {e.name: e for e in admin.call(AsyncAdmin.describe_configs, ResourceType.TOPIC, "moving", [key])}
     assert entries[key].value == "0:1,1:1"
     error = error_of(
-        lambda: admin.call("incremental_alter_configs", ResourceType.TOPIC, "moving", {key: (AlterOp.SET, "0-1")})
+        lambda: admin.call(
+            AsyncAdmin.incremental_alter_configs, ResourceType.TOPIC, "moving", {key: (AlterConfigOp.SET, "0-1")}
+        )
     )
     assert error.code == ErrorCode.INVALID_CONFIG

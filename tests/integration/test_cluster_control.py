@@ -16,6 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from waiting import wait_for
 
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
 from mq.zk.codecs import ControllerInfo, encode_reassignment
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -221,7 +222,7 @@ def test_automatic_rebalance_returns_leadership_to_preferred_replicas(start_clus
     topic_id = cluster.zk.get_topic_assignment("balanced").topic_id
     for broker_id in (1, 2, 3):  # every broker's Metadata answer carries the topic id
         with SyncAdmin(cluster.bootstrap(broker_id)) as admin:
-            assert [t.topic_id for t in admin.call("describe_topics", ["balanced"])] == [topic_id]
+            assert [t.topic_id for t in admin.call(AsyncAdmin.describe_topics, ["balanced"])] == [topic_id]
 
 
 def test_a_broker_whose_session_expired_registers_again_and_the_controller_resigns(start_cluster) -> None:

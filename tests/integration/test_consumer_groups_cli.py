@@ -13,6 +13,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
 from mq.topic_partition import TopicPartition
@@ -108,7 +109,7 @@ def test_describe_reset_and_delete_a_kafka_python_group(mq_command: list[str], b
     )
 
     with SyncAdmin(broker.bootstrap) as admin, pytest.raises(KafkaError) as refusal:
-        admin.call("alter_group_offsets", "billing", {TopicPartition("orders", 0): 0})
+        admin.call(AsyncAdmin.alter_group_offsets, "billing", {TopicPartition("orders", 0): 0})
     assert refusal.value.code == ErrorCode.UNKNOWN_MEMBER_ID
 
     checker = Tool(mq_command, "consumer-offset-checker", "--bootstrap-server", broker.bootstrap)

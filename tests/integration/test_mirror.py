@@ -17,6 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from waiting import wait_for
 
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
 from mq.topic_partition import TopicPartition as MqTopicPartition
 
@@ -203,7 +204,7 @@ def test_every_record_is_mirrored_in_order_and_check_finds_a_missing_record(
     assert all(line.endswith("\tOK") for line in lines)
 
     with SyncAdmin(target.bootstrap) as admin:
-        admin.call("delete_records", {MqTopicPartition("orders", 1): 1})
+        admin.call(AsyncAdmin.delete_records, {MqTopicPartition("orders", 1): 1})
     checked = mirror.check()
     assert checked.returncode == 1
     verdicts = [line.rsplit("\t", 1)[1] for line in checked.stdout.splitlines()]
@@ -283,7 +284,9 @@ def test_a_source_gap_is_reported_and_counted_and_new_topics_are_picked_up(
 
     produce(source.bootstrap, "logs", 1000, start=1000)
     with SyncAdmin(source.bootstrap) as admin:
-        assert admin.call("delete_records", {MqTopicPartition("logs", 0): 1500}) == {MqTopicPartition("logs", 0): 1500}
+        assert admin.call(AsyncAdmin.delete_records, {MqTopicPartition("logs", 0): 1500}) == {
+            MqTopicPartition("logs", 0): 1500
+        }
     mirror.start()
     wait_mirrored(lambda: target_count(target.bootstrap, "logs", 1) >= 1500, mirror, timeout=30)
     create_topic(source.bootstrap, "logs-new", 2)  # matches the whitelist: picked up by the running mirror

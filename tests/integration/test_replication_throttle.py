@@ -13,8 +13,9 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from waiting import wait_for
 
-from mq.client.admin import AlterOp, ResourceType
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
+from mq.protocol.configs import AlterConfigOp, ResourceType
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.codecs import ControllerInfo
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -98,7 +99,7 @@ def test_a_lagging_follower_catches_up_at_the_throttled_rate(throttled_cluster, 
     time.sleep(3)
     assert log_bytes(follower) < before + 4_000_000  # unthrottled, all 8 MB would be there by now
     with SyncAdmin(leader.bootstrap) as admin:
-        changes = {rate_key: (AlterOp.DELETE, None)}
-        admin.call("incremental_alter_configs", ResourceType.BROKER, str(throttler_id), changes)
+        changes = {rate_key: (AlterConfigOp.DELETE, None)}
+        admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, str(throttler_id), changes)
     # At the throttled rate the remaining 4+ MB would take over 80 s.
     assert wait_for(lambda: log_bytes(follower) == target, 30), (log_bytes(follower), target)

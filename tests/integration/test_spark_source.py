@@ -15,6 +15,7 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
 from mq.topic_partition import TopicPartition
 from tests.integration.conftest import BrokerProcess
@@ -164,7 +165,7 @@ def test_data_lost_to_retention_fails_or_is_skipped(spark: Any, broker: BrokerPr
         producer.produce("lossy", f"v{i}".encode())
     producer.flush(10)
     with SyncAdmin(broker.bootstrap) as admin:
-        admin.call("delete_records", {TopicPartition("lossy", 0): 6})
+        admin.call(AsyncAdmin.delete_records, {TopicPartition("lossy", 0): 6})
     from_zero = {"subscribe": "lossy", "startingOffsets": '{"lossy": {"0": 0}}'}
     with pytest.raises(Exception, match="failOnDataLoss"):
         reader(spark, broker.bootstrap, **from_zero).collect()

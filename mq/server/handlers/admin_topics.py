@@ -6,6 +6,7 @@ metadata cache, as Kafka's brokers wait.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from mq.config import BrokerConfig
@@ -17,8 +18,8 @@ from mq.server.metadata_cache import MetadataCache
 from mq.zk.admin_zk_client import AdminZkClient
 
 
-def _seconds(timeout: Any) -> float:
-    return max(0.0, float(timeout.total_seconds()))
+def _seconds(timeout: timedelta) -> float:
+    return max(0.0, timeout.total_seconds())
 
 
 def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:

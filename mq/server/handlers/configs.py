@@ -17,47 +17,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping
-from enum import IntEnum
 from typing import Any
 
 from mq.config import INT_MAX, TOPIC_TO_BROKER_KEYS, BrokerConfig, DynamicBrokerConfig, TopicConfig, config_fields
 from mq.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
-from mq.server.api_dispatch import Api, RequestContext
+from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
+from mq.server.api_dispatch import Api, Handler, RequestContext
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient, broker_entity
 
 
-class ResourceType(IntEnum):
-    TOPIC = 2
-    BROKER = 4
-
-
-class ConfigSource(IntEnum):
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
-class ConfigType(IntEnum):
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-
-
-class AlterOp(IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
-def _render(value: Any) -> str | None:
+def _render(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -254,7 +224,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
             return {**answer, "error_code": exc.code, "error_message": str(exc)}
         return answer
 
-    def alter_handler(incremental: bool) -> Any:
+    def alter_handler(incremental: bool) -> Handler:
         async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
             validate_only = bool(request.validate_only)
             responses = await asyncio.to_thread(
@@ -302,10 +272,10 @@ def _apply_incremental(
     """Kafka's SET / DELETE / APPEND / SUBTRACT on stored overrides (list values are comma-separated)."""
     updated = dict(current)
     for change in changes:
-        op = AlterOp(change.config_operation)
-        if op == AlterOp.SET:
+        op = AlterConfigOp(change.config_operation)
+        if op == AlterConfigOp.SET:
             updated[change.name] = change.value or ""
-        elif op == AlterOp.DELETE:
+        elif op == AlterConfigOp.DELETE:
             updated.pop(change.name, None)
         else:
             f = fields.get(change.name)
@@ -316,7 +286,7 @@ def _apply_incremental(
                 )
             items = [v for v in updated.get(change.name, str(f.default)).split(",") if v]
             values = [v for v in (change.value or "").split(",") if v]
-            if op == AlterOp.APPEND:
+            if op == AlterConfigOp.APPEND:
                 items += [v for v in values if v not in items]
             else:
                 items = [v for v in items if v not in values]

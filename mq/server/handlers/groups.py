@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from mq.config import BrokerConfig
@@ -32,7 +33,7 @@ CLASSIC_GROUP_TYPE = "classic"
 NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
-def _ms(value: Any) -> int:
+def _ms(value: timedelta) -> int:
     return int(value.total_seconds() * 1000)
 
 

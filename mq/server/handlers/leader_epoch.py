@@ -14,6 +14,7 @@ from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTo
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 DEBUGGING_REPLICA_ID = -2
@@ -32,7 +33,8 @@ def leader_epoch_apis(replica_manager: ReplicaManager) -> list[Api]:
             partition.check_leader_epoch(current_leader_epoch)
             if only_leader and not partition.is_leader:
                 raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
-            answer["leader_epoch"], answer["end_offset"] = partition.log.end_offset_for_epoch(leader_epoch)
+            log: Log = partition.log
+            answer["leader_epoch"], answer["end_offset"] = log.end_offset_for_epoch(leader_epoch)
         except KafkaError as exc:
             answer["error_code"] = exc.code
         return answer

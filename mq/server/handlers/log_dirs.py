@@ -10,11 +10,12 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
+from mq.storage.log_manager import LogManager
 from mq.topic_partition import TopicPartition
 
 
 def log_dirs_apis(replica_manager: ReplicaManager) -> list[Api]:
-    log_manager = replica_manager.log_manager
+    log_manager: LogManager = replica_manager.log_manager
 
     async def describe_log_dirs(context: RequestContext, request: Any) -> dict[str, Any]:
         wanted: set[TopicPartition] | None = None

@@ -6,13 +6,12 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3
 HIGH_WATERMARK_OFFSET = -1
 
 
@@ -28,7 +27,8 @@ def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
             elif timestamp == EARLIEST:
                 answer["offset"] = partition.log_start_offset
             else:
-                found = partition.log.fetch_offset_by_timestamp(timestamp)
+                log: Log = partition.log
+                found = log.fetch_offset_by_timestamp(timestamp)
                 if found is not None and found[0] < limit:
                     answer["offset"], answer["timestamp"] = found
         except KafkaError as exc:
@@ -67,7 +67,8 @@ def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
                     f"Cannot increment the log start offset to {target} of partition {tp} since it is larger than "
                     f"the high watermark {partition.high_watermark}"
                 )
-            partition.log.maybe_increment_log_start_offset(target)
+            log: Log = partition.log
+            log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}

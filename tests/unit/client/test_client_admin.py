@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from client_fakes import FakeBroker, run, start_cluster, stop_all
 
-from mq.client.admin import AlterOp, AsyncAdmin, NewTopic, ResourceType
+from mq.client.admin import AsyncAdmin, NewTopic
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader
+from mq.protocol.configs import AlterConfigOp, ResourceType
 from mq.topic_partition import TopicPartition
 
 
@@ -127,7 +128,7 @@ def test_configs_route_broker_resources_to_that_broker() -> None:
         sent = [b for broker in brokers for _, b in broker.of(ApiKey.DESCRIBE_CONFIGS)][-1]
         assert list(sent.resources[0].configuration_keys) == ["retention.ms"]
         with pytest.raises(KafkaError, match="Invalid value x") as info:
-            await admin.incremental_alter_configs(ResourceType.TOPIC, "t", {"retention.ms": (AlterOp.SET, "x")})
+            await admin.incremental_alter_configs(ResourceType.TOPIC, "t", {"retention.ms": (AlterConfigOp.SET, "x")})
         assert info.value.code == ErrorCode.INVALID_CONFIG
 
     with_admin(test)

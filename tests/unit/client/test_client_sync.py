@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from client_fakes import FakeBroker, start_cluster, stop_all
 
+from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin, SyncConsumer, SyncProducer
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader
@@ -51,7 +52,7 @@ def test_sync_clients(broker: FakeBroker) -> None:
     bootstrap = f"127.0.0.1:{broker.port}"
     with SyncAdmin(bootstrap) as admin:
         assert admin.list_topics() == ["t"]
-        assert [t.name for t in admin.call("describe_topics", ["t"])] == ["t"]
+        assert [t.name for t in admin.call(AsyncAdmin.describe_topics, ["t"])] == ["t"]
     with SyncProducer(bootstrap, linger_ms=0) as producer:
         metadata = producer.send("t", b"v", key=b"k", timestamp_ms=3).result(timeout=5)
         assert (metadata.topic, metadata.partition, metadata.offset, metadata.timestamp) == ("t", 0, 0, 3)

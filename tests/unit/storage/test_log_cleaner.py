@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from pathlib import Path
@@ -13,10 +12,11 @@ from compaction_helpers import TS, Clock, compacted, produce, records
 from mq.config import TopicConfig
 from mq.storage import cleaner as cleaner_module
 from mq.storage.checkpoints import CLEANER_OFFSET_FILE, OffsetCheckpointFile
-from mq.storage.cleaner import Cleaner, Throttler, map_slots
+from mq.storage.cleaner import Cleaner, map_slots
 from mq.storage.log_cleaner import LogCleaner, log_to_clean
 from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
+from mq.storage.token_bucket import TokenBucket
 from mq.topic_partition import TopicPartition
 
 TP = TopicPartition("t", 0)
@@ -206,22 +206,28 @@ class RecordingStop(threading.Event):
         return False
 
 
-def test_the_throttler_sleeps_off_bytes_beyond_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cleaner_threads_sleep_off_bytes_beyond_their_shared_rate() -> None:
     now = [100.0]
-    monkeypatch.setattr(cleaner_module.time, "monotonic", lambda: now[0])
+    bucket = TokenBucket(1000.0, clock=lambda: now[0])  # a burst of 100 bytes
     stop = RecordingStop()
-    throttler = Throttler(1000.0, stop)
-    throttler.maybe_throttle(500)  # within the first check period: no check yet
-    now[0] += 0.2
-    throttler.maybe_throttle(500)  # 1000 bytes in 0.2 s at 1000 B/s: 0.8 s to sleep
-    assert stop.waits == [pytest.approx(0.8)]
-    now[0] += 1.0
-    throttler.maybe_throttle(100)  # well below the rate
-    assert len(stop.waits) == 1
-    unlimited = Throttler(sys.float_info.max, stop)
-    now[0] += 5
-    unlimited.maybe_throttle(1 << 40)
-    assert len(stop.waits) == 1
+    first, second = Cleaner(10, stop, 0, throttler=bucket), Cleaner(10, stop, 1, throttler=bucket)
+    first._throttle(100)  # the burst
+    assert stop.waits == []
+    second._throttle(500)  # 500 bytes at 1000 B/s
+    first._throttle(300)  # behind the other thread's debt too
+    assert stop.waits == [pytest.approx(0.5), pytest.approx(0.8)]
+    now[0] += 5.0  # the debt is paid, and at most a burst is saved meanwhile
+    first._throttle(100)
+    second._throttle(100)
+    assert stop.waits[2:] == [pytest.approx(0.1)]
+    Cleaner(10, stop)._throttle(1 << 40)  # no limit
+    assert len(stop.waits) == 3
+
+
+def test_the_default_io_rate_is_unlimited(tmp_path: Path) -> None:
+    manager, _ = manager_with(tmp_path, TopicConfig(), Clock())
+    assert LogCleaner(manager)._throttler is None
+    assert LogCleaner(manager, max_io_bytes_per_second=1e6)._throttler is not None
 
 
 def test_compact_delete_logs_are_cleaned_and_retention_during_a_pass_aborts_it(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from mq.cli.main import cli
-from mq.client.admin import ClusterDescription
+from mq.client.admin import AsyncAdmin, ClusterDescription
 from mq.client.cluster import BrokerMetadata
 from mq.tools import consumer_groups as tool
 from mq.tools import offset_checker
@@ -30,8 +31,8 @@ class FakeSync:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def call(self, method: str, *args: Any) -> Any:
-        assert method == "describe_cluster"
+    def call(self, method: Callable[..., Any], *args: Any) -> Any:
+        assert method is AsyncAdmin.describe_cluster
         brokers = (BrokerMetadata(2, "h2", 9093, None), BrokerMetadata(1, "h1", 9092, None))
         return ClusterDescription("c", 1, brokers)
 

@@ -9,13 +9,13 @@ import pytest
 from mq.tools.perf_stats import (
     ConsumerTotals,
     ProducerStats,
-    Throttler,
     consumer_header,
     consumer_progress,
     consumer_summary,
     parse_props,
     percentiles,
     sampling_interval,
+    send_pacer,
 )
 
 FINAL = re.compile(
@@ -77,14 +77,23 @@ def test_total_line_has_kafkas_shape_and_figures() -> None:
     )
 
 
-def test_throttler_waits_until_each_record_is_due() -> None:
-    throttler = Throttler(per_second=100, start_ms=0)
-    assert throttler.delay_ms(0, 0) == 0
-    assert throttler.delay_ms(10, 50) == 50  # the 10th record is due at 100 ms
-    assert throttler.delay_ms(10, 99) == 0  # 1 ms early: below the minimum sleep
-    assert throttler.delay_ms(10, 120) == 0
-    assert Throttler(-1, 0).delay_ms(10**9, 0) == 0
-    assert Throttler(0, 0).delay_ms(0, 0) == float("inf")
+def test_sends_are_paced_from_the_first_and_short_waits_carry_over() -> None:
+    now = [0.0]
+    pace = send_pacer(100, clock=lambda: now[0])
+    sent_at = []
+    for _ in range(5):
+        now[0] += pace()
+        sent_at.append(now[0])
+    assert sent_at == pytest.approx([0.0, 0.01, 0.02, 0.03, 0.04])  # each record due 10 ms after the one before
+    now[0] += 1.0  # a stalled sender catches up without waiting
+    assert [pace() for _ in range(100)] == [0.0] * 100
+    assert pace() > 0
+    fast = send_pacer(1000, clock=lambda: now[0])
+    assert fast() == 0  # the first record is due at once
+    assert fast() == 0  # 1 ms early: below the shortest sleep, carried over
+    assert fast() == pytest.approx(0.002)
+    assert send_pacer(-1)() == 0
+    assert send_pacer(0)() == float("inf")
 
 
 def test_consumer_header_and_summary() -> None:

@@ -1,4 +1,4 @@
-"""The replay's token bucket, driven by a fake clock."""
+"""The token bucket (the cleaner's I/O limit, the replay's and perf's rates), driven by a fake clock."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mq.tools.replay import TokenBucket, default_burst
+from mq.storage.token_bucket import TokenBucket, default_burst
 
 
 class Clock:

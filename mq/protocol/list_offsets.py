@@ -1,0 +1,11 @@
+"""The special timestamps of a ListOffsets request (Kafka's ``ListOffsetsRequest``): a partition asked with one of
+these gets that offset instead of the first offset whose record time is at or after the timestamp."""
+
+from __future__ import annotations
+
+from typing import Final
+
+LATEST: Final = -1
+"""The log end offset (the high watermark for consumers)."""
+EARLIEST: Final = -2
+"""The log start offset."""
