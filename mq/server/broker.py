@@ -25,7 +25,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mq.client.connection import BrokerConnection
 from mq.config import BrokerConfig, TopicConfig, parse_properties
@@ -141,11 +140,11 @@ class KafkaServer:
         self.admin: AdminZkClient | None = None
         self.cluster_channel: ClusterChannel | None = None
         self.server: SocketServer | None = None
-        self.log_manager: Any = None
+        self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.log_cleaner: LogCleaner | None = None
         self.group_coordinator: GroupCoordinator | None = None
-        self.clock = SystemClock()
+        self.clock: Clock = SystemClock()
         self.scheduler: Scheduler | None = None
         self.zk_executor = ThreadPoolExecutor(1, thread_name_prefix="mq-metadata")
         """The broker's own ZooKeeper reads and writes (not the controller's): one thread, in submission order."""
@@ -429,7 +428,7 @@ class KafkaServer:
         ISR expiry and offset expiry are loop work; the leader rebalance check is a controller event."""
         config = self.config
         replica_manager, scheduler, log_manager = self.replica_manager, self.scheduler, self.log_manager
-        assert replica_manager is not None and scheduler is not None
+        assert replica_manager is not None and scheduler is not None and log_manager is not None
         scheduler.schedule(
             "retention",
             config.log_retention_check_interval_ms,

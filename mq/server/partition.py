@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mq.errors import (
     CorruptRecordError,
@@ -25,6 +24,7 @@ from mq.records.batch_header import parse_header
 from mq.records.crc import Buffer
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.producer_state import BatchMetadata, ProducerStateManager
+from mq.storage.partition_log import FetchDataInfo, Log
 from mq.topic_partition import TopicPartition
 
 
@@ -49,8 +49,7 @@ class ReplicaState:
 @dataclass
 class Partition:
     tp: TopicPartition
-    log: Any
-    """The partition's ``mq.storage.partition_log.Log``."""
+    log: Log
     local_broker_id: int
     time_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
     leader_id: int = -1
@@ -178,7 +177,7 @@ class Partition:
         from_follower: bool,
         min_one_message: bool,
         current_leader_epoch: int = -1,
-    ) -> Any:
+    ) -> FetchDataInfo:
         """A fetch data info for ``fetch_offset``; consumers read only below the high watermark. The requester's
         leader epoch is checked first, as Kafka does."""
         self.check_leader_epoch(current_leader_epoch)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, error_code_of
@@ -23,6 +22,8 @@ from mq.server.partition_state import PartitionStateInfo
 from mq.server.purgatory import Purgatory, wait_for_answer
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
+from mq.storage.log_manager import LogManager
+from mq.storage.log_segment import FileSlice
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,7 @@ class FetchResult:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: Any = None
-    """A file slice (fd, position, length) or None."""
+    records: FileSlice | None = None
 
 
 class ReplicaManager:
@@ -61,7 +61,7 @@ class ReplicaManager:
         self,
         config: BrokerConfig,
         broker_id: int,
-        log_manager: Any,
+        log_manager: LogManager,
         topic_config: Callable[[str], TopicConfig],
         checkpointed_high_watermarks: dict[TopicPartition, int] | None = None,
         clock: Clock | None = None,
