@@ -271,8 +271,9 @@ class ReplicaManager:
             try:
                 partition = self.leader_partition(request.tp)
                 partition.check_leader_epoch(request.current_leader_epoch)  # a fenced fetch moves nothing
-                if replica_id >= 0 and record_follower:
-                    self._follower_fetched(partition, replica_id, request.fetch_offset)
+                if replica_id >= 0:
+                    if record_follower:
+                        self._follower_fetched(partition, replica_id, request.fetch_offset)
                     if self._leader_throttled(partition, replica_id):
                         results[request.tp] = FetchResult(
                             ErrorCode.NONE,

@@ -84,3 +84,22 @@ def test_throttled_partition_gets_nothing_while_the_leader_quota_is_exceeded(tmp
     assert length(fetch(rm, other, OUT_OF_SYNC)) > 0  # nor partitions of other topics
     rm.quotas.leader.update_quota(10**9)
     assert length(fetch(rm, tp, OUT_OF_SYNC)) == size  # a raised rate lets it through again
+
+
+def test_a_parked_follower_fetch_woken_by_an_append_is_still_throttled(tmp_path: Path) -> None:
+    tp = TopicPartition("t", 0)
+    rm = manager(tmp_path, tp)
+    rm.quotas.leader.update_quota(1000)
+    assert length(fetch(rm, tp, OUT_OF_SYNC)) > 1000 and rm.quotas.leader.is_quota_exceeded()
+
+    async def run() -> dict[TopicPartition, FetchResult]:
+        end = rm.partitions[tp].log_end_offset
+        request = FetchRequestPartition(tp, end, 1 << 20)
+        waiting = asyncio.create_task(
+            rm.fetch([request], replica_id=OUT_OF_SYNC, max_wait_ms=300, min_bytes=1, max_bytes=1 << 20)
+        )
+        await asyncio.sleep(0.05)
+        await rm.append_records({tp: v2_batch(count=5, value_size=200)}, 1, 1000)  # wakes the parked fetch
+        return await waiting
+
+    assert length(asyncio.run(run())[tp]) == 0
