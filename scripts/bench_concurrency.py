@@ -62,11 +62,12 @@ from bench import (
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mq.client.admin import AlterOp, ResourceType
+from mq.client.admin import AsyncAdmin
 from mq.client.consumer import fetch_request_body
 from mq.client.sync import SyncAdmin
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, encode_request, request_schema
+from mq.protocol.configs import AlterConfigOp, ResourceType
 from mq.protocol.entities import build
 from mq.tools.local_cluster import LocalCluster
 from mq.topic_partition import TopicPartition
@@ -210,7 +211,12 @@ def fill_for_retention(bootstrap: str, log_dir: Path, topic: str, megabytes: int
 
     def disturb() -> None:
         with SyncAdmin(bootstrap) as admin:
-            admin.call("incremental_alter_configs", ResourceType.TOPIC, topic, {"retention.ms": (AlterOp.SET, "1")})
+            admin.call(
+                AsyncAdmin.incremental_alter_configs,
+                ResourceType.TOPIC,
+                topic,
+                {"retention.ms": (AlterConfigOp.SET, "1")},
+            )
         deadline = time.monotonic() + 600
         while segment_files(log_dir, topic) > 1:
             if time.monotonic() > deadline:
