@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,6 +67,8 @@ class LogManager:
         self.time_ms = time_ms
         self.logs: dict[TopicPartition, Log] = {}
         self._locks: list[int] = []
+        self._hosted: Counter[Path] = Counter()
+        """Logs per log dir: a new partition goes to the dir holding the fewest (the first listed on a tie)."""
         self._mutex = threading.Lock()
         self._checkpoint_mutex = threading.Lock()
 
@@ -103,6 +106,7 @@ class LogManager:
                         f"Duplicate log directories for {tp}: {self.logs[tp].dir} and {partition_log.dir}"
                     )
                 self.logs[tp] = partition_log
+                self._hosted[partition_log.dir.parent] += 1
         log.info("loaded %d logs from %s", len(self.logs), ", ".join(map(str, self.log_dirs)))
 
     def topic_config(self, topic: str) -> TopicConfig:
@@ -168,19 +172,18 @@ class LogManager:
             if existing is not None:
                 existing.update_config(config)
                 return existing
-            counts = {d: 0 for d in self.log_dirs}
-            for partition_log in self.logs.values():
-                parent = partition_log.dir.parent
-                counts[parent] = counts.get(parent, 0) + 1
-            directory = min(self.log_dirs, key=lambda d: counts.get(d, 0)) / str(tp)
-            created = Log(directory, config, time_ms=self.time_ms)
+            parent = min(self.log_dirs, key=lambda d: self._hosted[d])
+            created = Log(parent / str(tp), config, time_ms=self.time_ms)
             self.logs[tp] = created
+            self._hosted[parent] += 1
             return created
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Close the log, rename its directory ``...-delete`` and remove it in the background."""
         with self._mutex:
             partition_log = self.logs.pop(tp, None)
+            if partition_log is not None:
+                self._hosted[partition_log.dir.parent] -= 1
         if partition_log is None:
             return
         partition_log.close()
