@@ -489,12 +489,14 @@ class KafkaServer:
         )
 
     def high_watermarks_by_dir(self) -> dict[Path, dict[TopicPartition, int]]:
-        """On the loop: each log dir's partitions and their high watermarks."""
-        by_dir: dict[Path, dict[TopicPartition, int]] = {d.resolve(): {} for d in self.config.log_dir_paths}
+        """On the loop, so no system call: each log dir's partitions and their high watermarks (logs live in the
+        resolved log dirs the log manager was given)."""
+        if self.log_manager is None:
+            return {}
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_manager.log_dirs}
         if self.replica_manager is not None:
             for tp, partition in self.replica_manager.partitions.items():
-                directory = Path(partition.log.dir).resolve().parent
-                by_dir.setdefault(directory, {})[tp] = partition.high_watermark
+                by_dir.setdefault(partition.log.dir.parent, {})[tp] = partition.high_watermark
         return by_dir
 
     @staticmethod
