@@ -114,6 +114,12 @@ def read_values(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
+def known_brokers(bootstrap: str) -> set[int]:
+    """The brokers one broker's metadata lists (clients pick among them)."""
+    with SyncAdmin(bootstrap) as admin:
+        return {b.node_id for b in admin.call(AsyncAdmin.describe_cluster).brokers}
+
+
 def segment(broker, topic: str) -> bytes:
     path = broker.log_dir / f"{topic}-0" / "00000000000000000000.log"
     return path.read_bytes() if path.exists() else b""
@@ -133,6 +139,7 @@ def test_a_new_controller_completes_a_reassignment_and_a_deletion_left_pending(s
     produce(cluster.bootstrap(), "doomed", 10)
     cluster.broker(target).kill()  # the reassignment's new replica and a replica of the doomed topic are down
     assert wait_for(lambda: target not in cluster.zk.get_all_brokers())
+    assert wait_for(lambda: all(target not in known_brokers(cluster.bootstrap(b)) for b in (first, keeper)))
 
     cluster.store.create("/admin/reassign_partitions", encode_reassignment([("moving", 0, [keeper, target])]))
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap())
