@@ -67,10 +67,11 @@ class Purgatory(Generic[K]):
         """Operations waiting on ``key``."""
         return len(self._watchers.get(key, ()))
 
-    def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[K]) -> bool:
+    def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[K], *, tried: bool = False) -> bool:
         """Complete ``operation`` now if it can; else watch ``keys`` until a check completes it or it expires.
-        Returns whether it completed at once."""
-        if operation.try_complete() and operation.force_complete():
+        Returns whether it completed at once. ``tried``: the caller has just found that it cannot complete (nothing
+        can change before it is watched, as both run on the loop), so it is not tried again."""
+        if not tried and operation.try_complete() and operation.force_complete():
             return True
         watched = self._keys[operation] = tuple(dict.fromkeys(keys))
         for key in watched:
@@ -152,13 +153,16 @@ async def wait_for_answer(
     purgatory: Purgatory[K], keys: Iterable[K], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
 ) -> T:
     """``check()`` now, else park in ``purgatory`` on ``keys`` until a check of one of them answers or
-    ``timeout_ms`` passed (then ``final()``). With no time to wait, ``final()`` alone answers."""
+    ``timeout_ms`` passed (then ``final()``). With no time to wait, ``final()`` alone answers. An answer found at
+    once costs no future, operation or timer."""
     if timeout_ms <= 0:
         return final()
+    answer = check()
+    if answer is not None:
+        return answer
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     operation = DelayedFuture(timeout_ms, check, final, future)
-    if purgatory.try_complete_else_watch(operation, keys):
-        return future.result()
+    purgatory.try_complete_else_watch(operation, keys, tried=True)
     try:
         return await future
     finally:

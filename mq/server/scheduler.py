@@ -32,7 +32,6 @@ class _Periodic:
     work: Callable[..., Any]
     done: Callable[[Any], None] | None
     timer: TimerHandle | None = None
-    running: Future[Any] | None = None
 
 
 class Scheduler:
@@ -80,12 +79,11 @@ class Scheduler:
             return
 
         def finished(result: Any) -> None:
-            task.running = None
             if task.done is not None:
                 task.done(result)
             self._arm(task, task.period_ms)
 
-        task.running = self._run(task.name, task.work, args, finished, lambda: self._arm(task, task.period_ms))
+        self._run(task.name, task.work, args, finished, lambda: self._arm(task, task.period_ms))
 
     def schedule_on_loop(self, name: str, period_ms: int, action: Callable[[], None]) -> None:
         """Run ``action`` on the loop every ``period_ms``: for in-memory work (ISR expiry) and hand-offs to other
@@ -155,7 +153,7 @@ class Scheduler:
         args: tuple[Any, ...],
         finished: Callable[[Any], None],
         failed: Callable[[], None],
-    ) -> Future[Any]:
+    ) -> None:
         future = self._executor.submit(work, *args)
         self._in_flight.add(future)
 
@@ -172,7 +170,6 @@ class Scheduler:
                 log.exception("%s failed", name)
 
         future.add_done_callback(lambda _: self._call_soon(on_loop))
-        return future
 
     def _call_soon(self, callback: Callable[[], None]) -> None:
         if not self._loop.is_closed():
