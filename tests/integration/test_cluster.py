@@ -171,7 +171,7 @@ def test_controller_failover_picks_up_work(cluster) -> None:
         return data is not None and ControllerInfo.decode(data).broker_id != first
 
     assert wait_for(new_controller, timeout=30)
-    assert int(store.get("/controller_epoch")[0]) == epoch + 1
+    assert wait_for(lambda: int(store.get("/controller_epoch")[0]) == epoch + 1)  # bumped just after /controller
     survivors = [b for b in brokers if b.process is not None]
     bootstrap = ",".join(b.bootstrap for b in survivors)
     successor = ControllerInfo.decode(store.get("/controller")[0]).broker_id
