@@ -262,6 +262,11 @@ class KafkaServer:
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
             "flush", partition.log.flush, key=partition.log
         )
+        replica_manager = self.replica_manager
+        self.log_manager.dir_failure_listener = lambda directory: self._post(
+            lambda: replica_manager.log_dir_failed(directory)
+        )
+        self.cache.local_replica_offline = replica_manager.is_offline
 
         coordinator = self.group_coordinator = GroupCoordinator(
             config,
@@ -499,11 +504,12 @@ class KafkaServer:
                 by_dir.setdefault(partition.log.dir.parent, {})[tp] = partition.high_watermark
         return by_dir
 
-    @staticmethod
-    def write_high_watermarks(by_dir: dict[Path, dict[TopicPartition, int]]) -> None:
-        """Write ``replication-offset-checkpoint`` in every log dir (any thread)."""
+    def write_high_watermarks(self, by_dir: dict[Path, dict[TopicPartition, int]]) -> None:
+        """Write ``replication-offset-checkpoint`` in every online log dir (any thread)."""
+        if self.log_manager is None:
+            return
         for directory, offsets in by_dir.items():
-            OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).write(offsets)
+            self.log_manager.write_checkpoint(directory, HIGH_WATERMARK_FILE, offsets)
 
     def request_stop(self) -> None:
         self._stopping.set()

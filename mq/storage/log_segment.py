@@ -109,13 +109,12 @@ class LogSegment:
                 self.index.append(largest_offset, position)
                 self.time_index.maybe_append(max_timestamp, offset_of_max)
         except OSError:
-            for undo in (
-                lambda: os.ftruncate(self.fd, position),
-                lambda: self.index.truncate_entries(index_entries),
-                lambda: self.time_index.truncate_entries(time_entries),
-            ):
-                with contextlib.suppress(OSError):
-                    undo()
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, position)
+            with contextlib.suppress(OSError):
+                self.index.truncate_entries(index_entries)
+            with contextlib.suppress(OSError):
+                self.time_index.truncate_entries(time_entries)
             raise
         if position == 0:
             first = parse_header(records, 0, complete=False)
