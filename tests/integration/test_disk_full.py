@@ -1,0 +1,189 @@
+"""A log dir on a small tmpfs filled up while producers write: the broker answers KAFKA_STORAGE_ERROR for the
+partitions there, keeps serving the other log dir, never dies of a signal, and after space is freed and it restarts
+(from a clean stop or from kill -9) every acknowledged record is read back by a real consumer."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient
+
+from tests.integration.conftest import BrokerProcess
+
+pytestmark = pytest.mark.slow
+
+FS_SIZE = 16 << 20
+FREE_BYTES = 3 << 20
+"""Free space left on the tmpfs by a filler file written before the broker starts; removing it frees the space."""
+VALUE_SIZE = 1000
+MESSAGES = 5000
+"""MESSAGES x VALUE_SIZE is well above FREE_BYTES: the file system fills up during every run."""
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Callable[[str], tuple[Path, Path]]]:
+    """Mounts a 16 MB tmpfs under ``tmp_path/<name>`` with a filler file that leaves about 3 MB free; returns the
+    mount point and the filler. Unmounted after the test; the test is skipped when mounting is not permitted."""
+    mounted: list[Path] = []
+
+    def mount(name: str) -> tuple[Path, Path]:
+        target = tmp_path / name
+        target.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={FS_SIZE}", "tmpfs", str(target)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            pytest.skip(f"a tmpfs cannot be mounted here (root or CAP_SYS_ADMIN needed): {done.stderr.strip()}")
+        mounted.append(target)
+        filler = target / "filler"
+        with open(filler, "wb") as out:
+            out.write(bytes(FS_SIZE - FREE_BYTES))
+        return target / "kafka-logs", filler
+
+    yield mount
+    for target in reversed(mounted):
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+
+
+def produce(bootstrap: str, topic: str, partitions: list[int], count: int) -> tuple[dict[int, set[bytes]], list[int]]:
+    """acks=1, no retries: ``count`` values to each partition. Returns the acknowledged values per partition and
+    the error codes of the failed ones."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "retries": 0,
+            "linger.ms": 5,
+            "message.timeout.ms": 5000,
+        }
+    )
+    acked: dict[int, set[bytes]] = {p: set() for p in partitions}
+    errors: list[int] = []
+
+    def delivered(err: KafkaError | None, msg: object) -> None:
+        if err is None:
+            acked[msg.partition()].add(msg.value())  # type: ignore[attr-defined]
+        else:
+            errors.append(err.code())
+
+    for i in range(count):
+        for partition in partitions:
+            value = f"{partition}-{i}-".encode().ljust(VALUE_SIZE, b"x")
+            while True:
+                try:
+                    producer.produce(topic, value, partition=partition, on_delivery=delivered)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    return acked, errors
+
+
+def read_all(bootstrap: str, topic: str, partition: int) -> list[bytes]:
+    """Every value of the partition from its start to its high watermark, with a real consumer."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "disk-full-check", "enable.auto.commit": False})
+    try:
+        _, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), timeout=15)
+        consumer.assign([KafkaTopicPartition(topic, partition, 0)])
+        values: list[bytes] = []
+        position = 0
+        misses = 0
+        while position < high and misses < 50:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                misses += 1
+                continue
+            assert msg.error() is None, msg.error()
+            values.append(msg.value())
+            position = msg.offset() + 1
+        assert position >= high, f"read {position} of {high} records"
+        return values
+    finally:
+        consumer.close()
+
+
+def fill_until_failure(broker: BrokerProcess, topic: str) -> set[bytes]:
+    """Produce to partition 0 of ``topic`` (on the small file system) until it fails; the acknowledged values."""
+    acked, errors = produce(broker.bootstrap, topic, [0], MESSAGES)
+    assert acked[0], "nothing was acknowledged before the file system filled up"
+    assert errors, "the file system never filled up"
+    assert KafkaError.KAFKA_STORAGE_ERROR in errors, errors
+    assert set(errors) <= {KafkaError.KAFKA_STORAGE_ERROR, KafkaError._MSG_TIMED_OUT}, set(errors)
+    assert broker.process is not None and broker.process.poll() is None, "the broker died during the disk-full episode"
+    return acked[0]
+
+
+def test_full_log_dir_goes_offline_and_the_other_keeps_serving(
+    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
+) -> None:
+    small_dir, _ = small_filesystem("small")
+    big_dir = tmp_path / "big-logs"
+    broker = broker_factory(overrides=[f"log.dirs={big_dir},{small_dir}"]).start()
+    create_topic(broker.bootstrap, "t", 2)  # a new partition goes to the dir with the fewest: 0 -> big, 1 -> small
+    assert (big_dir / "t-0").is_dir() and (small_dir / "t-1").is_dir()
+
+    acked, errors = produce(broker.bootstrap, "t", [0, 1], MESSAGES)
+    assert KafkaError.KAFKA_STORAGE_ERROR in errors, errors
+    assert len(acked[0]) == MESSAGES  # the healthy dir accepted everything
+    assert acked[1] and len(acked[1]) < MESSAGES
+    assert broker.process is not None and broker.process.poll() is None
+
+    more, more_errors = produce(broker.bootstrap, "t", [0], 100)
+    assert not more_errors and len(more[0]) == 100
+    assert set(read_all(broker.bootstrap, "t", 0)) == acked[0] | more[0]
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        (response,) = admin.describe_log_dirs()
+        by_dir = {entry["log_dir"]: entry["error_code"] for entry in response["log_dirs"]}
+        assert by_dir == {str(big_dir.resolve()): 0, str(small_dir.resolve()): KafkaError.KAFKA_STORAGE_ERROR}
+    finally:
+        admin.close()
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics("t", timeout=15).topics["t"]
+    assert metadata.partitions[0].error is None and metadata.partitions[0].leader >= 0
+    assert metadata.partitions[1].leader == -1  # its only replica is offline
+    assert metadata.partitions[1].error.code() == KafkaError.LEADER_NOT_AVAILABLE
+    assert "Stopping serving logs in dir" in broker.stderr()
+    assert broker.stderr().count("Stopping serving logs in dir") == 1  # logged once, not per request or task
+
+
+def test_clean_stop_after_disk_full_keeps_every_acknowledged_record(
+    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    log_dir, filler = small_filesystem("small")
+    broker = broker_factory(overrides=[f"log.dirs={log_dir}", "log.segment.bytes=1048576"]).start()
+    create_topic(broker.bootstrap, "t", 1)
+    acked = fill_until_failure(broker, "t")
+    assert broker.stop() == 0
+    filler.unlink()
+    broker.start()
+    values = read_all(broker.bootstrap, "t", 0)
+    assert acked <= set(values), f"{len(acked - set(values))} acknowledged records lost"
+    more, more_errors = produce(broker.bootstrap, "t", [0], 10)
+    assert not more_errors and len(more[0]) == 10
+
+
+def test_kill_during_disk_full_keeps_every_acknowledged_record(
+    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    log_dir, filler = small_filesystem("small")
+    broker = broker_factory(overrides=[f"log.dirs={log_dir}", "log.segment.bytes=1048576"]).start()
+    create_topic(broker.bootstrap, "t", 1)
+    acked = fill_until_failure(broker, "t")
+    broker.kill()
+    filler.unlink()
+    broker.start()
+    values = read_all(broker.bootstrap, "t", 0)
+    assert acked <= set(values), f"{len(acked - set(values))} acknowledged records lost"
