@@ -121,7 +121,7 @@ def test_a_failed_checkpoint_write_takes_its_dir_offline(tmp_path: Path, monkeyp
 def test_produce_and_fetch_answer_storage_error_once_the_dir_failed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    manager, (a, b), told = two_dir_manager(tmp_path)
+    manager, (_, b), told = two_dir_manager(tmp_path)
     rm = ReplicaManager(BrokerConfig(), 1, manager, lambda topic: CONFIG)
     for partition in range(2):
         tp = TopicPartition("t", partition)
