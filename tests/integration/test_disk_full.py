@@ -159,13 +159,21 @@ def test_full_log_dir_goes_offline_and_the_other_keeps_serving(
     assert broker.stderr().count("Stopping serving logs in dir") == 1  # logged once, not per request or task
 
 
-def test_clean_stop_after_disk_full_keeps_every_acknowledged_record(
+def fill_single_dir_broker(
     small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
-) -> None:
+) -> tuple[BrokerProcess, Path, set[bytes]]:
+    """A broker whose only log dir is the small file system (1 MB segments: rolls happen while it fills), filled
+    through partition 0 of ``t``; the broker, the filler file and the acknowledged values."""
     log_dir, filler = small_filesystem("small")
     broker = broker_factory(overrides=[f"log.dirs={log_dir}", "log.segment.bytes=1048576"]).start()
     create_topic(broker.bootstrap, "t", 1)
-    acked = fill_until_failure(broker, "t")
+    return broker, filler, fill_until_failure(broker, "t")
+
+
+def test_clean_stop_after_disk_full_keeps_every_acknowledged_record(
+    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    broker, filler, acked = fill_single_dir_broker(small_filesystem, broker_factory)
     assert broker.stop() == 0
     filler.unlink()
     broker.start()
@@ -178,10 +186,7 @@ def test_clean_stop_after_disk_full_keeps_every_acknowledged_record(
 def test_kill_during_disk_full_keeps_every_acknowledged_record(
     small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
 ) -> None:
-    log_dir, filler = small_filesystem("small")
-    broker = broker_factory(overrides=[f"log.dirs={log_dir}", "log.segment.bytes=1048576"]).start()
-    create_topic(broker.bootstrap, "t", 1)
-    acked = fill_until_failure(broker, "t")
+    broker, filler, acked = fill_single_dir_broker(small_filesystem, broker_factory)
     broker.kill()
     filler.unlink()
     broker.start()
