@@ -296,6 +296,10 @@ class KafkaServer:
                 self.zk, self.broker_id, self.zk_executor, self._post, self.replica_manager.isr_change_done
             )
             self.replica_manager.isr_submitter = isr_writer.submit
+            log_manager = self.log_manager
+            self.replica_manager.fetchers.storage_failed = lambda partition, error: log_manager.mark_offline(
+                partition.log.dir.parent, error
+            )
         self.controller = Controller(
             self.zk,
             self.broker_id,

@@ -116,6 +116,8 @@ class ReplicaManager:
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
                 partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
+            if not self.log_manager.is_online(partition.log):
+                continue  # an offline replica follows no decision (the controller moves leadership elsewhere)
             was_leader = partition.is_leader
             if not partition.apply_state(info):
                 continue
