@@ -208,6 +208,15 @@ class KafkaServer:
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
+    def _log_dir_failed(self, directory: Path) -> None:
+        """A log dir went offline (any thread): the replica manager answers parked requests on its partitions, and in
+        cluster mode ``/log_dir_event_notification`` tells the controller, which moves their leadership away."""
+        replica_manager, zk = self.replica_manager, self.zk
+        assert replica_manager is not None and zk is not None
+        self._post(lambda: replica_manager.log_dir_failed(directory))
+        if not self.config.standalone:
+            self._submit_metadata_work(lambda: zk.propagate_log_dir_event(self.broker_id))
+
     def _submit_metadata_work(self, fn: Callable[[], None]) -> None:
         self.zk_executor.submit(fn)
 
@@ -262,11 +271,8 @@ class KafkaServer:
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
             "flush", partition.log.flush, key=partition.log
         )
-        replica_manager = self.replica_manager
-        self.log_manager.dir_failure_listener = lambda directory: self._post(
-            lambda: replica_manager.log_dir_failed(directory)
-        )
-        self.cache.local_replica_offline = replica_manager.is_offline
+        self.log_manager.dir_failure_listener = self._log_dir_failed
+        self.cache.local_replica_offline = self.replica_manager.is_offline
 
         coordinator = self.group_coordinator = GroupCoordinator(
             config,

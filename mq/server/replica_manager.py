@@ -99,7 +99,7 @@ class ReplicaManager:
         record the leader epoch of those it is to lead, so the loop does no file creation or fsync for them (a
         topic of many partitions costs the loop only in-memory work)."""
         for info in infos:
-            if self.broker_id not in info.replicas or info.tp in self.partitions:
+            if self.broker_id not in info.replicas or info.tp in self.partitions or self.is_offline(info.tp):
                 continue
             created = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
             if info.leader == self.broker_id:
@@ -174,9 +174,9 @@ class ReplicaManager:
         return partition
 
     def is_offline(self, tp: TopicPartition) -> bool:
-        """Whether this broker hosts ``tp`` in an offline log dir."""
-        partition = self.partitions.get(tp)
-        return partition is not None and not self.log_manager.is_online(partition.log)
+        """Whether this broker has a log of ``tp`` in an offline log dir (any thread)."""
+        found = self.log_manager.get_log(tp)
+        return found is not None and not self.log_manager.is_online(found)
 
     def _change_isr(self, partition: Partition, isr: frozenset[int]) -> None:
         """Propose an ISR change; at most one is in flight per partition, and the ISR in use (for the high
