@@ -12,9 +12,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from conftest import BrokerProcess, ZooKeeperProcess, start_cluster
 from kafka.admin import KafkaAdminClient
+from waiting import wait_for
 
-from tests.integration.conftest import BrokerProcess
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.zk_store import ZooKeeperStore
 
 pytestmark = pytest.mark.slow
 
@@ -27,24 +30,23 @@ MESSAGES = 5000
 
 
 @pytest.fixture
-def small_filesystem(tmp_path: Path) -> Iterator[Callable[[str], tuple[Path, Path]]]:
-    """Mounts a 16 MB tmpfs under ``tmp_path/<name>`` with a filler file that leaves about 3 MB free; returns the
-    mount point and the filler. Unmounted after the test; the test is skipped when mounting is not permitted."""
+def small_filesystem() -> Iterator[Callable[[Path], Path]]:
+    """Mounts a 16 MB tmpfs at a directory (made if missing) with a filler file in it that leaves about 3 MB free;
+    returns the filler. Unmounted after the test; the test is skipped when mounting is not permitted."""
     mounted: list[Path] = []
 
-    def mount(name: str) -> tuple[Path, Path]:
-        target = tmp_path / name
-        target.mkdir()
+    def mount(target: Path) -> Path:
+        target.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             ["mount", "-t", "tmpfs", "-o", f"size={FS_SIZE}", "tmpfs", str(target)], capture_output=True, text=True
         )
         if done.returncode != 0:
             pytest.skip(f"a tmpfs cannot be mounted here (root or CAP_SYS_ADMIN needed): {done.stderr.strip()}")
         mounted.append(target)
-        filler = target / "filler"
+        filler = target / "filler"  # a plain file in a log dir is left alone by the broker
         with open(filler, "wb") as out:
             out.write(bytes(FS_SIZE - FREE_BYTES))
-        return target / "kafka-logs", filler
+        return filler
 
     yield mount
     for target in reversed(mounted):
@@ -56,16 +58,18 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
 
 
-def produce(bootstrap: str, topic: str, partitions: list[int], count: int) -> tuple[dict[int, set[bytes]], list[int]]:
-    """acks=1, no retries: ``count`` values to each partition. Returns the acknowledged values per partition and
-    the error codes of the failed ones."""
+def produce(
+    bootstrap: str, topic: str, partitions: list[int], count: int, *, acks: int = 1, retries: int = 0
+) -> tuple[dict[int, set[bytes]], list[int]]:
+    """``count`` values to each partition (by default acks=1 without retries). Returns the acknowledged values per
+    partition and the error codes of the failed ones."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "acks": 1,
-            "retries": 0,
+            "acks": acks,
+            "retries": retries,
             "linger.ms": 5,
-            "message.timeout.ms": 5000,
+            "message.timeout.ms": 5000 if retries == 0 else 60000,
         }
     )
     acked: dict[int, set[bytes]] = {p: set() for p in partitions}
@@ -87,7 +91,7 @@ def produce(bootstrap: str, topic: str, partitions: list[int], count: int) -> tu
                 except BufferError:
                     producer.poll(0.05)
         producer.poll(0)
-    assert producer.flush(30) == 0
+    assert producer.flush(90) == 0
     return acked, errors
 
 
@@ -126,9 +130,10 @@ def fill_until_failure(broker: BrokerProcess, topic: str) -> set[bytes]:
 
 
 def test_full_log_dir_goes_offline_and_the_other_keeps_serving(
-    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
+    small_filesystem: Callable[[Path], Path], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
 ) -> None:
-    small_dir, _ = small_filesystem("small")
+    small_dir = tmp_path / "small-logs"
+    small_filesystem(small_dir)
     big_dir = tmp_path / "big-logs"
     broker = broker_factory(overrides=[f"log.dirs={big_dir},{small_dir}"]).start()
     create_topic(broker.bootstrap, "t", 2)  # a new partition goes to the dir with the fewest: 0 -> big, 1 -> small
@@ -160,20 +165,20 @@ def test_full_log_dir_goes_offline_and_the_other_keeps_serving(
 
 
 def fill_single_dir_broker(
-    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
+    small_filesystem: Callable[[Path], Path], broker_factory: Callable[..., BrokerProcess], log_dir: Path
 ) -> tuple[BrokerProcess, Path, set[bytes]]:
     """A broker whose only log dir is the small file system (1 MB segments: rolls happen while it fills), filled
     through partition 0 of ``t``; the broker, the filler file and the acknowledged values."""
-    log_dir, filler = small_filesystem("small")
+    filler = small_filesystem(log_dir)
     broker = broker_factory(overrides=[f"log.dirs={log_dir}", "log.segment.bytes=1048576"]).start()
     create_topic(broker.bootstrap, "t", 1)
     return broker, filler, fill_until_failure(broker, "t")
 
 
 def test_clean_stop_after_disk_full_keeps_every_acknowledged_record(
-    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
+    small_filesystem: Callable[[Path], Path], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
 ) -> None:
-    broker, filler, acked = fill_single_dir_broker(small_filesystem, broker_factory)
+    broker, filler, acked = fill_single_dir_broker(small_filesystem, broker_factory, tmp_path / "small-logs")
     assert broker.stop() == 0
     filler.unlink()
     broker.start()
@@ -184,11 +189,48 @@ def test_clean_stop_after_disk_full_keeps_every_acknowledged_record(
 
 
 def test_kill_during_disk_full_keeps_every_acknowledged_record(
-    small_filesystem: Callable[[str], tuple[Path, Path]], broker_factory: Callable[..., BrokerProcess]
+    small_filesystem: Callable[[Path], Path], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
 ) -> None:
-    broker, filler, acked = fill_single_dir_broker(small_filesystem, broker_factory)
+    broker, filler, acked = fill_single_dir_broker(small_filesystem, broker_factory, tmp_path / "small-logs")
     broker.kill()
     filler.unlink()
     broker.start()
     values = read_all(broker.bootstrap, "t", 0)
     assert acked <= set(values), f"{len(acked - set(values))} acknowledged records lost"
+
+
+def test_cluster_moves_leadership_off_a_broker_whose_log_dir_failed(
+    small_filesystem: Callable[[Path], Path],
+    zookeeper: ZooKeeperProcess,
+    broker_factory: Callable[..., BrokerProcess],
+    tmp_path: Path,
+) -> None:
+    """Broker 1 leads t-0 (replicas 1, 2, 3) from a log dir that fills up: it writes a log dir event, the controller
+    elects another leader and drops broker 1 from the ISR, and the producer (acks=all, retrying) carries on there.
+    Every acknowledged record is on the new leader; broker 1 stays up and keeps its other duties."""
+    small_filesystem(tmp_path / "broker1" / "kafka-logs")
+    connect, brokers = start_cluster(zookeeper, broker_factory, [])
+    store = ZooKeeperStore(connect)
+    try:
+        zk = KafkaZkClient(store)
+        assert wait_for(lambda: sorted(zk.get_all_brokers()) == [1, 2, 3])
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("t", 1, replica_assignment=[[1, 2, 3]])])["t"].result(30)
+
+        def state() -> tuple[int, list[int]] | None:
+            found = zk.get_partition_state("t", 0)
+            return None if found is None else (found[0].leader, list(found[0].isr))
+
+        assert wait_for(lambda: state() == (1, [1, 2, 3]))
+
+        acked, errors = produce(bootstrap, "t", [0], MESSAGES, acks=-1, retries=1000)
+        assert not errors, set(errors)
+        assert len(acked[0]) == MESSAGES
+        found = state()
+        assert found is not None and found[0] in (2, 3) and 1 not in found[1]
+        assert brokers[0].process is not None and brokers[0].process.poll() is None
+        assert store.get_children("/log_dir_event_notification") == []  # the controller consumed the event
+        assert acked[0] <= set(read_all(bootstrap, "t", 0))
+    finally:
+        store.close()
