@@ -48,9 +48,8 @@ def apply_update_metadata(
 
 
 _Queued = tuple[int, dict[str, Any], Callable[[bool, Any], None] | None]
-"""API key, body, and what to tell of the answer: whether it came without errors, and the response (None when the
-broker could not be reached)."""
-"""A request waiting for its broker: (api key, body, told whether the broker answered without error)."""
+"""A request waiting for its broker: (api key, body, told whether the broker answered without error, and the response,
+None when the broker could not be reached)."""
 
 
 def _without_errors(response: Any) -> bool:

@@ -78,8 +78,8 @@ class LogManager:
         """Logs per log dir: a new partition goes to the dir holding the fewest (the first listed on a tie)."""
         self._mutex = threading.Lock()
         self._checkpoint_mutex = threading.Lock()
-        self.offline_dirs: dict[Path, str] = {}
-        """Log dirs that failed, with the error that took each offline (a dir never comes back while running)."""
+        self.offline_dirs: set[Path] = set()
+        """Log dirs that failed (a dir never comes back while the broker runs)."""
         self.dir_failure_listener: Callable[[Path], None] | None = None
         """Told, from the failing thread, when a log dir goes offline (once per dir)."""
 
@@ -171,7 +171,7 @@ class LogManager:
         with self._mutex:
             if directory in self.offline_dirs:
                 return
-            self.offline_dirs[directory] = f"{type(error).__name__}: {error}"
+            self.offline_dirs.add(directory)
         log.error("Error while accessing log dir %s: %s. Stopping serving logs in dir %s", directory, error, directory)
         if self.dir_failure_listener is not None:
             self.dir_failure_listener(directory)

@@ -1,8 +1,9 @@
 """Offset index (``.index``): sparse, sorted 8-byte entries ``int32 relativeOffset | int32 position``, big-endian.
 
 An entry (O, P) says the batch whose last offset is O starts at byte P of the segment's ``.log``. The file is
-written with pwrite, read through a memory map, and extended (sparse) to its maximum size (a multiple of 8) while the segment is active, and trimmed to
-its entries when the segment is closed or rolled; an existing file is trusted to hold ``length // 8`` entries.
+written with pwrite and read through a memory map (see ``index_file``); it is extended (sparse) to its maximum size
+(a multiple of 8) while the segment is active, and trimmed to its entries when the segment is closed or rolled; an
+existing file is trusted to hold ``length // 8`` entries.
 """
 
 from __future__ import annotations
