@@ -64,6 +64,7 @@ from mq.server.scheduler import Scheduler
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_manager import LogManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
@@ -262,6 +263,15 @@ class KafkaServer:
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
             "flush", partition.log.flush, key=partition.log
         )
+
+        def flush_rolled(rolled: Log) -> None:
+            """A log rolled (on the loop, or on a retention thread): fsync its old segments on a worker thread."""
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(
+                    lambda: scheduler.submit("flush-log", rolled.flush_rolled, key=(rolled, "roll"))
+                )
+
+        self.log_manager.roll_listener = flush_rolled
 
         coordinator = self.group_coordinator = GroupCoordinator(
             config,

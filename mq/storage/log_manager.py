@@ -71,6 +71,9 @@ class LogManager:
         """Logs per log dir: a new partition goes to the dir holding the fewest (the first listed on a tie)."""
         self._mutex = threading.Lock()
         self._checkpoint_mutex = threading.Lock()
+        self.roll_listener: Callable[[Log], None] | None = None
+        """Told of every roll of every log (see ``Log.on_roll``): the broker schedules ``Log.flush_rolled`` on a
+        worker thread. Unset, a roll leaves the recovery point where it is."""
 
     # --- start-up ----------------------------------------------------------------------------------------------
 
@@ -125,7 +128,12 @@ class LogManager:
             log_start,
             clean_shutdown=clean,
             time_ms=self.time_ms,
+            on_roll=self._rolled,
         )
+
+    def _rolled(self, partition_log: Log) -> None:
+        if self.roll_listener is not None:
+            self.roll_listener(partition_log)
 
     def _lock(self, directory: Path) -> None:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -173,7 +181,7 @@ class LogManager:
                 existing.update_config(config)
                 return existing
             parent = min(self.log_dirs, key=lambda d: self._hosted[d])
-            created = Log(parent / str(tp), config, time_ms=self.time_ms)
+            created = Log(parent / str(tp), config, time_ms=self.time_ms, on_roll=self._rolled)
             self.logs[tp] = created
             self._hosted[parent] += 1
             return created
@@ -212,11 +220,13 @@ class LogManager:
 
     def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
         grouped: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-        for tp, partition_log in self.logs.items():
+        for tp, partition_log in self.log_items():
             grouped.setdefault(partition_log.dir.parent, {})[tp] = partition_log
         return grouped
 
     def checkpoint_recovery_points(self) -> None:
+        """Write each log dir's ``recovery-point-offset-checkpoint`` (atomically) from the logs' recovery points:
+        the offsets below which every segment was fsynced (by a roll's flush or a due flush). Any thread."""
         with self._checkpoint_mutex:
             for directory, logs in self._by_dir().items():
                 points = {tp: partition_log.recovery_point for tp, partition_log in logs.items()}
