@@ -551,11 +551,13 @@ class Log:
                 return
             first = self._segment_for(self.recovery_point)
             dirty = [s for s in self.segments[first:] if s.base_offset < target or s is self.segments[first]]
+            truncations = self.truncations
         for segment in dirty:
             if segment.fd >= 0:
                 segment.flush()
         with self._lock:
-            self.recovery_point = max(self.recovery_point, target)
+            if self.truncations == truncations:  # else offsets below target may be new, unflushed data
+                self.recovery_point = max(self.recovery_point, target)
             self.last_flush_ms = self.time_ms()
 
     def flush_rolled(self) -> None:

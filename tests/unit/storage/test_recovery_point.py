@@ -27,6 +27,14 @@ def fill(log: Log, batches: int) -> None:
         log.append_as_leader(v2_batch(1 + i % 3, value_size=10 + i, timestamp=TS + i), 0)
 
 
+def flushed_log(directory: Path) -> Log:
+    """A log of several segments whose roll was flushed: its recovery point is the active segment's base offset."""
+    log = Log(directory, CONFIG)
+    fill(log, 60)
+    log.flush_rolled()
+    return log
+
+
 def crash_copy(source: Path, target: Path) -> None:
     """The files of a log as a kill -9 leaves them (nothing trimmed or closed), holes kept."""
     subprocess.run(["cp", "-r", "--sparse=always", str(source), str(target)], check=True)
@@ -63,9 +71,7 @@ def test_an_unclean_start_trusts_the_indexes_below_the_recovery_point(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     source = tmp_path / "src-0"
-    log = Log(source, CONFIG)
-    fill(log, 60)
-    log.flush_rolled()
+    log = flushed_log(source)
     fill(log, 10)  # a roll not yet flushed, and a partly filled active segment
     recovery_point, end, bases = log.recovery_point, log.log_end_offset, [s.base_offset for s in log.segments]
     assert 0 < recovery_point < bases[-1]
@@ -99,9 +105,7 @@ def test_an_insane_index_below_the_recovery_point_is_rebuilt_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     directory = tmp_path / "t-0"
-    log = Log(directory, CONFIG)
-    fill(log, 60)
-    log.flush_rolled()
+    log = flushed_log(directory)
     recovery_point = log.recovery_point
     log.close()
     index = index_files(directory)[0]
@@ -157,3 +161,22 @@ def test_the_log_manager_checkpoints_what_a_roll_flushed(tmp_path: Path) -> None
     assert OffsetCheckpointFile(tmp_path / RECOVERY_POINT_FILE).read() == {tp: log.active.base_offset}
     assert log.active.base_offset > 0
     manager.shutdown()
+
+
+def test_a_truncation_during_a_flush_keeps_the_recovery_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A follower's truncation while the fsyncs run (outside the lock): offsets below the flush's target may now be
+    new data, so the recovery point must not move there."""
+    log = Log(tmp_path / "t-0", CONFIG)
+    fill(log, 60)
+    target = log.active.base_offset
+    rolled_segment = log.segments[-2]
+    real_flush = rolled_segment.flush
+
+    def flush_then_truncate() -> None:
+        real_flush()
+        log.truncate_to(rolled_segment.base_offset + 1)
+
+    monkeypatch.setattr(rolled_segment, "flush", flush_then_truncate)
+    log.flush(target)
+    assert log.recovery_point == 0
+    log.close()
