@@ -78,6 +78,7 @@ class LogManager:
     # --- start-up ----------------------------------------------------------------------------------------------
 
     def startup(self) -> None:
+        started = time.monotonic()
         jobs: list[tuple[TopicPartition, Path, int, int, bool]] = []
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -110,7 +111,12 @@ class LogManager:
                     )
                 self.logs[tp] = partition_log
                 self._hosted[partition_log.dir.parent] += 1
-        log.info("loaded %d logs from %s", len(self.logs), ", ".join(map(str, self.log_dirs)))
+        log.info(
+            "loaded %d logs from %s in %d ms",
+            len(self.logs),
+            ", ".join(map(str, self.log_dirs)),
+            (time.monotonic() - started) * 1000,
+        )
 
     def topic_config(self, topic: str) -> TopicConfig:
         configs = self.topic_configs
