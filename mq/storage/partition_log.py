@@ -153,7 +153,7 @@ class Log:
 
     # --- loading -----------------------------------------------------------------------------------------------
 
-    def _new_segment(self, base_offset: int) -> LogSegment:
+    def _new_segment(self, base_offset: int, *, to_recover: bool = False) -> LogSegment:
         config = self.config
         return LogSegment(
             self.dir,
@@ -163,6 +163,7 @@ class Log:
             rolling_jitter_ms=random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0,
             preallocate_bytes=config.segment_bytes if config.preallocate else 0,
             time_ms=self.time_ms,
+            to_recover=to_recover,
         )
 
     def _complete_swap(self, swap: Path) -> None:
@@ -206,9 +207,10 @@ class Log:
         unflushed_from = ordered[max(bisect.bisect_right(ordered, recovery_point) - 1, 0)] if ordered else 0
         for base in ordered:
             index_missing = not (self.dir / file_name(base, INDEX_SUFFIX)).exists()
-            segment = self._new_segment(base)
+            unflushed = not clean_shutdown and base >= unflushed_from
+            segment = self._new_segment(base, to_recover=unflushed)
             self.segments.append(segment)
-            if not clean_shutdown and base >= unflushed_from:
+            if unflushed:
                 continue
             if index_missing:
                 log.info(
