@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -64,6 +65,7 @@ from mq.server.scheduler import Scheduler
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_manager import LogManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
@@ -251,7 +253,7 @@ class KafkaServer:
         if self.broker_id < 0:
             stored = stored_broker_id(log_dirs)
             self.broker_id = stored if stored is not None else generate_broker_id(self.store)
-        self.log_manager = LogManager(
+        log_manager = self.log_manager = LogManager(
             log_dirs,
             config.topic_defaults(),
             self.topic_config,
@@ -269,10 +271,21 @@ class KafkaServer:
         )
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
-            "flush", partition.log.flush, key=partition.log
+            "flush", functools.partial(log_manager.flush, partition.log), key=partition.log
         )
         self.log_manager.dir_failure_listener = self._log_dir_failed
         self.cache.local_replica_offline = self.replica_manager.is_offline
+
+        def flush_rolled(rolled: Log) -> None:
+            """A log rolled (on the loop, or on a retention thread): fsync its old segments on a worker thread."""
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(
+                    lambda: scheduler.submit(
+                        "flush-log", functools.partial(log_manager.flush_rolled, rolled), key=(rolled, "roll")
+                    )
+                )
+
+        self.log_manager.roll_listener = flush_rolled
 
         coordinator = self.group_coordinator = GroupCoordinator(
             config,

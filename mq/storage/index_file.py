@@ -105,7 +105,8 @@ class IndexFile:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        os.ftruncate(self._fd, length)
+        if os.fstat(self._fd).st_size != length:  # even an equal length would stamp the file's mtime
+            os.ftruncate(self._fd, length)
         self._length = length
         if length:
             self._mmap = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
@@ -115,8 +116,8 @@ class IndexFile:
         self.resize(max(self.max_entries, self.entries) * self.ENTRY.size)
 
     def reset(self) -> None:
-        """Drop every entry (cutting the file to nothing, so no old page is written) and re-expand, ready for a
-        rebuild."""
+        """Drop every entry and re-expand, ready for a rebuild: the file is cut to nothing first, so its slots come
+        back as holes (never written zeros, which would allocate every block of a preallocated index)."""
         self.entries, self._last = 0, None
         self.resize(0)
         self.expand()

@@ -82,10 +82,14 @@ class LogManager:
         """Log dirs that failed (a dir never comes back while the broker runs)."""
         self.dir_failure_listener: Callable[[Path], None] | None = None
         """Told, from the failing thread, when a log dir goes offline (once per dir)."""
+        self.roll_listener: Callable[[Log], None] | None = None
+        """Told of every roll of every log (see ``Log.on_roll``): the broker schedules ``Log.flush_rolled`` on a
+        worker thread. Unset, a roll leaves the recovery point where it is."""
 
     # --- start-up ----------------------------------------------------------------------------------------------
 
     def startup(self) -> None:
+        started = time.monotonic()
         jobs: list[tuple[TopicPartition, Path, int, int, bool]] = []
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -118,7 +122,12 @@ class LogManager:
                     )
                 self.logs[tp] = partition_log
                 self._hosted[partition_log.dir.parent] += 1
-        log.info("loaded %d logs from %s", len(self.logs), ", ".join(map(str, self.log_dirs)))
+        log.info(
+            "loaded %d logs from %s in %d ms",
+            len(self.logs),
+            ", ".join(map(str, self.log_dirs)),
+            (time.monotonic() - started) * 1000,
+        )
 
     def topic_config(self, topic: str) -> TopicConfig:
         configs = self.topic_configs
@@ -136,7 +145,12 @@ class LogManager:
             log_start,
             clean_shutdown=clean,
             time_ms=self.time_ms,
+            on_roll=self._rolled,
         )
+
+    def _rolled(self, partition_log: Log) -> None:
+        if self.roll_listener is not None:
+            self.roll_listener(partition_log)
 
     def _lock(self, directory: Path) -> None:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -221,7 +235,7 @@ class LogManager:
             if not online:
                 raise KafkaStorageError(f"No log directory is online to host {tp}")
             parent = min(online, key=lambda d: self._hosted[d])
-            created = Log(parent / str(tp), config, time_ms=self.time_ms)
+            created = Log(parent / str(tp), config, time_ms=self.time_ms, on_roll=self._rolled)
             self.logs[tp] = created
             self._hosted[parent] += 1
             return created
@@ -256,6 +270,16 @@ class LogManager:
             if tp in high_watermarks
         )
 
+    def flush(self, partition_log: Log) -> None:
+        """fsync everything above the recovery point (``Log.flush``, flush.messages) unless the dir is offline; an
+        OSError takes the dir offline."""
+        self._guarded(partition_log, partition_log.flush)
+
+    def flush_rolled(self, partition_log: Log) -> None:
+        """fsync the segments a roll left below the active one (``Log.flush_rolled``) unless the dir is offline; an
+        OSError takes the dir offline."""
+        self._guarded(partition_log, partition_log.flush_rolled)
+
     def flush_dirty_logs(self) -> None:
         for partition_log in self.all_logs():
             self._guarded(partition_log, partition_log.maybe_flush)
@@ -263,7 +287,7 @@ class LogManager:
     def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
         """The logs of each online log dir."""
         grouped: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-        for tp, partition_log in self.logs.items():
+        for tp, partition_log in self.log_items():
             grouped.setdefault(partition_log.dir.parent, {})[tp] = partition_log
         return {d: logs for d, logs in grouped.items() if d not in self.offline_dirs}
 
@@ -277,6 +301,8 @@ class LogManager:
             self.mark_offline(directory, exc)
 
     def checkpoint_recovery_points(self) -> None:
+        """Write each log dir's ``recovery-point-offset-checkpoint`` (atomically) from the logs' recovery points:
+        the offsets below which every segment was fsynced (by a roll's flush or a due flush). Any thread."""
         with self._checkpoint_mutex:
             for directory, logs in self._by_dir().items():
                 points = {tp: partition_log.recovery_point for tp, partition_log in logs.items()}

@@ -67,7 +67,10 @@ class LogSegment:
         preallocate_bytes: int = 0,
         time_ms: Callable[[], int] = _wall_ms,
         file_suffix: str = "",
+        to_recover: bool = False,
     ) -> None:
+        """``to_recover``: ``recover`` is called next, so the indexes are not read (an index left preallocated by a
+        crash has a zero tail; reading its last slot faults in pages of a hole, milliseconds per file)."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -84,7 +87,9 @@ class LogSegment:
             _suffixed(time_index_file_name(directory, base_offset), file_suffix), base_offset, max_index_size
         )
         self.bytes_since_last_index = 0
-        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        self.max_timestamp, self.offset_of_max_timestamp = (
+            (-1, base_offset) if to_recover else self.time_index.last_entry
+        )
         self._first_batch_timestamp: int | None = None if self.size else -1
         self.created_ms = time_ms()
 
