@@ -184,7 +184,11 @@ class FrameReceiver:
         if self._large is not None:
             if self._granted:  # resized here, not in ``received``: the last buffer handed out is still exported then
                 self._large_view.release()
-                self._large += bytes(self._granted)  # lazily mapped zero pages; a large array is resized in place
+                zeros = bytes(self._granted)  # lazily mapped zero pages
+                try:
+                    self._large += zeros  # a large array is resized in place (mremap), not copied
+                except BufferError:  # a buffer handed out earlier is still held: grow a copy instead
+                    self._large = self._large + zeros
                 self._large_view = memoryview(self._large)
                 self._granted = 0
             return self._large_view[self._filled :]
