@@ -133,12 +133,13 @@ MIN_GROWTH = 262144
 class FrameReceiver:
     """Cuts frames out of bytes received into the buffers ``get_buffer`` hands out (asyncio's BufferedProtocol).
 
-    Frames that fit the receive buffer are cut from it with one copy each and charged to the pool (``take``). A
-    frame that does not fit gets its own ``bytearray``, and the rest of its body is received straight into it: that
-    array becomes the frame, so a large produce request's record set is not copied by Python. The array grows as
-    bytes arrive (doubling, at least ``MIN_GROWTH``, never past the declared size), each step reserved from the pool
-    first, so a size prefix alone costs almost nothing. When the pool refuses a step, ``waiting_for_memory`` is set:
-    the reader must stop reading and call ``grow`` again once memory is released. Every frame returned holds
+    Frames that fit the receive buffer are cut from it with one copy each; the pool does not see them (what they
+    can hold is bounded by the receive buffer and by how many its reader lets queue). A frame that does not fit gets
+    its own ``bytearray``, and the rest of its body is received straight into it: that array becomes the frame, so a
+    large produce request's record set is not copied by Python. The array grows as bytes arrive (doubling, at least
+    ``MIN_GROWTH``, never past the declared size), each step reserved from the pool first, so a size prefix alone
+    costs almost nothing. When the pool refuses a step, ``waiting_for_memory`` is set: the reader must stop reading
+    and call ``grow`` again once memory is released. A frame of ``min_pooled_frame`` bytes or more holds
     ``len(frame)`` bytes of the pool until its owner releases them.
 
     Invariant: ``buffer[start:end]`` holds received bytes not yet returned, less than one frame plus 4 bytes, and
@@ -157,6 +158,7 @@ class FrameReceiver:
         "_start",
         "_view",
         "max_frame_bytes",
+        "min_pooled_frame",
         "pool",
         "waiting_for_memory",
     )
@@ -166,6 +168,7 @@ class FrameReceiver:
         self.pool = pool if pool is not None else MemoryPool(UNBOUNDED)
         self._buffer = bytearray(buffer_bytes)
         self._view = memoryview(self._buffer)
+        self.min_pooled_frame = buffer_bytes - SIZE_PREFIX.size + 1  # the smallest frame that does not fit
         self._start = 0
         self._end = 0
         self._large: bytearray | None = None  # the frame being received into its own array
@@ -225,22 +228,21 @@ class FrameReceiver:
             return [done]
         self._end += count
         frames: list[bytearray] = []
-        view, start, end, pool = self._view, self._start, self._end, self.pool
+        view, start, end = self._view, self._start, self._end
         while end - start >= SIZE_PREFIX.size:
             size = _checked_size(SIZE_PREFIX.unpack_from(view, start)[0], self.max_frame_bytes)
             body = start + SIZE_PREFIX.size
             if end - body >= size:
-                pool.available -= size  # take(size), inlined on the hot path
                 frames.append(bytearray(view[body : body + size]))
                 start = body + size
                 continue
             if size + SIZE_PREFIX.size > len(self._buffer):
-                pool.take(end - body)
+                self.pool.take(end - body)
                 self._large = bytearray(view[body:end])
                 self._large_view = memoryview(self._large)
                 self._size = size
                 self._filled = end - body
-                start = end = 0
+                end = start  # the buffer keeps nothing past the frames cut before this one
                 self.grow()
             break
         if start == end:

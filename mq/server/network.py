@@ -211,12 +211,14 @@ class Connection(asyncio.BufferedProtocol):
         try:
             await self._serve()
         finally:
-            pool = self._server.pool
+            pool, pooled = self._server.pool, self._receiver.min_pooled_frame
             while self._frames:  # received but never handled: the connection closed first
-                pool.release(len(self._frames.popleft()))
+                size = len(self._frames.popleft())
+                if size >= pooled:
+                    pool.release(size)
 
     async def _serve(self) -> None:
-        pool = self._server.pool
+        pool, pooled = self._server.pool, self._receiver.min_pooled_frame
         while True:
             while not self._frames:
                 if self._closing or self._transport is None:
@@ -250,7 +252,8 @@ class Connection(asyncio.BufferedProtocol):
                 self.close()
                 return
             finally:
-                pool.release(size)
+                if size >= pooled:
+                    pool.release(size)
                 self.handling = False
                 self.last_active = time.monotonic()
                 self._server.request_done.set()

@@ -139,13 +139,14 @@ def test_frame_grows_even_while_an_earlier_buffer_is_held() -> None:
     held.release()
 
 
-def test_receiver_returns_the_frame_whole_and_charges_its_size() -> None:
+def test_receiver_charges_the_pool_for_frames_too_large_for_its_buffer() -> None:
     pool = MemoryPool(10_000_000)
     receiver = FrameReceiver(max_frame_bytes=10_000_000, pool=pool, buffer_bytes=64)
     large = bytes(range(256)) * 8000
     frames = _receive(receiver, frame(b"small") + frame(large) + frame(b"after"), 70_000)
     assert [bytes(f) for f in frames] == [b"small", large, b"after"]
-    assert pool.capacity - pool.available == sum(len(f) for f in frames)
+    assert pool.capacity - pool.available == len(large)
+    assert len(b"after") < receiver.min_pooled_frame <= len(large)
 
 
 def test_frame_waits_for_pool_memory_and_resumes_when_released() -> None:
