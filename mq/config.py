@@ -184,9 +184,10 @@ class BrokerConfig:
     queued_max_request_bytes: int | None = _key(
         "queued.max.request.bytes",
         None,
-        "request bytes all connections may hold at once (a connection waits, unread, for memory); -1 = no limit"
-        " (Kafka's default, under which connections that only send 100 MB size prefixes cost 100 MB each);"
-        " default: 2 x socket.request.max.bytes, so two largest requests fit; at least socket.request.max.bytes",
+        "memory for requests larger than a connection's 64 KiB receive buffer, reserved as their bytes arrive (a"
+        " connection waits, unread, for memory); -1 = no limit (Kafka's default, under which a connection that sends"
+        " a 100 MB size prefix and nothing else costs 100 MB); default: 2 x socket.request.max.bytes, so the two"
+        " largest requests fit at once; at least socket.request.max.bytes",
         minimum=-1,
     )
     max_connections: int = _key(

@@ -1,4 +1,4 @@
-"""The broker's network layer: one asyncio listener, one ``Connection`` per socket.
+"""The broker's network layer: its own accept loop on the listener's sockets, one ``Connection`` per client socket.
 
 A connection receives into buffers it owns (asyncio's BufferedProtocol), so a large request is copied once, by the
 kernel, into the array that becomes its frame. It cuts its byte stream into frames (refusing an oversized frame
@@ -6,10 +6,11 @@ from its size prefix alone), hands them one at a time, in arrival order, to the 
 response before the next request is handled, as Kafka's brokers do. A response is ``bytes`` or a list of ``bytes`` and file slices; slices go out with
 ``loop.sendfile`` so record data never passes through Python. A malformed frame closes only its own connection.
 
-Hostile or broken clients are bounded: request bytes held by all connections come from one ``MemoryPool``
-(``queued.max.request.bytes``; a connection whose large frame cannot grow stops being read until memory is released,
-it is never dropped for it); the server runs its own accept loop, which closes connections over ``max.connections``
-or ``max.connections.per.ip`` at once, and, when accept fails for want of file descriptors or memory, stops
+Hostile or broken clients are bounded: requests too large for a connection's receive buffer grow, as their bytes
+arrive, into memory reserved from one ``MemoryPool`` (``queued.max.request.bytes``; a connection whose frame cannot
+grow is not read until memory is released, it is never dropped for it; smaller requests are bounded per connection
+by the receive buffer and ``MAX_QUEUED_FRAMES``); the accept loop closes connections over ``max.connections`` or
+``max.connections.per.ip`` at once (Kafka's acceptor blocks at ``max.connections`` instead), and, when accept fails for want of file descriptors or memory, stops
 accepting for ``ACCEPT_BACKOFF_SECONDS`` and logs once per ``REPORT_INTERVAL_SECONDS`` while established
 connections go on being served; a periodic sweep closes connections idle for ``connections.max.idle.ms`` and those
 whose request has been arriving for longer than ``socket.request.receive.timeout.ms``.
@@ -61,7 +62,8 @@ class ClientAddress:
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    """What one client may hold; the defaults are Kafka's, except the memory pool, which Kafka leaves unbounded.
+    """What clients may hold of the broker; the defaults are Kafka's, except that these leave the memory pool and the
+    timeouts off (the broker passes its configured values).
 
     ``queued_max_request_bytes`` < 0 = no limit; a timeout < 0 = none; ``max_connections_per_ip_overrides`` maps an
     IP address or host name to its own limit.
