@@ -79,25 +79,42 @@ class MemoryPool:
     """The budget of bytes held by request frames that are being received or wait to be handled
     (``queued.max.request.bytes``).
 
-    ``try_reserve`` grants bytes only while the budget has them; ``take`` always grants (for bytes already received
-    into a connection's fixed receive buffer, which the connection limits bound); ``release`` returns bytes and then
-    offers the budget to the waiters in arrival order, each a callable that retries its reservation and says whether
-    it succeeded. Invariant: ``available == capacity - (bytes granted and not released)``; it is negative only after
-    ``take``.
+    ``try_reserve`` grants bytes only while that leaves ``reserve`` bytes of the budget untouched; ``try_finish``
+    grants a frame the whole rest of its size, from the reserve too, to one frame at a time (until ``finished``): so
+    frames that have each received part of their bytes and wait for more memory cannot wait for one another forever,
+    one of them always has what it needs to be completed. ``take`` always grants (for bytes already received into a
+    connection's fixed receive buffer); ``release`` returns bytes and then offers the budget to the waiters in arrival
+    order, each a callable that retries its reservation and says whether it succeeded.
+
+    Invariant: ``available == capacity - (bytes granted and not released)``; it is negative only after ``take``.
     """
 
-    __slots__ = ("_waiters", "available", "capacity")
+    __slots__ = ("_waiters", "available", "capacity", "finishing", "reserve")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, reserve: int = 0) -> None:
         self.capacity = capacity
+        self.reserve = reserve
         self.available = capacity
+        self.finishing = False  # a frame holds the rest of its size from ``try_finish``
         self._waiters: deque[Callable[[], bool]] = deque()
 
     def try_reserve(self, count: int) -> bool:
-        if count > self.available:
+        if self.available - count < self.reserve:
             return False
         self.available -= count
         return True
+
+    def try_finish(self, count: int) -> bool:
+        """Grant the rest of one frame's size, ``count`` bytes, if no other frame holds such a grant."""
+        if self.finishing or count > self.available:
+            return False
+        self.available -= count
+        self.finishing = True
+        return True
+
+    def finished(self) -> None:
+        """The frame granted by ``try_finish`` is whole (or gone); another may be granted."""
+        self.finishing = False
 
     def take(self, count: int) -> None:
         self.available -= count
@@ -144,13 +161,14 @@ class FrameReceiver:
 
     Invariant: ``buffer[start:end]`` holds received bytes not yet returned, less than one frame plus 4 bytes, and
     nothing is there while a large frame is being filled; a large frame's array never exceeds its declared size
-    and all of it is reserved from the pool.
+    and all of it is reserved from the pool (with the rest of the frame, once ``try_finish`` granted that).
     """
 
     __slots__ = (
         "_buffer",
         "_end",
         "_filled",
+        "_finishing",
         "_granted",
         "_large",
         "_large_view",
@@ -175,6 +193,7 @@ class FrameReceiver:
         self._large_view = self._view
         self._size = 0  # the large frame's declared size
         self._granted = 0  # bytes reserved for the large frame's next growth, not yet added to its array
+        self._finishing = False  # the pool granted the rest of the large frame at once (``try_finish``)
         self._filled = 0
         self.waiting_for_memory = False
 
@@ -202,15 +221,25 @@ class FrameReceiver:
         return self._view[self._end :]
 
     def grow(self) -> bool:
-        """Reserve the next step of the full large frame's array from the pool (the array grows by it in the next
-        ``get_buffer``); sets ``waiting_for_memory`` when the pool refuses and returns whether it granted."""
+        """Reserve the next step of the full large frame's array from the pool, or else the whole rest of the frame
+        (``try_finish``); the array grows by it in the next ``get_buffer``, and the rest is received without asking
+        again. Sets ``waiting_for_memory`` when the pool refuses; returns whether it granted."""
         large = self._large
         assert large is not None and self._granted == 0 and self._filled == len(large) < self._size
-        step = min(self._size - len(large), max(len(large), MIN_GROWTH))
-        granted = self.pool.try_reserve(step)
-        self._granted = step if granted else 0
-        self.waiting_for_memory = not granted
-        return granted
+        rest = self._size - len(large)
+        step = min(rest, max(len(large), MIN_GROWTH))
+        if self._finishing:
+            self._granted = step  # reserved by ``try_finish`` already
+        elif self.pool.try_reserve(step):
+            self._granted = step
+        elif self.pool.try_finish(rest):
+            self._finishing = True
+            self._granted = step
+        else:
+            self.waiting_for_memory = True
+            return False
+        self.waiting_for_memory = False
+        return True
 
     def received(self, count: int) -> list[bytearray]:
         """``count`` bytes were written to the last buffer handed out; return every frame they complete, in
@@ -225,6 +254,9 @@ class FrameReceiver:
             done = self._large
             self._large_view.release()
             self._large = None
+            if self._finishing:
+                self._finishing = False
+                self.pool.finished()
             return [done]
         self._end += count
         frames: list[bytearray] = []
@@ -253,7 +285,12 @@ class FrameReceiver:
     def discard(self) -> None:
         """Drop the frame being received and return its bytes to the pool (its connection is gone)."""
         if self._large is not None:
-            self.pool.release(len(self._large) + self._granted)
+            if self._finishing:
+                self._finishing = False
+                self.pool.finished()
+                self.pool.release(self._size)
+            else:
+                self.pool.release(len(self._large) + self._granted)
             self._granted = 0
             self._large_view.release()
             self._large = None

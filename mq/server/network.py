@@ -322,7 +322,9 @@ class SocketServer:
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.limits = limits = limits if limits is not None else ConnectionLimits()
-        self.pool = MemoryPool(limits.queued_max_request_bytes if limits.queued_max_request_bytes >= 0 else UNBOUNDED)
+        queued = limits.queued_max_request_bytes
+        # a largest request is kept in reserve, so that one frame at a time can always be completed
+        self.pool = MemoryPool(queued, min(queued, max_request_bytes)) if queued >= 0 else MemoryPool(UNBOUNDED)
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
         self.connections: set[Connection] = set()

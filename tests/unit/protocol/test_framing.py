@@ -170,3 +170,24 @@ def test_discard_returns_a_partial_frame_to_the_pool() -> None:
     assert pool.available < pool.capacity
     receiver.discard()
     assert pool.available == pool.capacity and receiver.buffered_bytes == 0
+
+
+def test_frames_waiting_for_each_others_memory_complete_one_at_a_time() -> None:
+    size = 3 * MIN_GROWTH  # the largest frame, kept in reserve
+    pool = MemoryPool(size + MIN_GROWTH + 100, reserve=size)
+    first, second = (FrameReceiver(max_frame_bytes=size, pool=pool, buffer_bytes=64) for _ in range(2))
+    bodies = [bytes([n]) * size for n in (1, 2)]
+    assert _receive(first, frame(bodies[0])[:50], 50) == []  # granted a step from the unreserved part
+    assert _receive(second, frame(bodies[1])[:50], 50) == []  # no step left: granted the rest of its frame
+    assert not first.waiting_for_memory and not second.waiting_for_memory and pool.finishing
+    assert _receive(first, bodies[0][46 : 46 + MIN_GROWTH], MIN_GROWTH) == []
+    assert first.waiting_for_memory  # neither a step nor the rest: the second frame holds the reserve
+    pool.wait(first.grow)
+    (done,) = _receive(second, bodies[1][46:], 1 << 20)
+    assert done == bodies[1] and not pool.finishing
+    pool.release(len(done))  # its request was handled
+    assert not first.waiting_for_memory
+    (done,) = _receive(first, bodies[0][46 + MIN_GROWTH :], 1 << 20)
+    assert done == bodies[0]
+    pool.release(len(done))
+    assert pool.available == pool.capacity
