@@ -166,6 +166,7 @@ class FrameReceiver:
 
     __slots__ = (
         "_buffer",
+        "_buffer_bytes",
         "_end",
         "_filled",
         "_finishing",
@@ -184,7 +185,8 @@ class FrameReceiver:
     def __init__(self, max_frame_bytes: int, pool: MemoryPool | None = None, buffer_bytes: int = 65536) -> None:
         self.max_frame_bytes = max_frame_bytes
         self.pool = pool if pool is not None else MemoryPool(UNBOUNDED)
-        self._buffer = bytearray(buffer_bytes)
+        self._buffer_bytes = buffer_bytes
+        self._buffer = bytearray()  # allocated when the first bytes arrive: an idle connection costs no buffer
         self._view = memoryview(self._buffer)
         self.min_pooled_frame = buffer_bytes - SIZE_PREFIX.size + 1  # the smallest frame that does not fit
         self._start = 0
@@ -215,6 +217,9 @@ class FrameReceiver:
                 self._granted = 0
             return self._large_view[self._filled :]
         if self._end == len(self._buffer):  # full: move the partial frame to the front
+            if not self._buffer:
+                self._buffer = bytearray(self._buffer_bytes)
+                self._view = memoryview(self._buffer)
             pending = self._end - self._start
             self._buffer[:pending] = self._buffer[self._start : self._end]
             self._start, self._end = 0, pending
@@ -268,7 +273,7 @@ class FrameReceiver:
                 frames.append(bytearray(view[body : body + size]))
                 start = body + size
                 continue
-            if size + SIZE_PREFIX.size > len(self._buffer):
+            if size >= self.min_pooled_frame:  # it cannot fit the buffer
                 self.pool.take(end - body)
                 self._large = bytearray(view[body:end])
                 self._large_view = memoryview(self._large)

@@ -161,7 +161,9 @@ def test_running_out_of_file_descriptors_is_logged_rarely_and_clients_are_served
     for _ in range(20):  # established clients are answered while accept keeps failing
         assert api_versions(established) == 0
         time.sleep(0.1)
-    reports = [line for line in broker.stderr().splitlines() if "Too many open files" in line]
+    reports = [  # about accept, not about the files other parts of the broker could not open meanwhile
+        line for line in broker.stderr().splitlines() if "Too many open files" in line and "files: '" not in line
+    ]
     assert 1 <= len(reports) <= 3, f"{len(reports)} log lines about it"
     for sock in flood:
         sock.close()
