@@ -238,10 +238,14 @@ class Connection(asyncio.BufferedProtocol):
                     self._transport.resume_reading()
             self.handling = True
             try:
-                response = await self._server.handler(frame, self.address)
-                del frame
+                try:
+                    response = await self._server.handler(frame, self.address)
+                finally:  # the frame is done with (a produce request's records are appended by now)
+                    del frame
+                    if size >= pooled:
+                        pool.release(size)
                 if response is not None:
-                    await self._send(response)
+                    await self._send(response)  # a client that does not read holds its connection, not the pool
             except KafkaError as exc:
                 log.warning("closing connection from %s:%s: %s", self.address.host, self.address.port, exc)
                 self.close()
@@ -254,8 +258,6 @@ class Connection(asyncio.BufferedProtocol):
                 self.close()
                 return
             finally:
-                if size >= pooled:
-                    pool.release(size)
                 self.handling = False
                 self.last_active = time.monotonic()
                 self._server.request_done.set()
