@@ -9,11 +9,12 @@ response before the next request is handled, as Kafka's brokers do. A response i
 Hostile or broken clients are bounded: requests too large for a connection's receive buffer grow, as their bytes
 arrive, into memory reserved from one ``MemoryPool`` (``queued.max.request.bytes``; a connection whose frame cannot
 grow is not read until memory is released, it is never dropped for it; smaller requests are bounded per connection
-by the receive buffer and ``MAX_QUEUED_FRAMES``); the accept loop closes connections over ``max.connections`` or
-``max.connections.per.ip`` at once (Kafka's acceptor blocks at ``max.connections`` instead), and, when accept fails for want of file descriptors or memory, stops
-accepting for ``ACCEPT_BACKOFF_SECONDS`` and logs once per ``REPORT_INTERVAL_SECONDS`` while established
-connections go on being served; a periodic sweep closes connections idle for ``connections.max.idle.ms`` and those
-whose request has been arriving for longer than ``socket.request.receive.timeout.ms``.
+by the receive buffer and ``MAX_QUEUED_FRAMES``). The accept loop closes connections over ``max.connections`` or
+``max.connections.per.ip`` at once (Kafka's acceptor blocks at ``max.connections`` instead); when accept fails for
+want of file descriptors or memory it stops accepting for ``ACCEPT_BACKOFF_SECONDS`` and logs once per
+``REPORT_INTERVAL_SECONDS``, while established connections go on being served. A periodic sweep closes connections
+idle for ``connections.max.idle.ms`` and those whose request has been arriving for longer than
+``socket.request.receive.timeout.ms``.
 """
 
 from __future__ import annotations
@@ -336,7 +337,8 @@ class SocketServer:
         self._per_ip_limits: dict[str, int] = {}
         self._open = 0  # accepted and not yet closed, including those still being set up
         self._next_connection_id = 0
-        self._timers: list[asyncio.TimerHandle] = []
+        self._sweep_timer: asyncio.TimerHandle | None = None
+        self._resume_timers: dict[socket.socket, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._refused = _Report(
             logging.WARNING, "refused %d connection(s) over the connection limits, the last from %s"
@@ -386,13 +388,15 @@ class SocketServer:
                 if exc.errno in OUT_OF_RESOURCES:
                     loop = asyncio.get_running_loop()
                     loop.remove_reader(listener.fileno())
-                    self._timers.append(loop.call_later(ACCEPT_BACKOFF_SECONDS, self._resume_accepting, listener))
+                    self._resume_timers[listener] = loop.call_later(
+                        ACCEPT_BACKOFF_SECONDS, self._resume_accepting, listener
+                    )
                 return
             self._admit(sock, _host(peer[0]))
 
     def _resume_accepting(self, listener: socket.socket) -> None:
-        if listener in self._listeners:
-            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, listener)
+        del self._resume_timers[listener]
+        asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, listener)
 
     def _admit(self, sock: socket.socket, host: str) -> None:
         limits = self.limits
@@ -415,7 +419,7 @@ class SocketServer:
         try:
             sock.setblocking(False)
             await asyncio.get_running_loop().connect_accepted_socket(lambda: connection, sock)
-        except OSError:
+        except Exception:
             sock.close()
             if not connection.made:
                 self._forget(connection.host)
@@ -433,8 +437,7 @@ class SocketServer:
             del self._per_ip[host]
 
     def _schedule_sweep(self, interval: float) -> None:
-        self._timers = [timer for timer in self._timers if not timer.cancelled()]
-        self._timers.append(asyncio.get_running_loop().call_later(interval, self._sweep, interval))
+        self._sweep_timer = asyncio.get_running_loop().call_later(interval, self._sweep, interval)
 
     def _sweep(self, interval: float) -> None:
         """Close connections idle too long or whose request is arriving too slowly."""
@@ -454,8 +457,10 @@ class SocketServer:
             asyncio.get_running_loop().remove_reader(listener.fileno())
             listener.close()
         self._listeners = []
-        for timer in self._timers:
-            timer.cancel()
+        for timer in [self._sweep_timer, *self._resume_timers.values()]:
+            if timer is not None:
+                timer.cancel()
+        self._resume_timers.clear()
         for connection in list(self.connections):
             connection.drain_and_close()
         deadline = asyncio.get_running_loop().time() + grace_seconds
