@@ -191,7 +191,10 @@ class BrokerConfig:
         minimum=-1,
     )
     max_connections: int = _key(
-        "max.connections", INT_MAX, "connections the broker keeps; one over it is closed at accept", minimum=0
+        "max.connections",
+        INT_MAX,
+        "connections the broker keeps; at the limit it stops accepting until one closes",
+        minimum=0,
     )
     max_connections_per_ip: int = _key(
         "max.connections.per.ip", INT_MAX, "connections one IP address may have; more are closed at accept", minimum=0

@@ -9,10 +9,12 @@ response before the next request is handled, as Kafka's brokers do. A response i
 Hostile or broken clients are bounded: requests too large for a connection's receive buffer grow, as their bytes
 arrive, into memory reserved from one ``MemoryPool`` (``queued.max.request.bytes``; a connection whose frame cannot
 grow is not read until memory is released, it is never dropped for it; smaller requests are bounded per connection
-by the receive buffer and ``MAX_QUEUED_FRAMES``). The accept loop closes connections over ``max.connections`` or
-``max.connections.per.ip`` at once (Kafka's acceptor blocks at ``max.connections`` instead); when accept fails for
-want of file descriptors or memory it stops accepting for ``ACCEPT_BACKOFF_SECONDS`` and logs once per
-``REPORT_INTERVAL_SECONDS``, while established connections go on being served. A periodic sweep closes connections
+by the receive buffer and ``MAX_QUEUED_FRAMES``). As Kafka's acceptor, the accept loop stops accepting while
+``max.connections`` are open (new connections wait in the listen backlog; a peer broker's liveness ping then times
+out, which proves nothing, where a closed connection would look like a dead broker) and closes a connection over
+``max.connections.per.ip`` at once; when accept fails for want of file descriptors or memory it stops accepting
+for ``ACCEPT_BACKOFF_SECONDS``. Each of these is logged at most once per ``REPORT_INTERVAL_SECONDS``, and
+established connections go on being served meanwhile. A periodic sweep closes connections
 idle for ``connections.max.idle.ms`` and those whose request has been arriving for longer than
 ``socket.request.receive.timeout.ms``.
 """
@@ -340,8 +342,13 @@ class SocketServer:
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._resume_timers: dict[socket.socket, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._accepting = True  # False while max.connections are open
+        self._full = _Report(
+            logging.WARNING,
+            "stopped accepting %d time(s): max.connections (%s) are open; new ones wait until one closes",
+        )
         self._refused = _Report(
-            logging.WARNING, "refused %d connection(s) over the connection limits, the last from %s"
+            logging.WARNING, "closed %d connection(s) over max.connections.per.ip, the last from %s"
         )
         self._accept_failed = _Report(
             logging.WARNING,
@@ -377,6 +384,10 @@ class SocketServer:
 
     def _accept(self, listener: socket.socket) -> None:
         for _ in range(ACCEPT_BATCH):
+            if self._open >= self.limits.max_connections:
+                self._full(self.limits.max_connections)
+                self._set_accepting(False)
+                return
             try:
                 sock, peer = listener.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
@@ -396,14 +407,26 @@ class SocketServer:
 
     def _resume_accepting(self, listener: socket.socket) -> None:
         del self._resume_timers[listener]
-        asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, listener)
+        if self._accepting:
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, listener)
+
+    def _set_accepting(self, accepting: bool) -> None:
+        """Read the listeners or not, for ``max.connections`` (a listener backing off stays unread until then)."""
+        if accepting == self._accepting:
+            return
+        self._accepting = accepting
+        loop = asyncio.get_running_loop()
+        for listener in self._listeners:
+            if listener not in self._resume_timers:
+                if accepting:
+                    loop.add_reader(listener.fileno(), self._accept, listener)
+                else:
+                    loop.remove_reader(listener.fileno())
 
     def _admit(self, sock: socket.socket, host: str) -> None:
         limits = self.limits
         count = self._per_ip.get(host, 0)
-        if self._open >= limits.max_connections or count >= self._per_ip_limits.get(
-            host, limits.max_connections_per_ip
-        ):
+        if count >= self._per_ip_limits.get(host, limits.max_connections_per_ip):
             sock.close()
             self._refused(host)
             return
@@ -435,6 +458,8 @@ class SocketServer:
             self._per_ip[host] = left
         else:
             del self._per_ip[host]
+        if not self._accepting and self._open < self.limits.max_connections and self._listeners:
+            self._set_accepting(True)
 
     def _schedule_sweep(self, interval: float) -> None:
         self._sweep_timer = asyncio.get_running_loop().call_later(interval, self._sweep, interval)

@@ -33,10 +33,18 @@ def connect(broker: BrokerProcess, source: str = "127.0.0.1") -> socket.socket:
     return socket.create_connection(("127.0.0.1", broker.port), timeout=10, source_address=(source, 0))
 
 
-def api_versions(sock: socket.socket) -> int:
-    """Send ApiVersions v0 and return the error code of the answer."""
+def send_api_versions(sock: socket.socket) -> None:
     body = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
     sock.sendall(struct.pack(">i", len(body)) + body)
+
+
+def api_versions(sock: socket.socket) -> int:
+    """Send ApiVersions v0 and return the error code of the answer."""
+    send_api_versions(sock)
+    return read_api_versions(sock)
+
+
+def read_api_versions(sock: socket.socket) -> int:
     (size,) = struct.unpack(">i", recv_exactly(sock, 4))
     response = recv_exactly(sock, size)
     assert struct.unpack_from(">i", response)[0] == 7  # correlation id
@@ -59,6 +67,24 @@ def new_client_served(broker: BrokerProcess) -> bool:
             return api_versions(sock) == 0
         except ConnectionError:
             return False
+
+
+def answers(socks: list[socket.socket]) -> set[socket.socket]:
+    """The sockets among ``socks`` (each sent one ApiVersions) on which an answer has arrived; it is read."""
+    with selectors.DefaultSelector() as selector:
+        for sock in socks:
+            selector.register(sock, selectors.EVENT_READ)
+        ready = [key.fileobj for key, _ in selector.select(timeout=0.2)]
+    answered = {sock for sock in ready if isinstance(sock, socket.socket)}
+    for sock in answered:
+        assert read_api_versions(sock) == 0
+    return answered
+
+
+def collect(answered: set[socket.socket], socks: list[socket.socket]) -> int:
+    """Add to ``answered`` the sockets of ``socks`` answered since; return how many it holds."""
+    answered |= answers(socks)
+    return len(answered)
 
 
 def closed_by_broker(socks: list[socket.socket]) -> set[socket.socket]:
@@ -113,23 +139,29 @@ def test_size_prefixes_without_bodies_cost_no_memory(broker_factory: Callable[..
         sock.close()
 
 
-def test_connections_over_max_connections_are_closed_at_accept(
+def test_at_max_connections_new_connections_wait_until_one_closes(
     broker_factory: Callable[..., BrokerProcess], more_files: None
 ) -> None:
     broker = broker_factory(overrides=["max.connections=200"]).start()
     established = connect(broker)
     assert api_versions(established) == 0
-    flood = open_many(broker, 500)
-    assert wait_for(lambda: len(closed_by_broker(flood)) >= 301)
-    time.sleep(0.5)
-    assert len(closed_by_broker(flood)) == 301  # 199 places were left beside the established client
-    assert api_versions(established) == 0
-    extra = connect(broker)
-    assert wait_for(lambda: bool(closed_by_broker([extra])))  # still at the limit
+    flood = open_many(broker, 500)  # the kernel completes them all; the broker accepts 199 more
     for sock in flood:
+        send_api_versions(sock)
+    answered: set[socket.socket] = set()
+    assert wait_for(lambda: collect(answered, flood) >= 199)
+    time.sleep(0.5)
+    answered |= answers(flood)
+    assert len(answered) == 199 and not closed_by_broker(flood)  # the others wait, neither served nor closed
+    assert api_versions(established) == 0
+    for sock in list(answered)[:100]:
         sock.close()
-    assert wait_for(lambda: new_client_served(broker))  # places are free again once the broker saw the closes
-    assert "refused" in broker.stderr()
+    waiting = [sock for sock in flood if sock not in answered]
+    now_answered: set[socket.socket] = set()
+    assert wait_for(lambda: collect(now_answered, waiting) >= 100)
+    time.sleep(0.5)
+    assert collect(now_answered, waiting) == 100  # one accepted for each that closed
+    assert "max.connections (200) are open" in broker.stderr()
 
 
 def test_max_connections_per_ip_and_its_overrides(broker_factory: Callable[..., BrokerProcess]) -> None:
