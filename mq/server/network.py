@@ -499,14 +499,18 @@ class SocketServer:
 
 async def _listen(host: str, port: int) -> list[socket.socket]:
     """Non-blocking listening sockets on every address ``host`` resolves to ("" = all interfaces), all on one port
-    (port 0: the one the first socket got)."""
+    (port 0: the one the first socket got); as asyncio's create_server, an address family the host cannot open a
+    socket for (IPv6 turned off) is skipped, a failed bind is an error."""
     infos = await asyncio.get_running_loop().getaddrinfo(
         host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )
     listeners: list[socket.socket] = []
     try:
         for family, kind, proto, _, address in dict.fromkeys(infos):
-            listener = socket.socket(family, kind, proto)
+            try:
+                listener = socket.socket(family, kind, proto)
+            except OSError:
+                continue
             listeners.append(listener)
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
@@ -514,6 +518,8 @@ async def _listen(host: str, port: int) -> list[socket.socket]:
             listener.bind((address[0], listeners[0].getsockname()[1] if len(listeners) > 1 else port, *address[2:]))
             listener.listen(1024)
             listener.setblocking(False)
+        if not listeners:
+            raise OSError(f"no socket can listen on {host or '*'}:{port}")
     except OSError:
         for listener in listeners:
             listener.close()
