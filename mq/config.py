@@ -181,6 +181,43 @@ class BrokerConfig:
     )
     socket_send_buffer_bytes: int = _key("socket.send.buffer.bytes", 102400, "SO_SNDBUF; -1 = OS default")
     socket_receive_buffer_bytes: int = _key("socket.receive.buffer.bytes", 102400, "SO_RCVBUF; -1 = OS default")
+    queued_max_request_bytes: int | None = _key(
+        "queued.max.request.bytes",
+        None,
+        "memory for requests larger than a connection's 64 KiB receive buffer, reserved as their bytes arrive (a"
+        " connection waits, unread, for memory); -1 = no limit (Kafka's default, under which a connection that sends"
+        " a 100 MB size prefix and nothing else costs 100 MB); default: 2 x socket.request.max.bytes, so the two"
+        " largest requests fit at once; at least socket.request.max.bytes",
+        minimum=-1,
+    )
+    max_connections: int = _key(
+        "max.connections",
+        INT_MAX,
+        "connections the broker keeps; at the limit it stops accepting until one closes",
+        minimum=0,
+    )
+    max_connections_per_ip: int = _key(
+        "max.connections.per.ip", INT_MAX, "connections one IP address may have; more are closed at accept", minimum=0
+    )
+    max_connections_per_ip_overrides: str = _key(
+        "max.connections.per.ip.overrides",
+        "",
+        "host:count pairs separated by commas: per-IP limits for these addresses or host names",
+        kind="ip_counts",
+    )
+    connections_max_idle_ms: int = _key(
+        "connections.max.idle.ms",
+        600000,
+        "a connection with no request for this long is closed; -1 = never",
+        minimum=-1,
+    )
+    socket_request_receive_timeout_ms: int = _key(
+        "socket.request.receive.timeout.ms",
+        30000,
+        "mq only (Kafka has none): a connection whose request is not whole this long after its first bytes"
+        " arrived is closed; -1 = no limit",
+        minimum=-1,
+    )
     num_network_threads: int = _key(
         "num.network.threads", 3, "accepted for compatibility; mq serves sockets from one event loop", minimum=1
     )
@@ -344,6 +381,21 @@ class BrokerConfig:
     explicit_keys: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """Keys set by the properties file or an override (their source is STATIC_BROKER_CONFIG)."""
 
+    def __post_init__(self) -> None:
+        queued = self.queued_max_request_bytes
+        if queued is not None and queued != -1 and queued < self.socket_request_max_bytes:
+            raise ConfigError(
+                f"queued.max.request.bytes ({queued}) must be -1 or at least socket.request.max.bytes "
+                f"({self.socket_request_max_bytes}), or a largest request could never be received"
+            )
+
+    @property
+    def request_memory_bytes(self) -> int:
+        """The memory pool for received requests: queued.max.request.bytes, by default twice the largest request;
+        -1 = no limit."""
+        queued = self.queued_max_request_bytes
+        return queued if queued is not None else 2 * self.socket_request_max_bytes
+
     @property
     def log_dir_paths(self) -> list[Path]:
         dirs = self.log_dirs if self.log_dirs is not None else self.log_dir
@@ -467,6 +519,21 @@ def parse_throttled_replicas(text: str) -> list[tuple[int, int]] | None:
     return pairs
 
 
+def parse_ip_counts(text: str) -> dict[str, int]:
+    """A ``max.connections.per.ip.overrides`` value: ``host:count`` pairs separated by commas (an IPv6 address is
+    everything before the last colon). Raises ValueError."""
+    counts: dict[str, int] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ValueError(item)
+        counts[host.strip()] = int(count)
+    return counts
+
+
 _LINE_CONTINUATION = re.compile(r"(?<!\\)(\\\\)*\\$")
 
 
@@ -537,6 +604,14 @@ def _parse_value(f: dataclasses.Field[Any], text: str, source: str) -> Any:
             raise ConfigError(
                 f"invalid value '{text}' for {key} in {source}: expected * or partitionId:brokerId pairs separated "
                 "by commas"
+            ) from None
+        return text
+    if meta["kind"] == "ip_counts":
+        try:
+            parse_ip_counts(text)
+        except ValueError:
+            raise ConfigError(
+                f"invalid value '{text}' for {key} in {source}: expected host:count pairs separated by commas"
             ) from None
         return text
     if meta["kind"] == "policy":

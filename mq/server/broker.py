@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mq.client.connection import BrokerConnection
-from mq.config import BrokerConfig, TopicConfig, parse_properties
+from mq.config import BrokerConfig, TopicConfig, parse_ip_counts, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
@@ -57,7 +57,7 @@ from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.isr_updates import IsrChangeWriter
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
-from mq.server.network import SocketServer
+from mq.server.network import ConnectionLimits, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
@@ -352,6 +352,14 @@ class KafkaServer:
             listener.port,
             dispatcher,
             max_request_bytes=config.socket_request_max_bytes,
+            limits=ConnectionLimits(
+                queued_max_request_bytes=config.request_memory_bytes,
+                max_connections=config.max_connections,
+                max_connections_per_ip=config.max_connections_per_ip,
+                max_connections_per_ip_overrides=parse_ip_counts(config.max_connections_per_ip_overrides),
+                connections_max_idle_ms=config.connections_max_idle_ms,
+                request_receive_timeout_ms=config.socket_request_receive_timeout_ms,
+            ),
             send_buffer_bytes=config.socket_send_buffer_bytes,
             receive_buffer_bytes=config.socket_receive_buffer_bytes,
         )

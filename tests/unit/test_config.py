@@ -4,7 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from mq.config import LONG_MAX, TOPIC_CONFIG_KEYS, BrokerConfig, TopicConfig, parse_properties, render_properties
+from mq.config import (
+    LONG_MAX,
+    TOPIC_CONFIG_KEYS,
+    BrokerConfig,
+    TopicConfig,
+    parse_ip_counts,
+    parse_properties,
+    render_properties,
+)
 from mq.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,3 +127,17 @@ def test_topic_overrides() -> None:
         base.with_overrides({"segment.byte": "1"})
     assert set(topic.to_properties()) == TOPIC_CONFIG_KEYS
     assert topic.to_properties()["preallocate"] == "false"
+
+
+def test_request_memory_defaults_to_twice_the_largest_request_and_must_fit_one() -> None:
+    assert BrokerConfig().request_memory_bytes == 2 * 104857600
+    assert BrokerConfig.load(overrides=["socket.request.max.bytes=1000"]).request_memory_bytes == 2000
+    assert BrokerConfig.load(overrides=["queued.max.request.bytes=-1"]).request_memory_bytes == -1
+    with pytest.raises(ConfigError, match="queued.max.request.bytes .1000. must be -1 or at least"):
+        BrokerConfig.load(overrides=["queued.max.request.bytes=1000"])
+
+
+def test_per_ip_overrides_are_host_count_pairs() -> None:
+    assert parse_ip_counts("127.0.0.1:5, broker-a:2,::1:7") == {"127.0.0.1": 5, "broker-a": 2, "::1": 7}
+    with pytest.raises(ConfigError, match="expected host:count pairs"):
+        BrokerConfig.load(overrides=["max.connections.per.ip.overrides=127.0.0.1"])
