@@ -15,6 +15,7 @@ is cut there, every whole batch stays. The other dirs go on serving.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import logging
@@ -39,6 +40,8 @@ from mq.storage.checkpoints import (
 from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, delete_dir_name, parse_partition_dir
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
+
+PROCESS_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class LogManager:
         self._checkpoint_mutex = threading.Lock()
         self.offline_dirs: set[Path] = set()
         """Log dirs that failed (a dir never comes back while the broker runs)."""
+        self._resource_error_logged = -60.0
         self.dir_failure_listener: Callable[[Path], None] | None = None
         """Told, from the failing thread, when a log dir goes offline (once per dir)."""
         self.roll_listener: Callable[[Log], None] | None = None
@@ -181,7 +185,16 @@ class LogManager:
     # --- offline log dirs ---------------------------------------------------------------------------------------
 
     def mark_offline(self, directory: Path, error: BaseException) -> None:
-        """Take ``directory`` offline after ``error`` (any thread); the first call logs and tells the listener."""
+        """Take ``directory`` offline after ``error`` (any thread); the first call logs and tells the listener.
+
+        Running out of file descriptors or memory is the process's trouble, not the disk's: the dir stays online
+        (the failed operation was undone or is retried) and the error is logged at most once a minute."""
+        if isinstance(error, OSError) and error.errno in PROCESS_RESOURCE_ERRNOS:
+            now = time.monotonic()
+            if now - self._resource_error_logged >= 60.0:
+                self._resource_error_logged = now
+                log.warning("Out of a process resource while accessing log dir %s: %s", directory, error)
+            return
         with self._mutex:
             if directory in self.offline_dirs:
                 return

@@ -104,18 +104,30 @@ def test_an_offline_dir_is_skipped_and_gets_no_clean_shutdown_marker(tmp_path: P
     assert (a / CLEAN_SHUTDOWN_FILE).exists() and not (b / CLEAN_SHUTDOWN_FILE).exists()
 
 
-def test_a_failed_checkpoint_write_takes_its_dir_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    manager, (a, b), told = two_dir_manager(tmp_path)
+def fail_checkpoint_writes_in(directory: Path, code: int, monkeypatch: pytest.MonkeyPatch) -> None:
     real_open = open
 
-    def open_failing_in_b(path: object, *args: object, **kwargs: object) -> object:
-        if str(path).startswith(str(b)) and str(path).endswith(".tmp"):
-            raise OSError(errno.ENOSPC, "No space left on device")
+    def open_failing(path: object, *args: object, **kwargs: object) -> object:
+        if str(path).startswith(str(directory)) and str(path).endswith(".tmp"):
+            raise OSError(code, os.strerror(code))
         return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr("builtins.open", open_failing_in_b)
+    monkeypatch.setattr("builtins.open", open_failing)
+
+
+def test_a_failed_checkpoint_write_takes_its_dir_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager, (a, b), told = two_dir_manager(tmp_path)
+    fail_checkpoint_writes_in(b, errno.ENOSPC, monkeypatch)
     manager.checkpoint_recovery_points()
     assert told == [b] and b in manager.offline_dirs and a not in manager.offline_dirs
+
+
+def test_running_out_of_file_descriptors_leaves_the_dir_online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager, (_, b), told = two_dir_manager(tmp_path)
+    fail_checkpoint_writes_in(b, errno.EMFILE, monkeypatch)
+    manager.checkpoint_recovery_points()
+    manager.checkpoint_recovery_points()
+    assert told == [] and not manager.offline_dirs
 
 
 def test_produce_and_fetch_answer_storage_error_once_the_dir_failed(
