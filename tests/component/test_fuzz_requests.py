@@ -1,0 +1,106 @@
+"""Malformed requests never cause a traceback: for every API and version the broker advertises, frames derived from
+valid bodies (truncated, extended, random, overwritten, with hostile lengths) and valid bodies of random field values
+go straight to the broker's dispatcher. Each must answer a well-formed response of that version with the request's
+correlation id and without UNKNOWN_SERVER_ERROR, or raise a KafkaError (the network layer then closes the
+connection); nothing is logged at ERROR level."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mq.errors import ErrorCode, KafkaError
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import decode_response, response_schema
+from mq.server.api_dispatch import ApiDispatcher
+from mq.server.clock import ManualClock
+from mq.server.network import ClientAddress
+from tests.fuzz_requests import malformed_frames
+
+CLIENT = ClientAddress("127.0.0.1", 1, 1)
+CORRELATION_ID = 0x5EED
+EXAMPLES_PER_VERSION = 12
+PARKED_ADVANCE_MS = 2**31
+"""A request still pending after a moment waits on the broker's clock (a long poll, a rebalance): move it this far."""
+
+
+def error_codes(entity: Any) -> Iterator[int]:
+    """Every error_code field anywhere in a decoded response."""
+    if isinstance(entity, tuple):
+        for item in entity:
+            yield from error_codes(item)
+    elif hasattr(entity, "__dataclass_fields__"):
+        for name in entity.__dataclass_fields__:
+            value = getattr(entity, name)
+            if name == "error_code":
+                yield int(value)
+            else:
+                yield from error_codes(value)
+
+
+def check_response(api_key: int, api_version: int, response: Any) -> None:
+    if response is None:
+        assert api_key == ApiKey.PRODUCE, f"{ApiKey(api_key).name} answered nothing"
+        return
+    if isinstance(response, list):  # a fetch answer with file slices: its first piece holds size and header
+        assert api_key == ApiKey.FETCH and isinstance(response[0], bytes)
+        assert struct.unpack_from(">i", response[0], 4)[0] == CORRELATION_ID
+        return
+    (size,) = struct.unpack_from(">i", response, 0)
+    assert size == len(response) - 4
+    correlation_id, body = decode_response(response[4:], response_schema(api_key, api_version))
+    assert correlation_id == CORRELATION_ID
+    assert ErrorCode.UNKNOWN_SERVER_ERROR not in set(error_codes(body))
+
+
+def test_malformed_requests_answer_an_error_or_close_the_connection(
+    in_process_broker: Callable[..., Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = in_process_broker([f"log.dirs={tmp_path / 'logs'}", "num.partitions=1"], ManualClock())
+    dispatcher = broker.server.server.handler
+    assert isinstance(dispatcher, ApiDispatcher)
+    advertised = dispatcher.advertised()
+    assert {a["api_key"] for a in advertised} >= {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.CREATE_TOPICS}
+    caplog.set_level(logging.WARNING)
+
+    def dispatch(frame: bytes) -> Any:
+        pending = asyncio.run_coroutine_threadsafe(dispatcher(bytearray(frame), CLIENT), broker.loop)
+        try:
+            return pending.result(2)
+        except TimeoutError:
+            broker.advance(PARKED_ADVANCE_MS)
+            return pending.result(30)
+
+    for entry in advertised:
+        for api_version in range(entry["min_version"], entry["max_version"] + 1):
+            api_key = entry["api_key"]
+
+            @settings(
+                max_examples=EXAMPLES_PER_VERSION,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(malformed_frames(api_key, api_version, CORRELATION_ID))
+            def fuzz(mutated: tuple[str, bytes]) -> None:
+                mutation, frame = mutated
+                caplog.clear()
+                try:
+                    response = dispatch(frame)
+                except KafkaError as exc:
+                    assert exc.code != ErrorCode.UNKNOWN_SERVER_ERROR, f"{mutation}: {exc!r}"
+                else:
+                    check_response(api_key, api_version, response)
+                errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+                assert not errors, f"{mutation} {frame.hex()}: {errors[0].getMessage()}"
+
+            fuzz()
