@@ -4,8 +4,9 @@ kio's native reader reserves room for an array's elements from its count prefix 
 frame announcing 2^31-1 elements (a 32-bit count) or 2^35 (a compact array's unsigned varint) costs gigabytes, or
 aborts the process, before the decoder finds the frame too short. Every element takes at least one byte, so a count
 larger than the bytes left cannot be honest: ``check_lengths`` walks the body's layout (fields in order, tagged
-fields of flexible versions, nested entities) and raises LengthError at the first such count or at any length that
-runs past the end. It only skips bytes: values and null markers are left for kio to judge.
+fields of flexible versions, nested entities) and raises LengthError at the first such count, at any length that
+runs past the end, and at a null (a negative length or count) where the schema allows none, which Kafka's brokers
+refuse too (kio would decode it as None). Values are left for kio to judge.
 
 Layouts (``flexible`` = compact encodings, unsigned varint N meaning length N-1 and 0 meaning null)::
 
@@ -23,7 +24,6 @@ import struct
 import types
 import typing
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from kio.serial.errors import DecodeError
@@ -56,8 +56,10 @@ class LengthError(ValueError):
 @dataclass(frozen=True, slots=True)
 class _Step:
     kind: int | _Layout
-    array: bool = False
-    nullable_entity: bool = False
+    array: bool
+    nullable: bool
+    """The array, string, bytes or entity may be null."""
+    nullable_elements: bool
 
 
 @dataclass(slots=True)
@@ -74,14 +76,24 @@ def _strip_optional(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
-@cache
+_LAYOUTS: dict[tuple[type[Any], bool], _Layout] = {}
+
+
 def _layout(schema: type[Any], flexible: bool) -> _Layout:
+    layout = _LAYOUTS.get((schema, flexible))
+    if layout is None:
+        layout = _LAYOUTS[schema, flexible] = _plan(schema, flexible)
+    return layout
+
+
+def _plan(schema: type[Any], flexible: bool) -> _Layout:
     layout = _Layout(flexible)
     for f in dataclasses.fields(schema):
         hint, nullable = _strip_optional(f.type)
         array = typing.get_origin(hint) is tuple
+        nullable_elements = False
         if array:
-            hint, _ = _strip_optional(typing.get_args(hint)[0])
+            hint, nullable_elements = _strip_optional(typing.get_args(hint)[0])
         kafka_type = f.metadata.get("kafka_type")
         kind: int | _Layout
         if kafka_type is None:
@@ -92,7 +104,7 @@ def _layout(schema: type[Any], flexible: bool) -> _Layout:
             kind = _BYTES
         else:
             kind = _FIXED_SIZES[kafka_type]
-        step = _Step(kind, array, nullable and not array and kafka_type is None)
+        step = _Step(kind, array, nullable, nullable_elements)
         if "tag" in f.metadata:
             layout.tagged[int(f.metadata["tag"])] = step
         else:
@@ -143,31 +155,35 @@ def _entity(layout: _Layout, frame: bytes, position: int, end: int) -> int:
 
 
 def _field(step: _Step, flexible: bool, frame: bytes, position: int, end: int) -> int:
-    if step.array:
-        count, position = _length(frame, position, flexible, _I32)
-        if count > end - position:
-            raise LengthError(f"an array of {count} elements in {end - position} bytes")
-        if isinstance(step.kind, int) and step.kind > 0:
-            size = max(count, 0) * step.kind
-            if size > end - position:
-                raise LengthError(f"an array of {count} elements of {step.kind} bytes in {end - position} bytes")
-            return position + size
-        for _ in range(count):
-            position = _value(step.kind, flexible, frame, position, end)
-        return position
-    if step.nullable_entity:
-        if frame[position] == 0xFF:
-            return position + 1
-        position += 1
-    return _value(step.kind, flexible, frame, position, end)
+    if not step.array:
+        return _value(step.kind, step.nullable, flexible, frame, position, end)
+    count, position = _length(frame, position, flexible, _I32)
+    if count < 0 and not step.nullable:
+        raise LengthError("a null array where none is allowed")
+    if count > end - position:
+        raise LengthError(f"an array of {count} elements in {end - position} bytes")
+    if isinstance(step.kind, int) and step.kind > 0:
+        size = max(count, 0) * step.kind
+        if size > end - position:
+            raise LengthError(f"an array of {count} elements of {step.kind} bytes in {end - position} bytes")
+        return position + size
+    for _ in range(count):
+        position = _value(step.kind, step.nullable_elements, flexible, frame, position, end)
+    return position
 
 
-def _value(kind: int | _Layout, flexible: bool, frame: bytes, position: int, end: int) -> int:
+def _value(kind: int | _Layout, nullable: bool, flexible: bool, frame: bytes, position: int, end: int) -> int:
     if isinstance(kind, _Layout):
+        if nullable:
+            if frame[position] == 0xFF:  # int8 -1: null
+                return position + 1
+            position += 1
         return _entity(kind, frame, position, end)
     if kind > 0:
         return position + kind
     size, position = _length(frame, position, flexible, _I16 if kind == _STRING else _I32)
+    if size < 0 and not nullable:
+        raise LengthError("a null string or bytes where none is allowed")
     if size > end - position:
         raise LengthError(f"a length of {size} with {end - position} bytes left")
     return position + max(size, 0)

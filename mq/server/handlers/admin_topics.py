@@ -25,7 +25,6 @@ from mq.server.metadata_cache import MetadataCache
 from mq.topic_partition import topic_name_error
 from mq.zk.admin_zk_client import AdminZkClient
 
-
 MAX_NEW_PARTITIONS = 10_000
 """The most partitions one topic of a CreateTopics or CreatePartitions request may add: a larger count is refused
 with INVALID_PARTITIONS instead of computing (and writing) an assignment of that size."""

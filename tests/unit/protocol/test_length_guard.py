@@ -39,9 +39,13 @@ def test_every_valid_body_passes(api_key: int, api_version: int, schema: type[An
         (ApiKey.FIND_COORDINATOR, 4, b"\0\xc6\xe7\xf7\xb7\x76"),  # a 5-byte varint count above 2^34
         (ApiKey.DESCRIBE_GROUPS, 0, struct.pack(">ih", 1, 2**15 - 1) + b"g"),  # a string longer than the frame
         (ApiKey.METADATA, 9, b"\1\0\0\0" + b"\1\0\x7f" + b"ab"),  # a tagged field of 127 bytes in 2
+        (ApiKey.DELETE_RECORDS, 0, struct.pack(">ii", -1, 1000)),  # a null array where none is allowed
+        (ApiKey.DESCRIBE_GROUPS, 0, struct.pack(">ih", 1, -1)),  # a null string where none is allowed
     ],
 )
-def test_a_count_beyond_the_frame_is_refused_before_decoding(api_key: int, api_version: int, body: bytes) -> None:
+def test_a_count_beyond_the_frame_or_a_forbidden_null_is_refused_before_decoding(
+    api_key: int, api_version: int, body: bytes
+) -> None:
     schema = request_schema(api_key, api_version)
     assert schema is not None
     header = struct.pack(">hhih", api_key, api_version, 1, -1) + (b"\0" if schema.__flexible__ else b"")
