@@ -8,7 +8,10 @@ length of 2^31-1) somewhere in the body. Frames carry no size prefix.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+import types
+import typing
 from typing import Any
 
 from hypothesis import strategies as st
@@ -55,3 +58,21 @@ def malformed_frames(draw: st.DrawFn, api_key: int, api_version: int, correlatio
         at = draw(st.integers(body_start, max(body_start, len(frame) - 1)))
         frame = frame[:at] + patch + frame[at + len(patch) :]
     return mutation, frame
+
+
+def hostile_count_frame(api_key: int, api_version: int, correlation_id: int) -> bytes | None:
+    """A frame whose body opens with an array count far beyond the frame (2^32 - 2 as a compact count, 2^31 - 1 as
+    an int32 count) followed by a few bytes; None when the body of that version does not open with an array."""
+    schema = request_schema(api_key, api_version)
+    if schema is None:
+        return None
+    fields = [f for f in dataclasses.fields(schema) if "tag" not in f.metadata]
+    hint = fields[0].type if fields else None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) is not tuple:
+        return None
+    header = struct.pack(">hhih", api_key, api_version, correlation_id, -1)
+    if schema.__flexible__:
+        return header + b"\0" + b"\xff\xff\xff\xff\x0f" + b"\x03ab" * 4
+    return header + struct.pack(">i", 2**31 - 1) + b"\0\2ab" * 4

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.codec import decode_response, response_schema
+from mq.protocol.codec import InvalidRequestError, decode_response, response_schema
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.clock import ManualClock
 from mq.server.network import ClientAddress
-from tests.fuzz_requests import malformed_frames
+from tests.fuzz_requests import hostile_count_frame, malformed_frames
 
 CLIENT = ClientAddress("127.0.0.1", 1, 1)
 CORRELATION_ID = 0x5EED
@@ -83,6 +83,10 @@ def test_malformed_requests_answer_an_error_or_close_the_connection(
     for entry in advertised:
         for api_version in range(entry["min_version"], entry["max_version"] + 1):
             fuzz_version(dispatch, caplog, entry["api_key"], api_version)
+            hostile = hostile_count_frame(entry["api_key"], api_version, CORRELATION_ID)
+            if hostile is not None:
+                with pytest.raises(InvalidRequestError):
+                    dispatch(hostile)
 
 
 def fuzz_version(
