@@ -60,6 +60,13 @@ class _Step:
     nullable: bool
     """The array, string, bytes or entity may be null."""
     nullable_elements: bool
+    fixed: int
+    """The bytes a run of fixed-size fields takes; 0 for any other step."""
+
+
+def _step(kind: int | _Layout, array: bool, nullable: bool, nullable_elements: bool) -> _Step:
+    fixed = kind if isinstance(kind, int) and kind > 0 and not array else 0
+    return _Step(kind, array, nullable, nullable_elements, fixed)
 
 
 @dataclass(slots=True)
@@ -67,6 +74,10 @@ class _Layout:
     flexible: bool
     steps: list[_Step] = dataclasses.field(default_factory=list)
     tagged: dict[int, _Step] = dataclasses.field(default_factory=dict)
+    fixed: int = 0
+    """The size of every instance when it has one (fixed-size fields only, no tagged-field section), else 0."""
+    fixed_fields: int = 0
+    """For a flexible entity of fixed-size fields only: their size (the tagged-field section follows), else 0."""
 
 
 def _strip_optional(hint: Any) -> tuple[Any, bool]:
@@ -104,11 +115,18 @@ def _plan(schema: type[Any], flexible: bool) -> _Layout:
             kind = _BYTES
         else:
             kind = _FIXED_SIZES[kafka_type]
-        step = _Step(kind, array, nullable, nullable_elements)
+        step = _step(kind, array, nullable, nullable_elements)
         if "tag" in f.metadata:
             layout.tagged[int(f.metadata["tag"])] = step
+        elif step.fixed and layout.steps and layout.steps[-1].fixed:  # one step skips a run of fixed fields
+            layout.steps[-1] = _step(layout.steps[-1].fixed + step.fixed, False, False, False)
         else:
             layout.steps.append(step)
+    if len(layout.steps) == 1:
+        if flexible:
+            layout.fixed_fields = layout.steps[0].fixed
+        else:
+            layout.fixed = layout.steps[0].fixed
     return layout
 
 
@@ -138,19 +156,25 @@ def _length(frame: bytes, position: int, flexible: bool, legacy: struct.Struct) 
 def _entity(layout: _Layout, frame: bytes, position: int, end: int) -> int:
     flexible = layout.flexible
     for step in layout.steps:
-        position = _field(step, flexible, frame, position, end)
-    if flexible:
-        count, position = _uvarint(frame, position)
-        for _ in range(count):
-            tag, position = _uvarint(frame, position)
-            size, position = _uvarint(frame, position)
-            value_end = position + size
-            if value_end > end:
-                raise LengthError(f"a tagged field of {size} bytes runs past the end")
-            known = layout.tagged.get(tag)
-            if known is not None:
-                _field(known, flexible, frame, position, value_end)
-            position = value_end
+        fixed = step.fixed
+        position = position + fixed if fixed else _field(step, flexible, frame, position, end)
+    return _tagged_fields(layout, frame, position, end) if flexible else position
+
+
+def _tagged_fields(layout: _Layout, frame: bytes, position: int, end: int) -> int:
+    if frame[position] == 0:  # no tagged fields, the usual case
+        return position + 1
+    count, position = _uvarint(frame, position)
+    for _ in range(count):
+        tag, position = _uvarint(frame, position)
+        size, position = _uvarint(frame, position)
+        value_end = position + size
+        if value_end > end:
+            raise LengthError(f"a tagged field of {size} bytes runs past the end")
+        known = layout.tagged.get(tag)
+        if known is not None:
+            _field(known, True, frame, position, value_end)
+        position = value_end
     return position
 
 
@@ -162,13 +186,25 @@ def _field(step: _Step, flexible: bool, frame: bytes, position: int, end: int) -
         raise LengthError("a null array where none is allowed")
     if count > end - position:
         raise LengthError(f"an array of {count} elements in {end - position} bytes")
-    if isinstance(step.kind, int) and step.kind > 0:
-        size = max(count, 0) * step.kind
+    kind = step.kind
+    element_size = kind if isinstance(kind, int) else 0 if step.nullable_elements else kind.fixed
+    if element_size > 0:
+        size = max(count, 0) * element_size
         if size > end - position:
-            raise LengthError(f"an array of {count} elements of {step.kind} bytes in {end - position} bytes")
+            raise LengthError(f"an array of {count} elements of {element_size} bytes in {end - position} bytes")
         return position + size
+    if isinstance(kind, _Layout) and kind.fixed_fields and not step.nullable_elements:
+        fixed = kind.fixed_fields
+        for _ in range(count):
+            position += fixed
+            position = position + 1 if frame[position] == 0 else _tagged_fields(kind, frame, position, end)
+        return position
+    if isinstance(kind, _Layout) and not step.nullable_elements:
+        for _ in range(count):
+            position = _entity(kind, frame, position, end)
+        return position
     for _ in range(count):
-        position = _value(step.kind, step.nullable_elements, flexible, frame, position, end)
+        position = _value(kind, step.nullable_elements, flexible, frame, position, end)
     return position
 
 
