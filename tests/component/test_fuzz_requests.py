@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,12 @@ from hypothesis import HealthCheck, given, settings
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.codec import InvalidRequestError, decode_response, response_schema
+from mq.protocol.codec import InvalidRequestError, decode_response, request_schema, response_schema
+from mq.protocol.entities import build
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.clock import ManualClock
 from mq.server.network import ClientAddress
-from tests.fuzz_requests import hostile_count_frame, malformed_frames
+from tests.fuzz_requests import hostile_count_frame, malformed_frames, valid_frame
 
 CLIENT = ClientAddress("127.0.0.1", 1, 1)
 CORRELATION_ID = 0x5EED
@@ -60,6 +62,65 @@ def check_response(api_key: int, api_version: int, response: Any) -> None:
     correlation_id, body = decode_response(response[4:], response_schema(api_key, api_version))
     assert correlation_id == CORRELATION_ID
     assert ErrorCode.UNKNOWN_SERVER_ERROR not in set(error_codes(body))
+
+
+SEMANTIC_GARBAGE = [
+    (
+        ApiKey.METADATA,
+        10,
+        {
+            "topics": [{"name": None, "topic_id": uuid.UUID(int=1)}],
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False,
+        },
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (ApiKey.CREATE_PARTITIONS, 1, {"topics": [{"name": "", "count": 3}], "timeout": 0, "validate_only": False}, 3),
+    (ApiKey.DELETE_TOPICS, 4, {"topic_names": [""], "timeout": 0}, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (
+        ApiKey.CREATE_TOPICS,
+        5,
+        {"topics": [{"name": "huge", "num_partitions": 2**31 - 1, "replication_factor": 1}], "timeout": 0},
+        ErrorCode.INVALID_PARTITIONS,
+    ),
+    (
+        ApiKey.DESCRIBE_CONFIGS,
+        1,
+        {"resources": [{"resource_type": 2, "resource_name": "", "configuration_keys": None}]},
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+    ),
+    (
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        {"timeout": 0, "topics": [{"name": "/", "partitions": [{"partition_index": 0, "replicas": [0]}]}]},
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ),
+    (ApiKey.ELECT_LEADERS, 1, {"election_type": 7, "topic_partitions": None, "timeout": 0}, 42),
+]
+"""Bodies that decode but make no sense, with the error code their answer carries."""
+
+
+@pytest.mark.parametrize(("api_key", "api_version", "values", "code"), SEMANTIC_GARBAGE)
+def test_a_body_that_makes_no_sense_answers_an_error_code(
+    in_process_broker: Callable[..., Any],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    api_key: int,
+    api_version: int,
+    values: dict[str, Any],
+    code: int,
+) -> None:
+    broker = in_process_broker([f"log.dirs={tmp_path / 'logs'}"])
+    schema = request_schema(api_key, api_version)
+    assert schema is not None
+    frame = valid_frame(api_key, api_version, CORRELATION_ID, build(schema, values))
+    answer = asyncio.run_coroutine_threadsafe(broker.server.server.handler(bytearray(frame), CLIENT), broker.loop)
+    response = answer.result(30)
+    check_response(api_key, api_version, response)
+    _, body = decode_response(response[4:], response_schema(api_key, api_version))
+    assert code in set(error_codes(body))
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_malformed_requests_answer_an_error_or_close_the_connection(
