@@ -3,7 +3,7 @@
 ``topics`` null asks for every topic, an empty list for none. An unknown topic is auto-created when both the broker
 (``auto.create.topics.enable``) and the request (v4+ ``allow_auto_topic_creation``; always for older versions) allow
 it; the first answer then carries LEADER_NOT_AVAILABLE, as Kafka's does. A v10 or v11 request naming a topic by id
-alone is invalid (INVALID_REQUEST for each topic it names).
+alone is invalid: each of its topics answers INVALID_REQUEST (under the name "", as Kafka's brokers answer).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
         return _response(cache, topics)
 
     def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        named = context.version < NULL_NAMES_FROM
-        names = [t.name for t in request.topics or () if t.name is not None or not named]
+        named = context.version < NULL_NAMES_FROM  # these answers name every topic: a null name answers as ""
+        names = ["" if t.name is None and named else t.name for t in request.topics or ()]
         return _response(cache, [_error_topic(name, code) for name in names])
 
     return Api(ApiKey.METADATA, 1, 12, handle, error)
