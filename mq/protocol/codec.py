@@ -29,6 +29,7 @@ from kio.serial.readers import read_unsigned_varint
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.framing import SIZE_PREFIX
 from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
+from mq.protocol.length_guard import check_lengths
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _CORRELATION_ID = struct.Struct(">i")
@@ -150,8 +151,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
     """Header and body entity of a request frame.
 
     Raises UnsupportedVersionError when no schema exists for its (api_key, api_version), and InvalidRequestError
-    when the bytes do not decode as that schema. Bytes after the body are ignored, as Kafka's brokers ignore them
-    (librdkafka sends some after its flexible Metadata requests).
+    when the bytes do not decode as that schema, or when a count or length in them exceeds the bytes left (checked
+    before kio, which sizes an array from its count, reads it). Bytes after the body are ignored, as Kafka's brokers
+    ignore them (librdkafka sends some after its flexible Metadata requests).
     """
     if not isinstance(frame, bytes):
         frame = bytes(frame)  # kio reads only immutable buffers
@@ -161,6 +163,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
         raise UnsupportedVersionError(f"unsupported api key {api_key} version {api_version}")
     header = parse_request_header(frame, bool(schema.__flexible__))
     try:
+        check_lengths(schema, frame, header.size)
         body, _ = _reader(schema)(frame, header.size)
     except Exception as exc:  # kio raises several types for malformed input; all mean the same here
         raise InvalidRequestError(f"malformed {schema.__name__} v{api_version}: {exc}") from None

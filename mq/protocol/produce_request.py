@@ -83,6 +83,13 @@ class _Cursor:
         """A length prefix; -1 means null."""
         return self.uvarint() - 1 if self.flexible else self.fixed(legacy)[0]
 
+    def count(self) -> int:
+        """An array's element count; the arrays of a produce request are never null."""
+        count = self.length(_I32)
+        if count < 0:
+            raise InvalidRequestError(f"produce request holds a null array at byte {self.position}")
+        return count
+
     def string(self) -> str | None:
         size = self.length(_I16)
         if size < 0:
@@ -112,12 +119,12 @@ def decode_produce_request(frame: bytes | bytearray) -> tuple[RequestHeader, Pro
     transactional_id = cursor.string()
     acks, timeout_ms = cursor.fixed(_ACKS_TIMEOUT)
     topics: list[ProduceTopic] = []
-    for _ in range(cursor.length(_I32)):
+    for _ in range(cursor.count()):
         name = cursor.string()
         if name is None:
             raise InvalidRequestError("produce request names a null topic")
         partitions: list[ProducePartition] = []
-        for _ in range(cursor.length(_I32)):
+        for _ in range(cursor.count()):
             (index,) = cursor.fixed(_I32)
             size = cursor.length(_I32)
             partitions.append(ProducePartition(index, None if size < 0 else cursor.take(size)))

@@ -3,8 +3,11 @@
 The table of ``Api`` entries is the broker's truth about what it serves: ApiVersions advertises exactly these
 ranges. A handler returns a version-agnostic dict (shaped into the response schema of the request's version), a
 prebuilt network ``Response`` (the fetch path, with file regions), or None (no response: produce with acks=0).
-An exception escaping a handler answers that request with UNKNOWN_SERVER_ERROR through the API's error builder and
-is logged; only an undecodable frame closes the connection.
+A KafkaError escaping a handler (or the encoding of its answer) answers that request with its code through the API's
+error builder: a handler raises INVALID_REQUEST for a request that decodes but makes no sense. Any other exception
+is a defect: it answers UNKNOWN_SERVER_ERROR and is logged. An undecodable frame (a truncated body, a length
+running past the end, invalid UTF-8) raises InvalidRequestError, and the network layer closes the connection, as
+Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -94,17 +97,21 @@ class ApiDispatcher:
         header, body = api.decode(frame)
         context = RequestContext(header, client)
         try:
-            result = await api.handle(context, body)
+            return _encoded(correlation_id, api_key, api_version, await api.handle(context, body))
         except Exception as exc:
             code = error_code_of(exc)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("error handling %s v%d from %s", api.key.name, api_version, client.host)
-            result = api.error_response(context, body, code)
-        if result is None or isinstance(result, bytes | list):
-            return result
-        return encode_response(correlation_id, build(response_schema(api_key, api_version), result))
+            return _encoded(correlation_id, api_key, api_version, api.error_response(context, body, code))
 
     def _api_versions_fallback(self, correlation_id: int) -> bytes:
         """A v0 ApiVersions response with UNSUPPORTED_VERSION and our ranges, as Kafka answers a newer client."""
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self.advertised()}
         return encode_response(correlation_id, build(response_schema(ApiKey.API_VERSIONS, 0), body))
+
+
+def _encoded(correlation_id: int, api_key: int, api_version: int, result: HandlerResult) -> Response | None:
+    """The response frame for a handler's result (a dict is shaped into the response schema of the version)."""
+    if result is None or isinstance(result, bytes | list):
+        return result
+    return encode_response(correlation_id, build(response_schema(api_key, api_version), result))

@@ -1,6 +1,7 @@
 """CreateTopics, DeleteTopics and CreatePartitions: validated writes to the metadata tree (on a worker thread, never
 on the loop), then a wait (up to the request's timeout) until the controller's decisions reach this broker's
-metadata cache, as Kafka's brokers wait.
+metadata cache, as Kafka's brokers wait. A name that is not a legal topic name is no existing topic: deleting it or
+adding partitions to it answers UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -10,12 +11,35 @@ from datetime import timedelta
 from typing import Any
 
 from mq.config import BrokerConfig
-from mq.errors import ErrorCode, KafkaError, TopicDeletionDisabledError, UnknownTopicOrPartitionError
+from mq.errors import (
+    ErrorCode,
+    InvalidPartitionsError,
+    KafkaError,
+    TopicDeletionDisabledError,
+    UnknownTopicOrPartitionError,
+)
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.handlers.configs import describe_topic_configs
 from mq.server.metadata_cache import MetadataCache
+from mq.topic_partition import topic_name_error
 from mq.zk.admin_zk_client import AdminZkClient
+
+MAX_NEW_PARTITIONS = 10_000
+"""The most partitions one topic of a CreateTopics or CreatePartitions request may add: a larger count is refused
+with INVALID_PARTITIONS instead of computing (and writing) an assignment of that size."""
+
+
+def _check_new_partitions(count: int) -> None:
+    if count > MAX_NEW_PARTITIONS:
+        raise InvalidPartitionsError(f"Adding {count} partitions at once exceeds the limit of {MAX_NEW_PARTITIONS}.")
+
+
+def _check_existing(name: str | None) -> str:
+    """``name`` when it can name an existing topic; UnknownTopicOrPartitionError when it cannot."""
+    if name is None or topic_name_error(name) is not None:
+        raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+    return name
 
 
 def _seconds(timeout: timedelta) -> float:
@@ -57,6 +81,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                 factor = (
                     topic.replication_factor if topic.replication_factor != -1 else broker.default_replication_factor
                 )
+                _check_new_partitions(len(manual) or partitions)
                 configs = {c.name: c.value for c in topic.configs if c.value is not None}
                 assignment = await asyncio.to_thread(
                     admin.create_topic,
@@ -115,7 +140,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     raise KafkaError("Topic id does not exist.", ErrorCode.UNKNOWN_TOPIC_ID)
                 if not broker.delete_topic_enable:
                     raise TopicDeletionDisabledError("Topic deletion is disabled.")
-                await asyncio.to_thread(admin.delete_topic, name)
+                await asyncio.to_thread(admin.delete_topic, _check_existing(name))
                 pending.append(name)
             except KafkaError as exc:
                 code = exc.code
@@ -143,6 +168,8 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
             results.append(result)
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
             try:
+                info = cache.topics.get(_check_existing(topic.name))
+                _check_new_partitions(topic.count - (0 if info is None else len(info.partitions)))
                 await asyncio.to_thread(
                     admin.add_partitions,
                     topic.name,

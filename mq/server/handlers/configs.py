@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mq.config import INT_MAX, TOPIC_TO_BROKER_KEYS, BrokerConfig, DynamicBrokerConfig, TopicConfig, config_fields
-from mq.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
+from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
 from mq.server.api_dispatch import Api, Handler, RequestContext
+from mq.topic_partition import topic_name_error
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient, broker_entity
 
 
@@ -142,6 +143,9 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
     zk = admin.zk
 
     def topic_overrides(topic: str) -> dict[str, str]:
+        error = topic_name_error(topic)
+        if error is not None:
+            raise InvalidTopicError(error)
         if zk.get_topic_assignment(topic) is None:
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
         return zk.get_entity_config("topics", topic)
@@ -261,7 +265,7 @@ def _broker_id(name: str) -> int | None:
     """The broker id a BROKER resource names; None for ``""``, the cluster-wide default."""
     if name == "":
         return None
-    if not name.isdigit():
+    if not (name.isascii() and name.isdigit()):
         raise KafkaError(f"Broker id must be an integer, but it is: {name}", ErrorCode.INVALID_REQUEST)
     return int(name)
 

@@ -1,15 +1,16 @@
 """Requests only the active controller answers: ElectLeaders and ControlledShutdown (NOT_CONTROLLER elsewhere;
-clients then look the controller up again). Each runs as one event on the controller's thread; the loop awaits it."""
+clients then look the controller up again). Each runs as one event on the controller's thread; the loop awaits it.
+An election type other than preferred (0) or unclean (1) is INVALID_REQUEST."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from mq.errors import ErrorCode
+from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
-from mq.server.controller import PREFERRED, Controller
+from mq.server.controller import PREFERRED, UNCLEAN, Controller
 from mq.server.controller_base import ElectionResult
 from mq.topic_partition import TopicPartition
 
@@ -21,6 +22,8 @@ def controller_apis(controller: Controller) -> list[Api]:
             None if requested is None else [TopicPartition(t.topic, int(p)) for t in requested for p in t.partitions]
         )
         election_type = int(getattr(request, "election_type", PREFERRED))
+        if election_type not in (PREFERRED, UNCLEAN):
+            raise KafkaError(f"Unknown election type {election_type}", ErrorCode.INVALID_REQUEST)
 
         def elect() -> dict[TopicPartition, ElectionResult] | None:
             return controller.elect_leaders(partitions, election_type) if controller.active else None

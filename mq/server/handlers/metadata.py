@@ -2,7 +2,8 @@
 
 ``topics`` null asks for every topic, an empty list for none. An unknown topic is auto-created when both the broker
 (``auto.create.topics.enable``) and the request (v4+ ``allow_auto_topic_creation``; always for older versions) allow
-it; the first answer then carries LEADER_NOT_AVAILABLE, as Kafka's does.
+it; the first answer then carries LEADER_NOT_AVAILABLE, as Kafka's does. A v10 or v11 request naming a topic by id
+alone is invalid: each of its topics answers INVALID_REQUEST (under the name "", as Kafka's brokers answer).
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mq.errors import ErrorCode
+from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.metadata_cache import MetadataCache, TopicInfo
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition, topic_name_error
 
 NO_AUTHORIZED_OPERATIONS = -2147483648
+NULL_NAMES_FROM = 12
+"""The first version whose topics may be named by id alone (v10 and v11 carry ids but answer by name)."""
 
 AutoCreate = Callable[[str], ErrorCode]
 """Creates a topic for a Metadata request and returns the error code to answer with."""
@@ -25,6 +28,8 @@ AutoCreate = Callable[[str], ErrorCode]
 def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
     async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
         allow_auto = context.version < 4 or bool(request.allow_auto_topic_creation)
+        if context.version < NULL_NAMES_FROM and any(t.name is None for t in request.topics or ()):
+            raise KafkaError(f"Topic name can not be null for version {context.version}", ErrorCode.INVALID_REQUEST)
         if request.topics is None:
             topics = [_describe(cache, info) for _, info in sorted(cache.topics.items())]
         else:
@@ -32,7 +37,8 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
         return _response(cache, topics)
 
     def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        names = [t.name for t in request.topics or ()]
+        named = context.version < NULL_NAMES_FROM  # these answers name every topic: a null name answers as ""
+        names = ["" if t.name is None and named else t.name for t in request.topics or ()]
         return _response(cache, [_error_topic(name, code) for name in names])
 
     return Api(ApiKey.METADATA, 1, 12, handle, error)

@@ -4,7 +4,7 @@ Both meet the ZooKeeper-era tool in one place: a requested move is merged into `
 entry for the same partition is replaced), which the controller executes; a cancellation asks for the partition's
 original replicas (the current ones minus those being added), which completes at once because they are in sync.
 Ongoing reassignments are read from the topics' ``adding_replicas``/``removing_replicas``, plus requests the
-controller has not picked up yet. Any broker can answer.
+controller has not picked up yet. Any broker can answer. A name that is not a legal topic name names no topic.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.codecs import TopicAssignment, decode_reassignment, encode_reassignment
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -97,7 +97,7 @@ def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
         cancelled: list[TopicPartition] = []
         responses = []
         for topic in request.topics:
-            assignment = zk.get_topic_assignment(topic.name)
+            assignment = None if topic_name_error(topic.name) else zk.get_topic_assignment(topic.name)
             results = []
             for part in topic.partitions:
                 tp = TopicPartition(topic.name, int(part.partition_index))
@@ -148,7 +148,7 @@ def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
         wanted: dict[str, set[int]] | None = None
         if request.topics is not None:
             wanted = {t.name: {int(p) for p in t.partition_indexes} for t in request.topics}
-        topics = zk.get_all_topics() if wanted is None else sorted(wanted)
+        topics = zk.get_all_topics() if wanted is None else sorted(t for t in wanted if not topic_name_error(t))
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, (replicas, adding, removing) in ongoing_reassignments(zk, topics).items():
             if wanted is not None and tp.partition not in wanted.get(tp.topic, set()):

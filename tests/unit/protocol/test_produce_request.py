@@ -71,3 +71,13 @@ def test_other_apis_are_refused() -> None:
     frame[1] = ApiKey.FETCH
     with pytest.raises(InvalidRequestError, match="not a produce request"):
         decode_produce_request(frame)
+
+
+@pytest.mark.parametrize(("version", "null_count"), [(3, b"\xff\xff\xff\xff"), (8, b"\xff\xff\xff\xfe"), (9, b"\0")])
+def test_a_null_topic_array_is_an_invalid_request(version: int, null_count: bytes) -> None:
+    frame = _frame(version, None, 1, 1000, [])
+    empty = b"\1" if version >= 9 else b"\0\0\0\0"  # the empty topic array, then (v9) the body's tagged fields
+    body_end = len(frame) - (1 if version >= 9 else 0)
+    assert frame[body_end - len(empty) : body_end] == empty
+    with pytest.raises(InvalidRequestError, match="null array"):
+        decode_produce_request(frame[: body_end - len(empty)] + null_count + frame[body_end:])

@@ -27,6 +27,8 @@ def metadata_api(behaviour: str) -> Api:
             raise TopicExistsError("exists")
         if behaviour == "silent":
             return None
+        if behaviour == "unencodable":
+            return {"brokers": [], "controller_id": 0, "topics": [{"error_code": 0, "name": None, "partitions": []}]}
         return {"brokers": [], "controller_id": 0, "topics": [{"error_code": 0, "name": "x", "partitions": []}]}
 
     def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -89,7 +91,7 @@ def test_unknown_api_key_is_malformed() -> None:
         asyncio.run(dispatcher()(struct.pack(">hhih", 999, 0, 1, -1), CLIENT))
 
 
-@pytest.mark.parametrize(("behaviour", "code"), [("crash", -1), ("kafka-error", 36)])
+@pytest.mark.parametrize(("behaviour", "code"), [("crash", -1), ("kafka-error", 36), ("unencodable", -1)])
 def test_handler_errors_become_the_api_error_response(behaviour: str, code: int) -> None:
     wire = call(dispatcher(behaviour), MetadataRequest[4](topics=None, allow_auto_topic_creation=False))
     assert wire is not None
