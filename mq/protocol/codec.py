@@ -57,13 +57,18 @@ class RequestHeader:
     """Bytes the header occupies in the frame; the body starts there."""
 
 
+SAME_LAYOUT = {(35, 0): 1}
+"""Versions kio has no schema for whose request and response bytes are those of another version: DescribeLogDirs
+v0 is v1 (v1 changed only when throttling is applied)."""
+
+
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any] | None:
     """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs); None when there is none."""
     if (api_key, api_version) in INTER_BROKER_SCHEMAS:
         return INTER_BROKER_SCHEMAS[api_key, api_version][0]
     try:
-        return cast(type[Any], load_request_schema(api_key, api_version))
+        return cast(type[Any], load_request_schema(api_key, SAME_LAYOUT.get((api_key, api_version), api_version)))
     except (UnknownAPIKey, UnknownEntity):
         return None
 
@@ -72,7 +77,7 @@ def request_schema(api_key: int, api_version: int) -> type[Any] | None:
 def response_schema(api_key: int, api_version: int) -> type[Any]:
     if (api_key, api_version) in INTER_BROKER_SCHEMAS:
         return INTER_BROKER_SCHEMAS[api_key, api_version][1]
-    return cast(type[Any], load_response_schema(api_key, api_version))
+    return cast(type[Any], load_response_schema(api_key, SAME_LAYOUT.get((api_key, api_version), api_version)))
 
 
 Reader = Callable[[bytes | memoryview, int], tuple[Any, int]]

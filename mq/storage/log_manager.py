@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mq.config import TopicConfig, parse_properties
-from mq.errors import KafkaStorageError
+from mq.errors import InvalidTopicError, KafkaStorageError
 from mq.storage.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_FILE,
@@ -39,7 +39,7 @@ from mq.storage.checkpoints import (
 )
 from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, delete_dir_name, parse_partition_dir
 from mq.storage.partition_log import Log
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicPartition, topic_name_error
 
 PROCESS_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
@@ -239,6 +239,11 @@ class LogManager:
             return list(self.logs.items())
 
     def get_or_create_log(self, tp: TopicPartition, config: TopicConfig) -> Log:
+        """The partition's log, created in the online log dir hosting the fewest. A name that is not a legal topic
+        name (or a negative partition) is refused, so no request can place a directory outside ``log.dirs``."""
+        reason = topic_name_error(tp.topic) or (f"Partition {tp.partition} is negative" if tp.partition < 0 else None)
+        if reason is not None:
+            raise InvalidTopicError(reason)
         with self._mutex:
             existing = self.logs.get(tp)
             if existing is not None:

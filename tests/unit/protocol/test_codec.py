@@ -7,6 +7,7 @@ import struct
 from typing import Any
 
 import pytest
+from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -24,7 +25,9 @@ from mq.protocol.codec import (
     decode_response,
     encode_request,
     encode_response,
+    response_schema,
 )
+from mq.protocol.entities import build
 
 
 def client_frame(request: Any, correlation_id: int = 11, client_id: str | None = "tester") -> bytes:
@@ -112,3 +115,16 @@ def test_trailing_bytes_are_ignored() -> None:
     frame = client_frame(MetadataRequest[4](topics=None, allow_auto_topic_creation=True))
     _, body = decode_request(frame + b"\x00\x00\x00")
     assert body.topics is None
+
+
+def test_describe_log_dirs_v0_reads_as_v1_and_its_answer_reads_in_the_client() -> None:
+    request = DescribeLogDirsRequest[0](
+        topics=[DescribeLogDirsRequest[0].DescribableLogDirTopic(topic="t", partitions=[0])]
+    )
+    header, body = decode_request(client_frame(request))
+    assert (header.api_key, header.api_version) == (35, 0)
+    assert [(t.topic, list(t.partitions)) for t in body.topics] == [("t", [0])]
+    answer = {"throttle_time": 0, "results": [{"error_code": 0, "log_dir": "/d", "topics": []}]}
+    frame = encode_response(11, build(response_schema(35, 0), answer))
+    decoded = DescribeLogDirsResponse[0].decode(frame[8:])
+    assert [(r.error_code, r.log_dir) for r in decoded.results] == [(0, "/d")]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from storage_batches import TS, v2_batch
 
 from mq.config import TopicConfig
-from mq.errors import CorruptCheckpointError, KafkaStorageError
+from mq.errors import CorruptCheckpointError, InvalidTopicError, KafkaStorageError
 from mq.records.batch_header import iter_headers
 from mq.storage.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
 from mq.storage.log_manager import LogManager
@@ -360,3 +360,13 @@ def test_retention_stops_at_each_partitions_high_watermark(tmp_path: Path) -> No
     assert manager.cleanup_logs({TopicPartition("t", 0): 0, TopicPartition("t", 1): 6}) == 2
     assert [log.log_start_offset for log in logs] == [0, 6, 0]  # t-2 is not hosted: left alone
     manager.shutdown()
+
+
+@pytest.mark.parametrize("tp", [TopicPartition("../../x", 0), TopicPartition("..", 0), TopicPartition("t", -1)])
+def test_no_log_is_placed_outside_the_log_dirs(tmp_path: Path, tp: TopicPartition) -> None:
+    manager = LogManager([tmp_path / "logs"], CONFIG, broker_id=0)
+    manager.startup()
+    with pytest.raises(InvalidTopicError):
+        manager.get_or_create_log(tp, CONFIG)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]
+    assert not manager.logs
