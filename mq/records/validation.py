@@ -76,11 +76,15 @@ class RecordRules:
     lies within that many ms of ``now``."""
 
 
+NO_RULES = RecordRules()
+"""Framing only."""
+
+
 class _Fault(Exception):
     """A framing fault inside one record; the walker adds the record's index."""
 
 
-def validate_records(buf: Buffer, header: BatchHeader, rules: RecordRules = RecordRules()) -> None:
+def validate_records(buf: Buffer, header: BatchHeader, rules: RecordRules = NO_RULES) -> None:
     """Check every record of the entry ``header`` describes in ``buf`` (its CRC already checked); raise
     InvalidRecordError, CorruptRecordError or InvalidTimestampError naming the first faulty record."""
     if header.magic >= 2:

@@ -15,7 +15,7 @@ from mq.records.batch_header import Codec, parse_header
 from mq.records.compression import compress
 from mq.records.default_batch import RecordBatchBuilder, assemble_batch
 from mq.records.legacy import LegacyBatchBuilder, encode_message
-from mq.records.validation import VECTOR_MIN_RECORDS, RecordRules, _walk, validate_records
+from mq.records.validation import NO_RULES, VECTOR_MIN_RECORDS, RecordRules, _walk, validate_records
 from mq.records.varint import encode_varint
 
 TS = 1_700_000_000_000
@@ -61,7 +61,7 @@ def batch(
     return assemble_batch(0, -1, int(codec), count - 1, TS, TS, -1, -1, -1, count, data)
 
 
-def check(data: bytes, rules: RecordRules = RecordRules()) -> None:
+def check(data: bytes, rules: RecordRules = NO_RULES) -> None:
     header = parse_header(data)
     assert header is not None
     validate_records(data, header, rules)
