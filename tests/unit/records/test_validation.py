@@ -15,12 +15,19 @@ from mq.records.batch_header import Codec, parse_header
 from mq.records.compression import compress
 from mq.records.default_batch import RecordBatchBuilder, assemble_batch
 from mq.records.legacy import LegacyBatchBuilder, encode_message
-from mq.records.validation import NO_RULES, VECTOR_MIN_RECORDS, RecordRules, _walk, validate_records
+from mq.records.validation import (
+    NO_RULES,
+    UNIFORM_MIN_RECORDS,
+    VECTOR_MIN_RECORDS,
+    RecordRules,
+    _walk,
+    validate_records,
+)
 from mq.records.varint import encode_varint
 
 TS = 1_700_000_000_000
-SMALL, LARGE = 5, VECTOR_MIN_RECORDS + 300
-"""Record counts that take the Python walk and the vectorised one."""
+SMALL, UNIFORM, LARGE = 5, UNIFORM_MIN_RECORDS + 4, VECTOR_MIN_RECORDS + 300
+"""Record counts that take the Python walk, the uniform check (then the Python walk) and the vectorised walk."""
 
 
 def field(data: bytes | None) -> bytes:
@@ -85,7 +92,7 @@ def test_reference_vectors_pass() -> None:
         check(vector)
 
 
-@pytest.mark.parametrize("count", [1, SMALL, VECTOR_MIN_RECORDS, LARGE, 9000])
+@pytest.mark.parametrize("count", [1, SMALL, UNIFORM_MIN_RECORDS, VECTOR_MIN_RECORDS, LARGE, 9000])
 @pytest.mark.parametrize("codec", list(Codec))
 def test_built_batches_pass(count: int, codec: Codec) -> None:
     rng = random.Random(count)
@@ -98,7 +105,7 @@ def test_built_batches_pass(count: int, codec: Codec) -> None:
     check(builder.build())
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE, 9000])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM_MIN_RECORDS, LARGE, 9000])
 def test_uniform_batches_pass(count: int) -> None:
     """Same-size records (the shape most producers send), offset deltas of 1, 2 and 3 varint bytes."""
     for key in (None, b"", b"k" * 70):
@@ -126,14 +133,14 @@ def index_of(error: KafkaError) -> int:
     return error.record_errors[0].batch_index
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_truncated_record(count: int) -> None:
     records = good(count)
     records[-1] = records[-1][:-2]
     assert index_of(refused(batch(records))) == count - 1
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 @pytest.mark.parametrize("adjust", [-1, 1, 3])
 def test_wrong_record_length(count: int, adjust: int) -> None:
     records = good(count)
@@ -141,7 +148,7 @@ def test_wrong_record_length(count: int, adjust: int) -> None:
     assert index_of(refused(batch(records))) == 2
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_bad_varints(count: int) -> None:
     too_long = good(count)
     too_long[3] = record(3, key_length=b"\x80" * 5 + b"\x00")
@@ -154,7 +161,7 @@ def test_bad_varints(count: int) -> None:
     assert index_of(refused(batch(over_32_bits))) == 0
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 @pytest.mark.parametrize("header_count", [0, 2, -1, 1000])
 def test_header_count_wrong(count: int, header_count: int) -> None:
     records = good(count)
@@ -162,7 +169,7 @@ def test_header_count_wrong(count: int, header_count: int) -> None:
     assert index_of(refused(batch(records))) == 4
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_negative_header_key_length(count: int) -> None:
     records = good(count)
     bad = bytearray(record(1, headers=[(b"h", b"v")]))
@@ -171,7 +178,7 @@ def test_negative_header_key_length(count: int) -> None:
     assert index_of(refused(batch(records))) == 1
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_record_count_mismatch(count: int) -> None:
     records = good(count)
     assert index_of(refused(batch(records, count + 1))) == count  # the area ends before the claimed record
@@ -179,7 +186,7 @@ def test_record_count_mismatch(count: int) -> None:
     assert "claims" in str(refused(batch(records, 10**9)))
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_offset_delta_gaps_and_order(count: int) -> None:
     gap = good(count)
     gap[3] = record(3, offset_delta=4)
@@ -199,7 +206,7 @@ def test_garbage_compressed_payload(codec: Codec) -> None:
 
 
 @pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_compressed_payload_with_bad_framing(codec: Codec, count: int) -> None:
     records = good(count)
     records[count // 2] = record(count // 2, length_adjust=2)
@@ -249,7 +256,7 @@ def test_legacy_message_framing(magic: int) -> None:
 # --- rules ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_records_without_keys_on_a_compacted_topic(count: int) -> None:
     records = [record(i, key=None if i in (1, 3) else b"k") for i in range(count)]
     with pytest.raises(InvalidRecordError) as caught:
@@ -260,7 +267,7 @@ def test_records_without_keys_on_a_compacted_topic(count: int) -> None:
         check(batch([record(i, key=None) for i in range(count)]), RecordRules(require_keys=True))
 
 
-@pytest.mark.parametrize("count", [SMALL, LARGE])
+@pytest.mark.parametrize("count", [SMALL, UNIFORM, LARGE])
 def test_timestamps_out_of_range(count: int) -> None:
     records = [record(i, ts_delta=120_000 if i == 2 else 0) for i in range(count)]
     rules = RecordRules(now=TS, max_timestamp_difference=60_000)
