@@ -25,7 +25,6 @@ import contextlib
 import os
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import cpu_seconds, free_port, load_average, redis_benchmark, redis_cli, running, wait_for_port
+from bench import cpu_seconds, free_port, load_average, redis_benchmark, redis_cli, running
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "97b4cae"
@@ -63,21 +62,8 @@ def broker(tree: Path, tmp: Path, name: str) -> Iterator[tuple[str, int]]:
     command = [sys.executable, "-m", "mq", "server", "start", "--override", f"listeners=PLAINTEXT://{bootstrap}"]
     command += ["--override", f"log.dirs={tmp / ('logs-' + name)}"]
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    with open(tmp / f"{name}.log", "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
-    try:
-        try:
-            wait_for_port(port, process, name)
-        except RuntimeError:
-            sys.exit((tmp / f"{name}.log").read_text(errors="replace"))
-        yield bootstrap, process.pid
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with running(command, port, f"{name} broker (log: {tmp / name}.log)", tmp / f"{name}.log", env=env, cwd=tmp) as pid:
+        yield bootstrap, pid
 
 
 def kcat(*args: str) -> subprocess.CompletedProcess[bytes]:

@@ -201,7 +201,8 @@ def _walk(
     data: bytes, position: int, index: int, stop: int, null_keys: list[int] | None, deltas: list[int] | None
 ) -> int:
     """Walk records ``index`` .. ``stop - 1`` of a records area from ``position``; return the position after them.
-    InvalidRecordError (with the record's index) at the first record that does not parse."""
+    InvalidRecordError (with the record's index) at the first record that does not parse. One-byte varints (most
+    fields of most records) are decoded inline: a call per field would double the walk."""
     varint = _varint
     end = len(data)
     try:
