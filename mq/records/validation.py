@@ -469,8 +469,8 @@ def _predicted_starts(data: Bytes, count: int) -> Ints | None:
     into a chain where each record's length varint leads to the next start; else None."""
     end = len(data)
     length = _scalar_length(data, 0)
-    if length is None:
-        return None
+    if length is None or _scalar_length(data, int(_model(0, 0, length, 2)[1])) != length:
+        return None  # the second record differs in size already: sizes vary, predictions would not settle
     starts = _model(0, 0, length, count)
     settled = 0
     for _ in range(_MAX_CORRECTIONS):

@@ -110,6 +110,10 @@ def test_uniform_batches_pass(count: int) -> None:
     """Same-size records (the shape most producers send), offset deltas of 1, 2 and 3 varint bytes."""
     for key in (None, b"", b"k" * 70):
         check(batch([record(i, b"v" * 100, key, ts_delta=i % 60) for i in range(count)]))
+    late = [record(i, b"v" * 100, ts_delta=0 if i < count // 2 else 100_000) for i in range(count)]
+    check(batch(late))  # same sizes but for a longer timestamp delta from the middle on
+    late[-1] = record(count - 1, b"v" * 100, ts_delta=100_000, offset_delta=0)
+    assert index_of(refused(batch(late))) == count - 1
 
 
 @pytest.mark.parametrize("magic", [0, 1])
