@@ -314,7 +314,8 @@ _SLOTS = 12
 _TIMESTAMP_SLOT = 3
 _MASK = np.full(_SLOTS, 0xFF, np.uint8)
 _MASK[_TIMESTAMP_SLOT] = 0x80
-_LAYOUT_CACHE_SIZE = 8
+_LAYOUT_CACHE_SIZE = 4
+"""Shapes kept: a layout takes 68 bytes per record of its capacity (0.7 MB for 10,000 records)."""
 _MAX_UNIFORM_RECORDS = 1 << 20
 """Offset deltas of up to 3 varint bytes."""
 
@@ -323,7 +324,7 @@ _MAX_UNIFORM_RECORDS = 1 << 20
 class _Layout:
     starts: Ints
     """Start of records 0 .. capacity (the last: where record ``capacity - 1`` ends)."""
-    positions: Ints
+    positions: npt.NDArray[np.int32]
     """(capacity, _SLOTS): each framing byte's position relative to its record's start."""
     expected: Bytes
     """(capacity, _SLOTS): the framing bytes, masked by ``_MASK``."""
@@ -376,6 +377,7 @@ def _layout(key_length: int, value_length: int, capacity: int) -> _Layout:
         length_sizes + lengths - 1,
     ]
     positions = np.hstack([offsets + base[:, None] for (offsets, _), base in zip(parts, bases, strict=True)])
+    positions = positions.astype(np.int32)
     expected = np.hstack([values for _, values in parts]).astype(np.uint8)
     return _Layout(starts, positions, expected)
 
