@@ -92,10 +92,11 @@ def test_poison_batches_are_refused_and_clients_read_the_good_records(broker) ->
     producer.close()
     assert end_offset(broker.bootstrap) == len(GOOD)
 
-    for poison in (garbage_records(), garbage_gzip()):
+    for poison, record_errors in ((garbage_records(), [0]), (garbage_gzip(), [])):
         answer = produce(broker.bootstrap, poison, 9)
         assert answer.error_code == ErrorCode.INVALID_RECORD
         assert answer.error_message
+        assert [e.batch_index for e in answer.record_errors] == record_errors
         assert produce(broker.bootstrap, poison, 7).error_code == ErrorCode.INVALID_RECORD
     answer = produce(broker.bootstrap, bad_third_record(), 8)
     assert answer.error_code == ErrorCode.INVALID_RECORD
