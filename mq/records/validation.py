@@ -85,6 +85,8 @@ class RecordRules:
     max_timestamp_difference: int | None = None
     """CreateTime topics with ``message.timestamp.difference.max.ms`` set: each record's timestamp (when it has one)
     lies within that many ms of ``now``."""
+    log_append_time: bool = False
+    """LogAppendTime topic: the broker stamps the time, a producer's entry must not claim LogAppendTime itself."""
 
 
 NO_RULES = RecordRules()
@@ -139,12 +141,24 @@ def _validate_batch(buf: Buffer, header: BatchHeader, rules: RecordRules) -> Non
         timestamp_deltas = found[1]
     if keys_missing and not header.is_control:
         raise _missing_keys(keys_missing)
+    _check_timestamp_type(header, count, rules)
     if rules.max_timestamp_difference is not None and timestamp_deltas is not None:
         if header.attributes & TIMESTAMP_TYPE_BIT:
             timestamps = np.full(count, header.max_timestamp, np.int64)
         else:
             timestamps = header.first_timestamp + timestamp_deltas
         _check_timestamps(timestamps, header.offset, rules.now, rules.max_timestamp_difference)
+
+
+def _check_timestamp_type(header: BatchHeader, count: int, rules: RecordRules) -> None:
+    """A producer's LogAppendTime entry is refused on a LogAppendTime topic, and on a CreateTime topic when it
+    carries no timestamp (its records' timestamp is the entry's max timestamp): every record is named."""
+    if header.attributes & TIMESTAMP_TYPE_BIT and (rules.log_append_time or header.max_timestamp == NO_TIMESTAMP):
+        message = "Invalid timestamp type in message: producer should not set timestamp type to LogAppendTime"
+        raise InvalidTimestampError(
+            "One or more records have been rejected due to invalid timestamp",
+            record_errors=tuple(RecordError(i, message) for i in range(count)),
+        )
 
 
 def _trailing(header: BatchHeader, extra: int) -> InvalidRecordError:
@@ -620,6 +634,8 @@ def _validate_legacy(buf: Buffer, header: BatchHeader, rules: RecordRules) -> No
     missing = [i for i, (data, inner) in enumerate(messages) if rules.require_keys and _null_key(data, inner)]
     if missing:
         raise _missing_keys(missing)
+    if header.magic >= 1:
+        _check_timestamp_type(header, len(messages), rules)
     if rules.max_timestamp_difference is not None and header.magic >= 1:
         log_append = bool(header.attributes & TIMESTAMP_TYPE_BIT)
         stamps = [header.max_timestamp if log_append else inner.max_timestamp for _, inner in messages]

@@ -278,8 +278,8 @@ class Log:
     def _validate(self, data: Buffer, *, from_producer: bool) -> list[BatchHeader]:
         """Headers of every entry of ``data``, each checked: size within max.message.bytes, whole, CRC; a
         producer's entries also record by record (``validate_records``: framing, keys on compacted topics, timestamps
-        within message.timestamp.difference.max.ms on CreateTime topics), a v2 batch holding as many records as its
-        offset range, at least one."""
+        within message.timestamp.difference.max.ms on CreateTime topics, no LogAppendTime entries on LogAppendTime
+        topics), a v2 batch holding as many records as its offset range, at least one."""
         headers: list[BatchHeader] = []
         position, end = 0, len(data)
         max_message = self.config.max_message_bytes
@@ -313,8 +313,9 @@ class Log:
     def _record_rules(self) -> RecordRules:
         """What a producer's records must satisfy on this topic besides their framing."""
         limit = self.config.message_timestamp_difference_max_ms
-        timed = limit < LONG_MAX and self.config.message_timestamp_type == "CreateTime"
-        return RecordRules(self.config.compact, self.time_ms(), limit if timed else None)
+        create_time = self.config.message_timestamp_type == "CreateTime"
+        timed = limit < LONG_MAX and create_time
+        return RecordRules(self.config.compact, self.time_ms(), limit if timed else None, not create_time)
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
         """Validate, assign offsets from the log end by patching ``records`` (in place when it is a writable

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from vectors import V0_HELLO, V1_HELLO, V2_HELLO
 
 from mq.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaError
-from mq.records.batch_header import Codec, parse_header
+from mq.records.batch_header import Codec, TimestampType, parse_header
 from mq.records.compression import compress
 from mq.records.default_batch import RecordBatchBuilder, assemble_batch
 from mq.records.legacy import LegacyBatchBuilder, encode_message
@@ -312,3 +312,19 @@ def test_vectorised_walk_agrees_with_the_python_walk(uniform: bool, mutations: l
         area[where % len(area)] = byte
     data = batch([], LARGE, area=bytes(area))
     assert outcome(data, vectorised=True) == outcome(data, vectorised=False)
+
+
+@pytest.mark.parametrize("count", [SMALL, LARGE])
+def test_producer_log_append_time_entries(count: int) -> None:
+    builder = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    for _ in range(count):
+        builder.append(TS, b"k", b"v")
+    stamped = builder.build()
+    with pytest.raises(InvalidTimestampError) as caught:
+        check(stamped, RecordRules(log_append_time=True))
+    assert [e.batch_index for e in caught.value.record_errors] == list(range(count))
+    check(stamped)  # a CreateTime topic takes it: its records' timestamp is the batch's
+    legacy = LegacyBatchBuilder(1, Codec.GZIP, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    legacy.append(TS, b"k", b"v")
+    with pytest.raises(InvalidTimestampError):
+        check(legacy.build(), RecordRules(log_append_time=True))

@@ -18,7 +18,7 @@ from mq.errors import (
     RecordListTooLargeError,
 )
 from mq.records import iter_records
-from mq.records.batch_header import iter_headers, parse_header, set_offset, set_partition_leader_epoch
+from mq.records.batch_header import TimestampType, iter_headers, parse_header, set_offset, set_partition_leader_epoch
 from mq.records.crc import crc32c
 from mq.records.default_batch import RecordBatchBuilder, assemble_batch
 from mq.storage.offset_index import read_offset_index
@@ -270,6 +270,11 @@ def test_log_append_time(tmp_path: Path) -> None:
     assert info.log_append_time_ms == TS + 999
     data = read_all(log)
     assert {r.timestamp for h in iter_headers(data) for r in iter_records(data, h)} == {TS + 999}
+    stamped = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    stamped.append(TS, None, b"v")
+    with pytest.raises(InvalidTimestampError):
+        log.append_as_leader(stamped.build(), 0)  # the broker stamps a LogAppendTime topic, not the producer
+    assert log.log_end_offset == 2
 
 
 def test_flush_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
