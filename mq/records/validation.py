@@ -62,6 +62,10 @@ exceed the walk."""
 MIN_RECORD_SIZE = 7
 """The smallest record: length, attributes, timestamp delta, offset delta, key, value and header count of 1 byte."""
 NO_TIMESTAMP = -1
+MAX_DECOMPRESSED = 256 * 1024 * 1024
+"""A compressed batch or wrapper expanding beyond this is refused (INVALID_RECORD) before it is decompressed
+further: producers' batches stay far below (librdkafka's batch.size is 1 MB by default), a decompression bomb
+would not."""
 _MAX_VECTOR_HEADERS = 16
 """Records with more headers than this send a batch to the Python walker (the vector pass loops once per header)."""
 _MAX_CORRECTIONS = 4
@@ -115,7 +119,7 @@ def _validate_batch(buf: Buffer, header: BatchHeader, rules: RecordRules) -> Non
     codec = batch_codec(header)
     if codec != Codec.NONE:
         try:
-            area = decompress(codec, area, 2)
+            area = decompress(codec, area, 2, MAX_DECOMPRESSED)
         except CorruptRecordError as exc:
             raise InvalidRecordError(f"Batch at offset {header.offset}: {exc}") from None
     if count < 0 or count > len(area) // MIN_RECORD_SIZE:
@@ -657,7 +661,9 @@ def _inner_messages(buf: Buffer, wrapper: BatchHeader, codec: Codec) -> list[tup
     if value_length < 0:
         raise _invalid(0, f"compressed message at offset {wrapper.offset} has a null value")
     try:
-        inner = decompress(codec, memoryview(buf)[value_at + 4 : value_at + 4 + value_length], wrapper.magic)
+        inner = decompress(
+            codec, memoryview(buf)[value_at + 4 : value_at + 4 + value_length], wrapper.magic, MAX_DECOMPRESSED
+        )
     except CorruptRecordError as exc:
         raise InvalidRecordError(f"Compressed message at offset {wrapper.offset}: {exc}") from None
     messages: list[tuple[Buffer, BatchHeader]] = []

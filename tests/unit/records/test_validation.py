@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from vectors import V0_HELLO, V1_HELLO, V2_HELLO
 
 from mq.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaError
+from mq.records import validation
 from mq.records.batch_header import Codec, TimestampType, parse_header
 from mq.records.compression import compress
 from mq.records.default_batch import RecordBatchBuilder, assemble_batch
@@ -207,6 +208,16 @@ def test_garbage_compressed_payload(codec: Codec) -> None:
     assert "decompress" in str(error) or "not an LZ4 frame" in str(error)
     truncated = compress(codec, b"".join(good(50)), 2)[:-7]
     refused(batch([], 50, codec, area=truncated))
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+def test_decompression_bombs(codec: Codec, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(validation, "MAX_DECOMPRESSED", 10_000)
+    assert "more than 10000 bytes" in str(refused(batch([], 1, codec, area=compress(codec, bytes(50_000), 2))))
+    check(batch(good(50), codec=codec))
+    if codec != Codec.ZSTD:
+        bomb = encode_message(0, 1, int(codec), TS, None, compress(codec, bytes(50_000), 1))
+        assert "more than" in str(refused(bomb))
 
 
 @pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
