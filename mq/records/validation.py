@@ -12,11 +12,14 @@ area does. Varints take at most 5 bytes and hold 32 bits, the timestamp delta at
 and value lengths must take exactly the message; a compressed wrapper's value must decompress to whole messages of
 the wrapper's magic, uncompressed, each with a valid CRC-32.
 
-Faults are reported as Kafka's LogValidator does: a record that does not parse, a payload that does not decompress
-or an uncompressed inner message: INVALID_RECORD; an inner message whose CRC fails: CORRUPT_MESSAGE; with the rules
-of ``RecordRules``, records without a key on a compacted topic (INVALID_RECORD) and timestamps too far from now
-(INVALID_TIMESTAMP), every offending record listed. Each error carries the failing record's index in its batch
-(``record_errors``, sent in Produce v8+ responses).
+Faults are reported as Kafka's LogValidator does: a record that does not parse, or an inner message of a compressed
+wrapper that is compressed itself or of another magic: INVALID_RECORD (Kafka's InvalidRecordException); an inner
+message whose CRC fails: CORRUPT_MESSAGE; with the rules of ``RecordRules``, records without a key on a compacted
+topic (INVALID_RECORD) and timestamps too far from now or a producer's LogAppendTime (INVALID_TIMESTAMP), every
+offending record listed. A payload that does not decompress (or expands beyond ``MAX_DECOMPRESSED``) is
+INVALID_RECORD too, where Kafka's broker answers UNKNOWN_SERVER_ERROR. Each error about one record carries its index
+in the batch (``record_errors``, sent in Produce v8+ responses); faults of the batch as a whole (record count,
+trailing bytes, payload) carry none.
 
 Cost: one pass per batch, at most a few numpy calls per field for large batches.
 
