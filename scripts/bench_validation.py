@@ -106,18 +106,12 @@ def payloads(tmp: Path, records: int) -> dict[str, tuple[Path, list[str]]]:
     }
 
 
-def redis_xadd(tmp: Path, records: int, runs: int) -> float:
-    port = free_port()
-    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    rates = []
-    with running(command, port, "redis-server", tmp / "redis.log"):
-        for _ in range(runs):
-            redis_cli(port, "DEL", "s")
-            rates.append(
-                redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(records), "XADD", "s", "*", "f", "x" * 100)
-            )
-            print(f"  redis XADD 100 B: {rates[-1]:,.0f} records/s", flush=True)
-    return statistics.median(rates)
+def redis_xadd(port: int, records: int) -> float:
+    """Records/s of ``redis-benchmark -P 64 -c 1 XADD`` of 100 B values into an emptied stream."""
+    redis_cli(port, "DEL", "s")
+    rate = redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(records), "XADD", "s", "*", "f", "x" * 100)
+    print(f"  redis XADD 100 B: {rate:,.0f} records/s", flush=True)
+    return rate
 
 
 def main() -> None:
@@ -133,21 +127,26 @@ def main() -> None:
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="mq-bench-validation-") as name:
         tmp = Path(name)
-        redis = redis_xadd(tmp, args.records, args.runs)
         cases = payloads(tmp, args.records)
+        redis_port = free_port()
+        redis_command = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", ""]
+        redis_rates = []
         with (
+            running([*redis_command, "--appendonly", "no"], redis_port, "redis-server", tmp / "redis.log"),
             baseline_tree(args.baseline, tmp) as base,
             broker(base, tmp, "baseline") as (base_bootstrap, base_pid),
             broker(ROOT, tmp, "now") as (now_bootstrap, now_pid),
         ):
             brokers = {f"baseline {args.baseline}": (base_bootstrap, base_pid), "now": (now_bootstrap, now_pid)}
             for run in range(args.runs):
+                redis_rates.append(redis_xadd(redis_port, args.records))
                 for case, (payload, options) in cases.items():
                     for label, (bootstrap, pid) in brokers.items():
                         topic = f"{case.split()[0]}-{run}"
                         rate, cpu = produce(bootstrap, pid, topic, payload, args.records, options)
                         results.setdefault((case, label), []).append((rate, cpu))
                         print(f"  {case}, {label}: {rate:,.0f} records/s, broker {cpu:.2f} µs CPU/record", flush=True)
+    redis = statistics.median(redis_rates)
     print(f"\nRedis XADD 100 B (median): {redis:,.0f} records/s")
     print(f"{'case':<16} {'broker':<18} {'records/s':>12} {'CPU µs/rec':>11} {'vs baseline':>12} {'vs Redis':>9}")
     for case in cases:
