@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -64,6 +65,7 @@ from mq.server.scheduler import Scheduler
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_manager import LogManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
@@ -208,6 +210,15 @@ class KafkaServer:
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
+    def _log_dir_failed(self, directory: Path) -> None:
+        """A log dir went offline (any thread): the replica manager answers parked requests on its partitions, and in
+        cluster mode ``/log_dir_event_notification`` tells the controller, which moves their leadership away."""
+        replica_manager, zk = self.replica_manager, self.zk
+        assert replica_manager is not None and zk is not None
+        self._post(lambda: replica_manager.log_dir_failed(directory))
+        if not self.config.standalone:
+            self._submit_metadata_work(lambda: zk.propagate_log_dir_event(self.broker_id))
+
     def _submit_metadata_work(self, fn: Callable[[], None]) -> None:
         self.zk_executor.submit(fn)
 
@@ -242,7 +253,7 @@ class KafkaServer:
         if self.broker_id < 0:
             stored = stored_broker_id(log_dirs)
             self.broker_id = stored if stored is not None else generate_broker_id(self.store)
-        self.log_manager = LogManager(
+        log_manager = self.log_manager = LogManager(
             log_dirs,
             config.topic_defaults(),
             self.topic_config,
@@ -260,8 +271,21 @@ class KafkaServer:
         )
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
-            "flush", partition.log.flush, key=partition.log
+            "flush", functools.partial(log_manager.flush, partition.log), key=partition.log
         )
+        self.log_manager.dir_failure_listener = self._log_dir_failed
+        self.cache.local_replica_offline = self.replica_manager.is_offline
+
+        def flush_rolled(rolled: Log) -> None:
+            """A log rolled (on the loop, or on a retention thread): fsync its old segments on a worker thread."""
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(
+                    lambda: scheduler.submit(
+                        "flush-log", functools.partial(log_manager.flush_rolled, rolled), key=(rolled, "roll")
+                    )
+                )
+
+        self.log_manager.roll_listener = flush_rolled
 
         coordinator = self.group_coordinator = GroupCoordinator(
             config,
@@ -291,6 +315,10 @@ class KafkaServer:
                 self.zk, self.broker_id, self.zk_executor, self._post, self.replica_manager.isr_change_done
             )
             self.replica_manager.isr_submitter = isr_writer.submit
+            log_manager = self.log_manager
+            self.replica_manager.fetchers.storage_failed = lambda partition, error: log_manager.mark_offline(
+                partition.log.dir.parent, error
+            )
         self.controller = Controller(
             self.zk,
             self.broker_id,
@@ -499,11 +527,12 @@ class KafkaServer:
                 by_dir.setdefault(partition.log.dir.parent, {})[tp] = partition.high_watermark
         return by_dir
 
-    @staticmethod
-    def write_high_watermarks(by_dir: dict[Path, dict[TopicPartition, int]]) -> None:
-        """Write ``replication-offset-checkpoint`` in every log dir (any thread)."""
+    def write_high_watermarks(self, by_dir: dict[Path, dict[TopicPartition, int]]) -> None:
+        """Write ``replication-offset-checkpoint`` in every online log dir (any thread)."""
+        if self.log_manager is None:
+            return
         for directory, offsets in by_dir.items():
-            OffsetCheckpointFile(directory / HIGH_WATERMARK_FILE).write(offsets)
+            self.log_manager.write_checkpoint(directory, HIGH_WATERMARK_FILE, offsets)
 
     def request_stop(self) -> None:
         self._stopping.set()

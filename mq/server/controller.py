@@ -7,7 +7,10 @@ new topics and partitions get a state znode (leader = first live replica, ISR = 
 followed by LeaderAndIsr to their replicas and UpdateMetadata to every live broker; a deletion marker stops and
 deletes the replicas, then removes the topic's znodes; a reassignment grows the replica set to old + new, waits
 until every new replica is in the ISR, moves leadership into the new set and drops the old replicas; elections
-(broker failure, preferred, unclean, controlled shutdown, automatic rebalance) follow ``mq.server.election``.
+(broker failure, preferred, unclean, controlled shutdown, automatic rebalance) follow ``mq.server.election``; a
+``/log_dir_event_notification`` node (a broker's log dir failed) makes the controller send that broker LeaderAndIsr
+for all its replicas, and those it answers KAFKA_STORAGE_ERROR for go offline: they lose leadership and leave the
+ISR, and are not chosen again until the broker re-registers.
 Brokers learn everything through ``ControllerChannel``: in standalone mode it calls into the same process, in cluster
 mode it sends Kafka's inter-broker requests. A controller that loses its session resigns; its watches stay
 registered but do nothing until it is elected again.
@@ -30,6 +33,7 @@ from mq.zk import paths
 from mq.zk.codecs import (
     ControllerInfo,
     PartitionState,
+    decode_log_dir_event,
     decode_partition_list,
 )
 from mq.zk.store import BadVersionError, NodeExistsError, NoNodeError
@@ -110,6 +114,7 @@ class Controller(Reassignments, TopicDeletion):
             self._maybe_complete_reassignment(tp)
         self._on_reassignment_request()
         self._on_delete_markers()
+        self._on_log_dir_events()
 
     def _watch(self) -> None:
         """Register the controller's watches once per process; they act only while this broker is the controller."""
@@ -121,6 +126,7 @@ class Controller(Reassignments, TopicDeletion):
         store.watch_children(paths.BROKER_TOPICS, lambda _: self._when_active(self._on_topics_change))
         store.watch_children(paths.DELETE_TOPICS, lambda _: self._when_active(self._on_delete_markers))
         store.watch_children(paths.ISR_CHANGE_NOTIFICATION, lambda _: self._when_active(self._on_isr_changes))
+        store.watch_children(paths.LOG_DIR_EVENT_NOTIFICATION, lambda _: self._when_active(self._on_log_dir_events))
         store.watch_data(
             paths.PREFERRED_REPLICA_ELECTION, lambda data, stat: self._when_active(self._on_preferred_election)
         )
@@ -180,6 +186,8 @@ class Controller(Reassignments, TopicDeletion):
         live = set(self.context.live_brokers)
         dead, born = previous - live, live - previous
         self.context.shutting_down &= live - born
+        for broker in born | dead:
+            self.context.offline_replicas.pop(broker, None)  # a restarted broker reloads its log dirs
         changed = self._elect_leaders(lambda state: bool(dead & ({state.leader} | set(state.isr))) or state.leader < 0)
         if born:
             self._resume_deletions()
@@ -198,13 +206,61 @@ class Controller(Reassignments, TopicDeletion):
         live = set(self.context.live_brokers) - self.context.shutting_down
 
         def select(tp: TopicPartition, state: PartitionState, replicas: list[int]) -> tuple[int, list[int]]:
-            chosen = election.offline_leader(replicas, state.isr, live, unclean=self.unclean_election(tp.topic))
+            online = live - self.context.offline_on(tp)
+            chosen = election.offline_leader(replicas, state.isr, online, unclean=self.unclean_election(tp.topic))
             if chosen is not None:
                 return chosen
             return -1, [b for b in state.isr if b in live] or state.isr[-1:]
 
         affected_tps = [tp for tp, (state, _) in self.context.states.items() if affected(state)]
         return self._change_leadership(affected_tps, select)
+
+    def _on_log_dir_events(self) -> None:
+        """Brokers whose log dirs failed: remove the notifications and send each live one LeaderAndIsr for all its
+        replicas; the partitions it answers KAFKA_STORAGE_ERROR for come back as an event (``_on_replicas_offline``)."""
+        store = self.zk.store
+        brokers: set[int] = set()
+        for child in store.get_children(paths.LOG_DIR_EVENT_NOTIFICATION):
+            path = f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{child}"
+            data = store.get_or_none(path)
+            if data is not None:
+                try:
+                    brokers.add(decode_log_dir_event(data))
+                except ValueError as exc:
+                    log.warning("ignoring log dir event %s: %s", path, exc)
+            with contextlib.suppress(NoNodeError):
+                store.delete(path)
+        for broker in sorted(brokers & set(self.context.live_brokers)):
+            hosted = [tp for tp in self.context.states if broker in self.context.replicas(tp)]
+
+            def offline(tps: list[TopicPartition], broker: int = broker) -> None:
+                self._when_active(lambda: self._on_replicas_offline(broker, tps))
+
+            self.channel.leader_and_isr(broker, [self.context.info(tp) for tp in hosted], offline)
+
+    def _on_replicas_offline(self, broker: int, partitions: list[TopicPartition]) -> None:
+        """Kafka's OnlineReplica -> OfflineReplica for ``broker``'s replicas of ``partitions``: the partitions it
+        leads elect a leader among the other live ISR members (leader -1 when there is none), and it leaves the ISR
+        of the others."""
+        known = [tp for tp in partitions if tp in self.context.states]
+        if not known:
+            return
+        self.context.offline_replicas.setdefault(broker, set()).update(known)
+        log.info("replicas of %s on broker %d are in an offline log dir", sorted(map(str, known)), broker)
+        live = set(self.context.live_brokers) - self.context.shutting_down
+
+        def select(tp: TopicPartition, state: PartitionState, replicas: list[int]) -> tuple[int, list[int]]:
+            online = live - self.context.offline_on(tp)
+            isr = [b for b in state.isr if b != broker]
+            if state.leader != broker:
+                return state.leader, isr or state.isr
+            chosen = election.offline_leader(replicas, isr, online, unclean=self.unclean_election(tp.topic))
+            if chosen is not None:
+                return chosen
+            return -1, [b for b in isr if b in online] or state.isr[-1:]
+
+        self._change_leadership(known, select)
+        self._send_update_metadata(known, self.context.live_brokers)
 
     def _on_isr_changes(self) -> None:
         """Leaders changed ISRs: reread those states, tell every broker, remove the notifications, and finish the

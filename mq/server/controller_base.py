@@ -35,7 +35,14 @@ T = TypeVar("T")
 
 
 class ControllerChannel(Protocol):
-    def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None: ...
+    def leader_and_isr(
+        self,
+        broker_id: int,
+        partitions: list[PartitionStateInfo],
+        on_storage_errors: Callable[[list[TopicPartition]], None] | None = None,
+    ) -> None:
+        """Send leadership decisions; ``on_storage_errors`` (any thread) is told the partitions the broker answered
+        KAFKA_STORAGE_ERROR for (its replicas in offline log dirs)."""
 
     def update_metadata(
         self,
@@ -75,6 +82,12 @@ class ControllerContext:
     """Target replicas of the partitions being reassigned."""
     shutting_down: set[int] = field(default_factory=set)
     """Brokers in controlled shutdown: never chosen as leaders until they re-register."""
+    offline_replicas: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    """Per broker, its replicas in failed log dirs: never chosen as leaders until it re-registers."""
+
+    def offline_on(self, tp: TopicPartition) -> set[int]:
+        """The brokers whose replica of ``tp`` is offline."""
+        return {broker for broker, tps in self.offline_replicas.items() if tp in tps}
 
     def replicas(self, tp: TopicPartition) -> list[int]:
         return self.assignments[tp.topic].partitions[tp.partition]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mq.client.connection import BrokerConnection
+from mq.errors import ErrorCode
 from mq.protocol.inter_broker import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
@@ -46,8 +47,9 @@ def apply_update_metadata(
         cache.update_partition(info.tp.topic, info.topic_id, info.tp.partition, state)
 
 
-_Queued = tuple[int, dict[str, Any], Callable[[bool], None] | None]
-"""A request waiting for its broker: (api key, body, told whether the broker answered without error)."""
+_Queued = tuple[int, dict[str, Any], Callable[[bool, Any], None] | None]
+"""A request waiting for its broker: (api key, body, told whether the broker answered without error, and the response,
+None when the broker could not be reached)."""
 
 
 def _without_errors(response: Any) -> bool:
@@ -70,10 +72,17 @@ class LocalChannel:
         self.cache = cache
         self._loop = loop
 
-    def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
+    def leader_and_isr(
+        self,
+        broker_id: int,
+        partitions: list[PartitionStateInfo],
+        on_storage_errors: Callable[[list[TopicPartition]], None] | None = None,
+    ) -> None:
         if broker_id == self.broker_id:
             self.replica_manager.prepare_logs(partitions)  # file work on the controller's thread
             self._loop.call_soon_threadsafe(self.replica_manager.become_leader_or_follower, partitions)
+            if on_storage_errors is not None:
+                on_storage_errors([info.tp for info in partitions if self.replica_manager.is_offline(info.tp)])
 
     def update_metadata(
         self,
@@ -142,7 +151,11 @@ class ClusterChannel:
         self._tasks: dict[int, asyncio.Task[None]] = {}
 
     def _enqueue(
-        self, broker_id: int, api_key: int, body: dict[str, Any], on_response: Callable[[bool], None] | None = None
+        self,
+        broker_id: int,
+        api_key: int,
+        body: dict[str, Any],
+        on_response: Callable[[bool, Any], None] | None = None,
     ) -> None:
         """Called on the controller's thread: the epoch is taken now, the request queued on the loop."""
         body = {"controller_id": self.controller_id, "controller_epoch": self.controller_epoch(), **body}
@@ -159,7 +172,7 @@ class ClusterChannel:
         connection: BrokerConnection | None = None
         while True:
             api_key, body, on_response = await queue.get()
-            confirmed = False
+            confirmed, response = False, None
             for attempt in range(30):
                 endpoint = self.endpoints(broker_id)
                 if endpoint is None:
@@ -179,17 +192,33 @@ class ClusterChannel:
                 confirmed = _without_errors(response)
                 break
             if on_response is not None:
-                on_response(confirmed)
+                on_response(confirmed, response)
             queue.task_done()
 
-    def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
+    def leader_and_isr(
+        self,
+        broker_id: int,
+        partitions: list[PartitionStateInfo],
+        on_storage_errors: Callable[[list[TopicPartition]], None] | None = None,
+    ) -> None:
         leaders = {info.leader for info in partitions}
         live = [self.endpoints(b) for b in leaders]
         body = {
             "topic_states": _by_topic(partitions),
             "live_leaders": [{"broker_id": e.broker_id, "host_name": e.host, "port": e.port} for e in live if e],
         }
-        self._enqueue(broker_id, LEADER_AND_ISR, body)
+
+        def answered(confirmed: bool, response: Any) -> None:
+            if on_storage_errors is not None and response is not None:
+                on_storage_errors(
+                    [
+                        TopicPartition(e.topic_name, e.partition_index)
+                        for e in response.partition_errors
+                        if e.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+                    ]
+                )
+
+        self._enqueue(broker_id, LEADER_AND_ISR, body, answered)
 
     def update_metadata(
         self,
@@ -216,7 +245,9 @@ class ClusterChannel:
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)
         body = {"delete_partitions": delete, "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()]}
-        self._enqueue(broker_id, STOP_REPLICA, body, on_response)
+        self._enqueue(
+            broker_id, STOP_REPLICA, body, None if on_response is None else lambda confirmed, _: on_response(confirmed)
+        )
 
     async def drain(self, timeout_s: float) -> None:
         """Wait until every queued request has been delivered or given up, at most ``timeout_s``."""

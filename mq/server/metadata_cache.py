@@ -57,6 +57,8 @@ class MetadataCache:
         self._changed: asyncio.Event | None = None
         self.topic_removed_listener: Callable[[str], None] | None = None
         """Told the name of each deleted topic: the group coordinator drops the offsets committed for it."""
+        self.local_replica_offline: Callable[[TopicPartition], bool] = lambda tp: False
+        """Whether this broker's replica of a partition is in an offline log dir (the replica manager answers)."""
 
     def _notify(self) -> None:
         if self._changed is not None:

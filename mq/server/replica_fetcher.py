@@ -66,9 +66,12 @@ class ReplicaFetcher:
         min_bytes: int,
         max_bytes: int,
         quota: ReplicationQuotaManager | None = None,
+        storage_failed: Callable[[Partition, OSError], None] = lambda partition, error: None,
     ) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
+        self.storage_failed = storage_failed
+        """Told when appending fetched data fails with an OSError; the partition is no longer fetched."""
         self.endpoint = endpoint
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
@@ -289,6 +292,10 @@ class ReplicaFetcher:
                     except KafkaError as exc:
                         log.warning("replica of %s rejected data from leader %d: %s", tp, self.leader_id, exc)
                         continue
+                    except OSError as exc:
+                        self.remove(tp)
+                        self.storage_failed(partition, exc)
+                        continue
                     if self.quota is not None and self.quota.is_throttled(tp):
                         self.quota.record(len(records))
                     progressed = True
@@ -317,13 +324,20 @@ class ReplicaFetcherManager:
         self.settings = {"max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes}
         self.quota = quota
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.storage_failed: Callable[[Partition, OSError], None] = lambda partition, error: None
+        """Told when a follower's append fails with an OSError (the replica manager takes the log dir offline)."""
 
     def follow(self, partition: Partition, leader_id: int) -> None:
         self.unfollow(partition.tp)
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = ReplicaFetcher(
-                self.broker_id, leader_id, self.endpoint, **self.settings, quota=self.quota
+                self.broker_id,
+                leader_id,
+                self.endpoint,
+                **self.settings,
+                quota=self.quota,
+                storage_failed=lambda partition, error: self.storage_failed(partition, error),
             )
             fetcher.start()
         fetcher.add(partition)

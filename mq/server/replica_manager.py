@@ -4,6 +4,9 @@ Produce appends to each leader partition (errors stay per partition); acks=-1 wa
 passes the appended offsets or the timeout. Fetch reads file slices from each partition, and when fewer than
 ``min_bytes`` are available waits for an append (or the timeout) before answering, so clients long-poll instead of
 spinning. The controller's LeaderAndIsr and StopReplica decisions arrive here.
+
+A partition whose log dir is offline answers KAFKA_STORAGE_ERROR to produce and fetch; an OSError while appending to
+or reading a log takes its dir offline (``LogManager.mark_offline``) and is answered the same way, never acknowledged.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import (
@@ -103,7 +107,7 @@ class ReplicaManager:
         record the leader epoch of those it is to lead, so the loop does no file creation or fsync for them (a
         topic of many partitions costs the loop only in-memory work)."""
         for info in infos:
-            if self.broker_id not in info.replicas or info.tp in self.partitions:
+            if self.broker_id not in info.replicas or info.tp in self.partitions or self.is_offline(info.tp):
                 continue
             created = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
             if info.leader == self.broker_id:
@@ -120,6 +124,8 @@ class ReplicaManager:
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
                 partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
+            if not self.log_manager.is_online(partition.log):
+                continue  # an offline replica follows no decision (the controller moves leadership elsewhere)
             was_leader = partition.is_leader
             if not partition.apply_state(info):
                 continue
@@ -147,6 +153,15 @@ class ReplicaManager:
                 self.log_manager.delete_log(tp)
             self._partition_changed(tp)
 
+    def log_dir_failed(self, directory: Path) -> None:
+        """On the loop, once ``directory`` went offline: followers of its partitions stop fetching, and everything
+        parked on them re-checks (and is answered KAFKA_STORAGE_ERROR)."""
+        for tp, partition in list(self.partitions.items()):
+            if partition.log.dir.parent == directory:
+                if self.fetchers is not None:
+                    self.fetchers.unfollow(tp)
+                self._partition_changed(tp)
+
     def update_topic_config(self, topic: str) -> None:
         config = self.topic_config(topic)
         for tp, partition in self.partitions.items():
@@ -162,7 +177,14 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
+        if not self.log_manager.is_online(partition.log):
+            raise self.log_manager.offline_error(partition.log)
         return partition
+
+    def is_offline(self, tp: TopicPartition) -> bool:
+        """Whether this broker has a log of ``tp`` in an offline log dir (any thread)."""
+        found = self.log_manager.get_log(tp)
+        return found is not None and not self.log_manager.is_online(found)
 
     def _change_isr(self, partition: Partition, isr: frozenset[int]) -> None:
         """Propose an ISR change; at most one is in flight per partition, and the ISR in use (for the high
@@ -226,7 +248,10 @@ class ReplicaManager:
                 partition = self.leader_partition(tp)
                 min_isr = self.topic_config(tp.topic).min_insync_replicas
                 high_watermark = partition.high_watermark
-                appended[tp] = partition.append_records_to_leader(records, required_acks, min_isr)
+                try:
+                    appended[tp] = partition.append_records_to_leader(records, required_acks, min_isr)
+                except OSError as exc:
+                    raise self.log_manager.storage_error(partition.log, exc) from exc
                 self._appended(tp, partition.high_watermark != high_watermark)
                 if partition.log.flush_due:
                     self.flush_requested(partition)
@@ -291,13 +316,16 @@ class ReplicaManager:
                         )
                         continue
                 limit = min(request.max_bytes, max(remaining, 0))
-                info = partition.read(
-                    request.fetch_offset,
-                    limit,
-                    from_follower=replica_id >= 0,
-                    min_one_message=remaining == max_bytes,
-                    current_leader_epoch=request.current_leader_epoch,
-                )
+                try:
+                    info = partition.read(
+                        request.fetch_offset,
+                        limit,
+                        from_follower=replica_id >= 0,
+                        min_one_message=remaining == max_bytes,
+                        current_leader_epoch=request.current_leader_epoch,
+                    )
+                except OSError as exc:
+                    raise self.log_manager.storage_error(partition.log, exc) from exc
                 records = info.records
                 remaining -= records.length if records is not None else 0
                 results[request.tp] = FetchResult(

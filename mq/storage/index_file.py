@@ -1,10 +1,18 @@
-"""The file side of the offset and time indexes: a memory-mapped file of fixed-size big-endian entries.
+"""The file side of the offset and time indexes: fixed-size big-endian entries, written with ``pwrite`` and read
+through a read-only memory map.
 
-A newly created file is preallocated to ``max_entries`` slots (zeros past the entries) and mapped; an existing file
-is mapped at its length and trusted to hold ``length // entry size`` entries, so ``trim`` cuts the file to exactly
-its entries when the segment stops being active, and ``resize`` re-expands it when it becomes active again (an
-append past the mapping re-expands it too). Entries are written into the mapping, so they are in the page cache as soon as they are appended; ``flush``
-msyncs. Field 0 of every entry is its sort key (relative offset, timestamp); entries are sorted on it.
+A newly created file is extended (sparse: no blocks are allocated) to ``max_entries`` slots and mapped; an existing
+file is mapped at its length and trusted to hold ``length // entry size`` entries, so ``trim`` cuts the file to
+exactly its entries when the segment stops being active, and ``resize`` re-expands it when it becomes active again
+(an append past the mapping re-expands it too). Field 0 of every entry is its sort key (relative offset,
+timestamp); entries are sorted on it.
+
+Why ``pwrite`` and not stores into the map: a store into a page the filesystem has not allocated yet needs a block,
+and on a full filesystem the kernel can only answer with SIGBUS, killing the process; ``pwrite`` reports ENOSPC as
+an OSError instead. Reads through the map (Linux keeps it coherent with ``pwrite``) only ever touch pages holding
+written entries: on tmpfs even a read fault on a hole allocates a page, and so can SIGBUS. The few reads made
+before the entries are trusted (the load-time checks, the last entry of a file as opened) use ``pread``, which
+reads holes as zeros without allocating.
 """
 
 from __future__ import annotations
@@ -28,13 +36,25 @@ class IndexFile:
         self.opened_length = os.fstat(self._fd).st_size
         """The file's length when opened (a multiple of the entry size unless the file is corrupt)."""
         self.entries = self.opened_length // self.ENTRY.size
+        self._last: tuple[int, ...] | None = self.read_entry(self.entries - 1) if self.entries else None
         self.resize(self.opened_length if self.opened_length else self.max_entries * self.ENTRY.size)
 
     # --- entries -----------------------------------------------------------------------------------------------
 
     def entry(self, i: int) -> tuple[int, ...]:
+        """Entry ``i`` (< ``entries``) through the map: the lookup path."""
         assert self._mmap is not None
         return self.ENTRY.unpack_from(self._mmap, i * self.ENTRY.size)
+
+    def read_entry(self, i: int) -> tuple[int, ...]:
+        """Entry ``i`` with ``pread`` (a hole reads as zeros): for entries not yet known to be written."""
+        data = os.pread(self._fd, self.ENTRY.size, i * self.ENTRY.size)
+        return self.ENTRY.unpack(data.ljust(self.ENTRY.size, b"\0"))
+
+    @property
+    def last(self) -> tuple[int, ...] | None:
+        """The last entry, or None without entries (kept in memory: appends compare against it)."""
+        return self._last
 
     def all_entries(self) -> list[tuple[int, ...]]:
         if self._mmap is None or not self.entries:
@@ -53,18 +73,23 @@ class IndexFile:
         return lo - 1
 
     def _put(self, *fields: int) -> None:
+        """Write the next entry; an OSError (ENOSPC, EIO) leaves ``entries`` as it was."""
         if (self.entries + 1) * self.ENTRY.size > self._length:
             self.expand()
-        assert self._mmap is not None
-        self.ENTRY.pack_into(self._mmap, self.entries * self.ENTRY.size, *fields)
+        data = self.ENTRY.pack(*fields)
+        written = os.pwrite(self._fd, data, self.entries * self.ENTRY.size)
+        if written != len(data):
+            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
         self.entries += 1
+        self._last = fields
 
-    def _truncate_entries(self, keep: int) -> None:
-        """Keep the first ``keep`` entries and zero the slots after them."""
-        if keep < self.entries and self._mmap is not None:
+    def truncate_entries(self, keep: int) -> None:
+        """Keep the first ``keep`` entries and zero the slots after them (pages already written: no allocation)."""
+        if keep < self.entries:
             start, end = keep * self.ENTRY.size, self.entries * self.ENTRY.size
-            self._mmap[start:end] = bytes(end - start)
+            os.pwrite(self._fd, bytes(end - start), start)
             self.entries = keep
+            self._last = self.read_entry(keep - 1) if keep else None
 
     @property
     def is_full(self) -> bool:
@@ -80,18 +105,21 @@ class IndexFile:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        os.ftruncate(self._fd, length)
+        if os.fstat(self._fd).st_size != length:  # even an equal length would stamp the file's mtime
+            os.ftruncate(self._fd, length)
         self._length = length
         if length:
-            self._mmap = mmap.mmap(self._fd, length)
+            self._mmap = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
 
     def expand(self) -> None:
         """Re-expand the file to ``max_entries`` slots (an active segment's index)."""
         self.resize(max(self.max_entries, self.entries) * self.ENTRY.size)
 
     def reset(self) -> None:
-        """Drop every entry and re-expand, ready for a rebuild."""
-        self._truncate_entries(0)
+        """Drop every entry and re-expand, ready for a rebuild: the file is cut to nothing first, so its slots come
+        back as holes (never written zeros, which would allocate every block of a preallocated index)."""
+        self.entries, self._last = 0, None
+        self.resize(0)
         self.expand()
 
     def trim(self) -> None:
@@ -99,8 +127,7 @@ class IndexFile:
         self.resize(self.entries * self.ENTRY.size)
 
     def flush(self) -> None:
-        if self._mmap is not None:
-            self._mmap.flush()
+        os.fsync(self._fd)
 
     @property
     def is_open(self) -> bool:
@@ -108,9 +135,11 @@ class IndexFile:
 
     def close(self) -> None:
         if self._fd >= 0:
-            self.trim()
-            if self._mmap is not None:
-                self._mmap.close()
-                self._mmap = None
-            os.close(self._fd)
-            self._fd = -1
+            try:
+                self.trim()
+            finally:
+                if self._mmap is not None:
+                    self._mmap.close()
+                    self._mmap = None
+                os.close(self._fd)
+                self._fd = -1

@@ -147,7 +147,12 @@ class LogCleaner:
         with self._mutex:
             candidates = []
             for tp, partition_log in self.log_manager.log_items():
-                if not partition_log.config.compact or tp in self._in_progress or partition_log in self._uncleanable:
+                if (
+                    not partition_log.config.compact
+                    or tp in self._in_progress
+                    or partition_log in self._uncleanable
+                    or not self.log_manager.is_online(partition_log)
+                ):
                     continue
                 if self.bounded and (bounds is None or tp not in bounds):
                     continue
@@ -176,6 +181,8 @@ class LogCleaner:
             self._report(cleaner.thread_id, chosen, end_offset, stats)
         except CleaningAbortedError as exc:
             log.info("Cleaning of log %s aborted: %s", chosen.tp, exc)
+        except OSError as exc:
+            self.log_manager.mark_offline(chosen.log.dir.parent, exc)
         except Exception:
             log.exception(
                 "Unexpected exception thrown when cleaning log %s. Marking its partition (%s) as uncleanable",
@@ -205,7 +212,7 @@ class LogCleaner:
             in_dir = {
                 t: self.checkpoints[t] for t, plog in items if t in self.checkpoints and plog.dir.parent == directory
             }
-            OffsetCheckpointFile(directory / CLEANER_OFFSET_FILE).write(in_dir)
+            self.log_manager.write_checkpoint(directory, CLEANER_OFFSET_FILE, in_dir)
 
     @staticmethod
     def _report(thread_id: int, chosen: LogToClean, end_offset: int, stats: CleanerStats) -> None:

@@ -5,11 +5,18 @@ Per log dir: ``.lock`` is held (fcntl) while the broker runs; ``meta.properties`
 ``.kafka_cleanshutdown`` marker, written last at a clean shutdown and removed at start, lets the next start skip
 recovery. Plain files other components keep in a log dir are left alone; only ``<topic>-<partition>`` directories
 are logs.
+
+A log dir where a write or read failed (ENOSPC, EIO, any OSError) goes offline, as Kafka's LogDirFailureChannel:
+``mark_offline`` records it once (logged once, with the error, then the listener is told), its logs answer
+KAFKA_STORAGE_ERROR from then on, periodic work (retention, flush, checkpoints) skips it, and the shutdown neither
+closes its logs (which would write) nor writes its clean-shutdown marker, so the next start recovers it: a torn tail
+is cut there, every whole batch stays. The other dirs go on serving.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import shutil
@@ -71,10 +78,18 @@ class LogManager:
         """Logs per log dir: a new partition goes to the dir holding the fewest (the first listed on a tie)."""
         self._mutex = threading.Lock()
         self._checkpoint_mutex = threading.Lock()
+        self.offline_dirs: set[Path] = set()
+        """Log dirs that failed (a dir never comes back while the broker runs)."""
+        self.dir_failure_listener: Callable[[Path], None] | None = None
+        """Told, from the failing thread, when a log dir goes offline (once per dir)."""
+        self.roll_listener: Callable[[Log], None] | None = None
+        """Told of every roll of every log (see ``Log.on_roll``): the broker schedules ``Log.flush_rolled`` on a
+        worker thread. Unset, a roll leaves the recovery point where it is."""
 
     # --- start-up ----------------------------------------------------------------------------------------------
 
     def startup(self) -> None:
+        started = time.monotonic()
         jobs: list[tuple[TopicPartition, Path, int, int, bool]] = []
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -107,7 +122,12 @@ class LogManager:
                     )
                 self.logs[tp] = partition_log
                 self._hosted[partition_log.dir.parent] += 1
-        log.info("loaded %d logs from %s", len(self.logs), ", ".join(map(str, self.log_dirs)))
+        log.info(
+            "loaded %d logs from %s in %d ms",
+            len(self.logs),
+            ", ".join(map(str, self.log_dirs)),
+            (time.monotonic() - started) * 1000,
+        )
 
     def topic_config(self, topic: str) -> TopicConfig:
         configs = self.topic_configs
@@ -125,7 +145,12 @@ class LogManager:
             log_start,
             clean_shutdown=clean,
             time_ms=self.time_ms,
+            on_roll=self._rolled,
         )
+
+    def _rolled(self, partition_log: Log) -> None:
+        if self.roll_listener is not None:
+            self.roll_listener(partition_log)
 
     def _lock(self, directory: Path) -> None:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -153,6 +178,40 @@ class LogManager:
             stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
             write_atomically(meta, f"#\n#{stamp}\nversion=0\nbroker.id={self.broker_id}\n")
 
+    # --- offline log dirs ---------------------------------------------------------------------------------------
+
+    def mark_offline(self, directory: Path, error: BaseException) -> None:
+        """Take ``directory`` offline after ``error`` (any thread); the first call logs and tells the listener."""
+        with self._mutex:
+            if directory in self.offline_dirs:
+                return
+            self.offline_dirs.add(directory)
+        log.error("Error while accessing log dir %s: %s. Stopping serving logs in dir %s", directory, error, directory)
+        if self.dir_failure_listener is not None:
+            self.dir_failure_listener(directory)
+
+    def is_online(self, partition_log: Log) -> bool:
+        return partition_log.dir.parent not in self.offline_dirs
+
+    def storage_error(self, partition_log: Log, error: OSError) -> KafkaStorageError:
+        """Take the log's dir offline after ``error``; the KafkaStorageError to answer with."""
+        self.mark_offline(partition_log.dir.parent, error)
+        return self.offline_error(partition_log)
+
+    def offline_error(self, partition_log: Log) -> KafkaStorageError:
+        return KafkaStorageError(f"Partition {partition_log.dir.name} is in an offline log directory")
+
+    def _guarded(self, partition_log: Log, work: Callable[[], int | None]) -> int:
+        """``work()`` on ``partition_log`` unless its dir is offline; an OSError takes the dir offline. Returns the
+        count ``work`` returns (0 for None)."""
+        if not self.is_online(partition_log):
+            return 0
+        try:
+            return work() or 0
+        except OSError as exc:
+            self.mark_offline(partition_log.dir.parent, exc)
+            return 0
+
     # --- logs --------------------------------------------------------------------------------------------------
 
     def get_log(self, tp: TopicPartition) -> Log | None:
@@ -172,8 +231,11 @@ class LogManager:
             if existing is not None:
                 existing.update_config(config)
                 return existing
-            parent = min(self.log_dirs, key=lambda d: self._hosted[d])
-            created = Log(parent / str(tp), config, time_ms=self.time_ms)
+            online = [d for d in self.log_dirs if d not in self.offline_dirs]
+            if not online:
+                raise KafkaStorageError(f"No log directory is online to host {tp}")
+            parent = min(online, key=lambda d: self._hosted[d])
+            created = Log(parent / str(tp), config, time_ms=self.time_ms, on_roll=self._rolled)
             self.logs[tp] = created
             self._hosted[parent] += 1
             return created
@@ -199,28 +261,52 @@ class LogManager:
         ``high_watermarks``, nothing at or above a partition's high watermark is deleted, and a log missing from it
         (not yet hosted by the replica manager) is left alone."""
         if high_watermarks is None:
-            return sum(partition_log.delete_old_segments() for partition_log in self.all_logs())
+            return sum(
+                self._guarded(partition_log, partition_log.delete_old_segments) for partition_log in self.all_logs()
+            )
         return sum(
-            partition_log.delete_old_segments(high_watermarks[tp])
+            self._guarded(partition_log, functools.partial(partition_log.delete_old_segments, high_watermarks[tp]))
             for tp, partition_log in list(self.logs.items())
             if tp in high_watermarks
         )
 
+    def flush(self, partition_log: Log) -> None:
+        """fsync everything above the recovery point (``Log.flush``, flush.messages) unless the dir is offline; an
+        OSError takes the dir offline."""
+        self._guarded(partition_log, partition_log.flush)
+
+    def flush_rolled(self, partition_log: Log) -> None:
+        """fsync the segments a roll left below the active one (``Log.flush_rolled``) unless the dir is offline; an
+        OSError takes the dir offline."""
+        self._guarded(partition_log, partition_log.flush_rolled)
+
     def flush_dirty_logs(self) -> None:
         for partition_log in self.all_logs():
-            partition_log.maybe_flush()
+            self._guarded(partition_log, partition_log.maybe_flush)
 
     def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
+        """The logs of each online log dir."""
         grouped: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-        for tp, partition_log in self.logs.items():
+        for tp, partition_log in self.log_items():
             grouped.setdefault(partition_log.dir.parent, {})[tp] = partition_log
-        return grouped
+        return {d: logs for d, logs in grouped.items() if d not in self.offline_dirs}
+
+    def write_checkpoint(self, directory: Path, name: str, offsets: dict[TopicPartition, int]) -> None:
+        """Write an offset checkpoint file in an online log dir; an OSError takes the dir offline."""
+        if directory in self.offline_dirs:
+            return
+        try:
+            OffsetCheckpointFile(directory / name).write(offsets)
+        except OSError as exc:
+            self.mark_offline(directory, exc)
 
     def checkpoint_recovery_points(self) -> None:
+        """Write each log dir's ``recovery-point-offset-checkpoint`` (atomically) from the logs' recovery points:
+        the offsets below which every segment was fsynced (by a roll's flush or a due flush). Any thread."""
         with self._checkpoint_mutex:
             for directory, logs in self._by_dir().items():
                 points = {tp: partition_log.recovery_point for tp, partition_log in logs.items()}
-                OffsetCheckpointFile(directory / RECOVERY_POINT_FILE).write(points)
+                self.write_checkpoint(directory, RECOVERY_POINT_FILE, points)
 
     def checkpoint_log_start_offsets(self) -> None:
         """Only logs whose start offset moved past their first segment's base offset are listed, as in Kafka."""
@@ -231,18 +317,23 @@ class LogManager:
                     for tp, partition_log in logs.items()
                     if partition_log.log_start_offset > partition_log.segments[0].base_offset
                 }
-                OffsetCheckpointFile(directory / LOG_START_OFFSET_FILE).write(starts)
+                self.write_checkpoint(directory, LOG_START_OFFSET_FILE, starts)
 
     def shutdown(self) -> None:
-        """Flush and close every log, write the checkpoints and, last, the clean-shutdown markers."""
+        """Flush and close every log of the online dirs, write their checkpoints and, last, their clean-shutdown
+        markers (a dir that fails on the way gets none). Offline dirs are left as they are, for recovery."""
         for partition_log in self.all_logs():
-            partition_log.flush()
+            self._guarded(partition_log, partition_log.flush)
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         for partition_log in self.all_logs():
-            partition_log.close()
+            self._guarded(partition_log, partition_log.close)
         for directory in self.log_dirs:
-            write_atomically(directory / CLEAN_SHUTDOWN_FILE, "")
+            if directory not in self.offline_dirs:
+                try:
+                    write_atomically(directory / CLEAN_SHUTDOWN_FILE, "")
+                except OSError as exc:
+                    self.mark_offline(directory, exc)
         for fd in self._locks:
             os.close(fd)
         self._locks = []

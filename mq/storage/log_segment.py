@@ -9,6 +9,8 @@ and one append adds at most one); relative offsets (offset - base offset) fit in
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -65,7 +67,10 @@ class LogSegment:
         preallocate_bytes: int = 0,
         time_ms: Callable[[], int] = _wall_ms,
         file_suffix: str = "",
+        to_recover: bool = False,
     ) -> None:
+        """``to_recover``: ``recover`` is called next, so the indexes are not read (an index left preallocated by a
+        crash has a zero tail; reading its last slot faults in pages of a hole, milliseconds per file)."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -82,29 +87,47 @@ class LogSegment:
             _suffixed(time_index_file_name(directory, base_offset), file_suffix), base_offset, max_index_size
         )
         self.bytes_since_last_index = 0
-        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        self.max_timestamp, self.offset_of_max_timestamp = (
+            (-1, base_offset) if to_recover else self.time_index.last_entry
+        )
         self._first_batch_timestamp: int | None = None if self.size else -1
         self.created_ms = time_ms()
 
     # --- appends -----------------------------------------------------------------------------------------------
 
     def append(self, largest_offset: int, largest_timestamp: int, offset_of_largest: int, records: Buffer) -> None:
-        """Write ``records`` (whole batches, offsets assigned) at the end with one write; index per the interval
-        rule: the entry names ``largest_offset`` at the position where the records start."""
-        if self.size == 0:
+        """Write ``records`` (whole batches, offsets assigned) at the end with one write, then index per the interval
+        rule: the entry names ``largest_offset`` at the position where the records start. All or nothing: on an
+        OSError (ENOSPC, EIO) the ``.log`` and both indexes are cut back, as far as the file system lets them, to
+        what they held before, and the error propagates; no index entry ever points past the ``.log``'s end."""
+        position = self.size
+        index_entries, time_entries = self.index.entries, self.time_index.entries
+        max_timestamp, offset_of_max = self.max_timestamp, self.offset_of_max_timestamp
+        if largest_timestamp > max_timestamp:
+            max_timestamp, offset_of_max = largest_timestamp, offset_of_largest
+        indexed = self.bytes_since_last_index > self.index_interval_bytes
+        try:
+            written = os.pwrite(self.fd, records, position)  # positional: readers' sendfile moves the fd's offset
+            if written != len(records):
+                raise OSError(errno.ENOSPC, f"short write to {self.log_path}: {written} of {len(records)} bytes")
+            if indexed:
+                self.index.append(largest_offset, position)
+                self.time_index.maybe_append(max_timestamp, offset_of_max)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, position)
+            with contextlib.suppress(OSError):
+                self.index.truncate_entries(index_entries)
+            with contextlib.suppress(OSError):
+                self.time_index.truncate_entries(time_entries)
+            raise
+        if position == 0:
             first = parse_header(records, 0, complete=False)
             self._first_batch_timestamp = first.max_timestamp if first is not None else -1
-        if largest_timestamp > self.max_timestamp:
-            self.max_timestamp, self.offset_of_max_timestamp = largest_timestamp, offset_of_largest
-        if self.bytes_since_last_index > self.index_interval_bytes:
-            self.index.append(largest_offset, self.size)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        if indexed:
             self.bytes_since_last_index = 0
-        written = os.pwrite(self.fd, records, self.size)  # positional: readers' sendfile moves the fd's offset
-        if written != len(records):
-            os.ftruncate(self.fd, self.size)
-            raise OSError(f"short write to {self.log_path}: {written} of {len(records)} bytes")
-        self.size += written
+        self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max
+        self.size = position + written
         self.bytes_since_last_index += written
 
     def should_roll(

@@ -1,8 +1,9 @@
 """Offset index (``.index``): sparse, sorted 8-byte entries ``int32 relativeOffset | int32 position``, big-endian.
 
 An entry (O, P) says the batch whose last offset is O starts at byte P of the segment's ``.log``. The file is
-memory-mapped and preallocated to its maximum size (a multiple of 8) while the segment is active, and trimmed to
-its entries when the segment is closed or rolled; an existing file is trusted to hold ``length // 8`` entries.
+written with pwrite and read through a memory map (see ``index_file``); it is extended (sparse) to its maximum size
+(a multiple of 8) while the segment is active, and trimmed to its entries when the segment is closed or rolled; an
+existing file is trusted to hold ``length // 8`` entries.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def sanity_check_offset_index(path: Path | str, base_offset: int) -> None:
 
 
 class OffsetIndex(IndexFile):
-    """The offset index of one segment, memory-mapped; relative offsets and positions both increase."""
+    """The offset index of one segment; relative offsets and positions both increase."""
 
     ENTRY = ENTRY
 
@@ -60,7 +61,8 @@ class OffsetIndex(IndexFile):
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.entry(self.entries - 1)[0] if self.entries else self.base_offset
+        last = self.last
+        return self.base_offset + last[0] if last is not None else self.base_offset
 
     def pairs(self) -> list[tuple[int, int]]:
         """Every (absolute offset, position) entry."""
@@ -69,12 +71,13 @@ class OffsetIndex(IndexFile):
     def sanity_check(self) -> None:
         """Kafka's checks, plus: the last two entries increase. Entries are written strictly increasing, so a
         zero-filled tail (an index not trimmed before a crash) fails this where Kafka's checks let it pass."""
-        last = self.entry(self.entries - 1)[0] if self.entries else None
+        last = self.read_entry(self.entries - 1)[0] if self.entries else None
         _check(self.path, self.base_offset, self.opened_length, last)
-        if self.entries >= 2 and last is not None and last <= self.entry(self.entries - 2)[0]:
+        previous = self.read_entry(self.entries - 2)[0] if self.entries >= 2 else None
+        if last is not None and previous is not None and last <= previous:
             raise CorruptIndexError(
                 f"Corrupt index found, index file ({os.path.abspath(self.path)}) has offsets out of order: "
-                f"{self.base_offset + last} follows {self.base_offset + self.entry(self.entries - 2)[0]}."
+                f"{self.base_offset + last} follows {self.base_offset + previous}."
             )
 
     def append(self, offset: int, position: int) -> None:
@@ -101,4 +104,4 @@ class OffsetIndex(IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
-        self._truncate_entries(self._floor(offset - 1 - self.base_offset) + 1)
+        self.truncate_entries(self._floor(offset - 1 - self.base_offset) + 1)

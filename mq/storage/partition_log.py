@@ -124,8 +124,12 @@ class Log:
         *,
         clean_shutdown: bool = False,
         time_ms: Callable[[], int] = _wall_ms,
+        on_roll: Callable[[Log], None] | None = None,
     ) -> None:
         self.dir = directory
+        self.on_roll = on_roll
+        """Called (under the log's lock, on the appending thread) after a roll left segments above the recovery
+        point: it must only hand ``flush_rolled`` to another thread, as Kafka schedules its flush on roll."""
         self.config = config
         self.time_ms = time_ms
         self.segments: list[LogSegment] = []
@@ -148,7 +152,7 @@ class Log:
 
     # --- loading -----------------------------------------------------------------------------------------------
 
-    def _new_segment(self, base_offset: int) -> LogSegment:
+    def _new_segment(self, base_offset: int, *, to_recover: bool = False) -> LogSegment:
         config = self.config
         return LogSegment(
             self.dir,
@@ -158,6 +162,7 @@ class Log:
             rolling_jitter_ms=random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0,
             preallocate_bytes=config.segment_bytes if config.preallocate else 0,
             time_ms=self.time_ms,
+            to_recover=to_recover,
         )
 
     def _complete_swap(self, swap: Path) -> None:
@@ -177,7 +182,12 @@ class Log:
         os.rename(swap, swap.with_name(file_name(base, LOG_SUFFIX)))
 
     def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
-        """Open every segment, rebuild missing or corrupt indexes, recover the unflushed tail unless clean."""
+        """Open every segment, rebuild missing or corrupt indexes, recover the unflushed tail unless clean.
+
+        After an unclean shutdown the segments from the one holding ``recovery_point`` on are recovered (entries
+        validated, indexes rebuilt) without looking at their indexes, which may hold a preallocated zero tail;
+        the indexes of the segments below it were fsynced when the log rolled past them and are trusted when they
+        pass the sanity check, as are all indexes after a clean shutdown."""
         swaps = []
         for path in sorted(self.dir.iterdir()):
             name = path.name
@@ -192,26 +202,36 @@ class Log:
         for path in self.dir.iterdir():
             if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and offset_from_file_name(path.name) not in logs:
                 path.unlink()
-        for base in sorted(logs):
-            index_path = self.dir / file_name(base, INDEX_SUFFIX)
-            if not index_path.exists():
+        ordered = sorted(logs)
+        unflushed_from = ordered[max(bisect.bisect_right(ordered, recovery_point) - 1, 0)] if ordered else 0
+        for base in ordered:
+            index_missing = not (self.dir / file_name(base, INDEX_SUFFIX)).exists()
+            unflushed = not clean_shutdown and base >= unflushed_from
+            segment = self._new_segment(base, to_recover=unflushed)
+            self.segments.append(segment)
+            if unflushed:
+                continue
+            if index_missing:
                 log.info(
                     "Could not find index file corresponding to log file %s, rebuilding index...",
                     self.dir / file_name(base, LOG_SUFFIX),
                 )
                 needs_recovery.add(base)
-            segment = self._new_segment(base)
             try:
                 segment.index.sanity_check()
                 segment.time_index.sanity_check()
             except CorruptIndexError as exc:
                 log.warning("Found a corrupted index file due to %s. deleting and rebuilding index...", exc)
                 needs_recovery.add(base)
-            self.segments.append(segment)
-        self._bases = [s.base_offset for s in self.segments]
         if not clean_shutdown:
-            start = max(bisect.bisect_right(self._bases, recovery_point) - 1, 0)
-            needs_recovery.update(self._bases[start:])
+            needs_recovery.update(base for base in ordered if base >= unflushed_from)
+            if ordered:
+                log.info(
+                    "Recovering unflushed segments from %d (recovery point %d) in log %s",
+                    unflushed_from,
+                    recovery_point,
+                    self.dir.name,
+                )
         for i, segment in enumerate(list(self.segments)):
             if segment.base_offset not in needs_recovery:
                 continue
@@ -432,7 +452,8 @@ class Log:
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment named by the log end offset (or ``expected_next_offset`` when larger); an
-        empty active segment already there is kept. The old one's indexes and file are trimmed."""
+        empty active segment already there is kept. The old one's indexes and file are trimmed, and ``on_roll``
+        is told, so the segments below the new one get fsynced off this thread (``flush_rolled``)."""
         with self._lock:
             base = max(self.log_end_offset, expected_next_offset or 0)
             if self.active.size == 0:
@@ -445,6 +466,8 @@ class Log:
             segment = self._new_segment(base)
             self.segments.append(segment)
             self._bases.append(base)
+            if self.on_roll is not None and base > self.recovery_point:
+                self.on_roll(self)
             return segment
 
     # --- reads -------------------------------------------------------------------------------------------------
@@ -512,12 +535,21 @@ class Log:
                 return
             first = self._segment_for(self.recovery_point)
             dirty = [s for s in self.segments[first:] if s.base_offset < target or s is self.segments[first]]
+            truncations = self.truncations
         for segment in dirty:
             if segment.fd >= 0:
                 segment.flush()
         with self._lock:
-            self.recovery_point = max(self.recovery_point, target)
+            if self.truncations == truncations:  # else offsets below target may be new, unflushed data
+                self.recovery_point = max(self.recovery_point, target)
             self.last_flush_ms = self.time_ms()
+
+    def flush_rolled(self) -> None:
+        """fsync every segment below the active one and advance the recovery point to the active segment's base
+        offset (Kafka's flush up to the new segment's base offset, scheduled on roll)."""
+        with self._lock:
+            base = self.active.base_offset
+        self.flush(base)
 
     def maybe_flush(self) -> None:
         """Flush when ``flush_due`` or, with something unflushed, flush.ms passed since the last flush."""

@@ -2,7 +2,7 @@
 
 An entry (T, O) says every record with a timestamp above T lies after offset O. Timestamps strictly increase
 between entries; the last slot is kept for the entry written when the segment is rolled or closed, so the index
-counts as full one entry early. The file is memory-mapped like the offset index.
+counts as full one entry early. The file is written and read like the offset index.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _check(
 
 
 class TimeIndex(IndexFile):
-    """The time index of one segment, memory-mapped; timestamps strictly and offsets weakly increase."""
+    """The time index of one segment; timestamps strictly and offsets weakly increase."""
 
     ENTRY = ENTRY
 
@@ -79,22 +79,24 @@ class TimeIndex(IndexFile):
     @property
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, absolute offset) of the last entry, or (-1, base offset)."""
-        if not self.entries:
+        last = self.last
+        if last is None:
             return -1, self.base_offset
-        timestamp, rel = self.entry(self.entries - 1)
+        timestamp, rel = last
         return timestamp, self.base_offset + rel
 
     def sanity_check(self) -> None:
         """Kafka's checks on the entries as opened (a zero-filled tail fails: timestamp 0 < the first one)."""
         first = last = None
         if self.entries:
-            (ts0, rel0), (ts1, rel1) = self.entry(0), self.entry(self.entries - 1)
+            (ts0, rel0), (ts1, rel1) = self.read_entry(0), self.read_entry(self.entries - 1)
             first, last = (ts0, rel0), (ts1, rel1)
         _check(self.path, self.base_offset, self.opened_length, first, last)
 
     def maybe_append(self, timestamp: int, offset: int, *, final: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is above the last one; ``final`` may use the reserved slot."""
-        if timestamp < 0 or (self.entries and timestamp <= self.entry(self.entries - 1)[0]):
+        last = self.last
+        if timestamp < 0 or (last is not None and timestamp <= last[0]):
             return
         if self.entries >= self.max_entries or (self.is_full and not final):
             return
@@ -110,4 +112,4 @@ class TimeIndex(IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose offset is >= ``offset``."""
-        self._truncate_entries(self._floor(offset - 1 - self.base_offset, field=1) + 1)
+        self.truncate_entries(self._floor(offset - 1 - self.base_offset, field=1) + 1)

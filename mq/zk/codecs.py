@@ -209,6 +209,19 @@ def decode_partition_list(data: bytes) -> list[tuple[str, int]]:
     return [(str(e["topic"]), int(e["partition"])) for e in d.get("partitions", [])]
 
 
+LOG_DIR_FAILURE_EVENT = 1
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """``/log_dir_event_notification/log_dir_event_<seq>``: a log dir of ``broker_id`` failed (event 1)."""
+    return dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes) -> int:
+    """The broker id of a log dir event."""
+    return int(_object(data, "log dir event")["broker"])
+
+
 def encode_cluster_id(cluster_id: str) -> bytes:
     """``/cluster/id``: note that ``version`` is a string there."""
     return dumps({"version": "1", "id": cluster_id})

@@ -18,6 +18,7 @@ from mq.zk.codecs import (
     encode_cluster_id,
     encode_config_change,
     encode_entity_config,
+    encode_log_dir_event,
     encode_reassignment,
     new_topic_id,
 )
@@ -162,3 +163,7 @@ class KafkaZkClient:
             self.store.create(
                 paths.CONFIG_CHANGE_PREFIX, encode_config_change(f"{entity_type}/{name}"), sequence=True, makepath=True
             )
+
+    def propagate_log_dir_event(self, broker_id: int) -> None:
+        """Tell the controller a log dir of ``broker_id`` failed (it re-elects leaders of the replicas there)."""
+        self.store.create(paths.LOG_DIR_EVENT_PREFIX, encode_log_dir_event(broker_id), sequence=True, makepath=True)

@@ -21,6 +21,8 @@ CONFIG_USERS = "/config/users"
 CONFIG_BROKERS = "/config/brokers"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "/log_dir_event_notification/log_dir_event_"
 CLUSTER_ID = "/cluster/id"
 CONSUMERS = "/consumers"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -37,6 +39,7 @@ PERSISTENT_PATHS = (
     DELETE_TOPICS,
     BROKER_SEQID,
     ISR_CHANGE_NOTIFICATION,
+    LOG_DIR_EVENT_NOTIFICATION,
 )
 """Created at broker start-up when missing, as Kafka's brokers do."""
 

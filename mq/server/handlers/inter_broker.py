@@ -65,7 +65,14 @@ def inter_broker_apis(
         if code == ErrorCode.NONE:
             await asyncio.get_running_loop().run_in_executor(None, replica_manager.prepare_logs, infos)
             replica_manager.become_leader_or_follower(infos)
-        errors = [{"topic_name": i.tp.topic, "partition_index": i.tp.partition, "error_code": code} for i in infos]
+        errors = [
+            {
+                "topic_name": i.tp.topic,
+                "partition_index": i.tp.partition,
+                "error_code": ErrorCode.KAFKA_STORAGE_ERROR if replica_manager.is_offline(i.tp) else code,
+            }
+            for i in infos
+        ]
         return {"error_code": code, "partition_errors": errors}
 
     def leader_and_isr_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

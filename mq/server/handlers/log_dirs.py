@@ -1,5 +1,6 @@
 """DescribeLogDirs: the size of every replica in each log directory of this broker (kafka-log-dirs and the
-reassignment tool's progress read it)."""
+reassignment tool's progress read it). An offline log dir is listed with KAFKA_STORAGE_ERROR, no topics and -1 for
+its sizes, as Kafka does."""
 
 from __future__ import annotations
 
@@ -23,6 +24,17 @@ def log_dirs_apis(replica_manager: ReplicaManager) -> list[Api]:
             wanted = {TopicPartition(t.topic, int(p)) for t in request.topics for p in t.partitions}
         results = []
         for directory in log_manager.log_dirs:
+            if directory in log_manager.offline_dirs:
+                results.append(
+                    {
+                        "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
+                        "log_dir": str(directory),
+                        "topics": [],
+                        "total_bytes": -1,
+                        "usable_bytes": -1,
+                    }
+                )
+                continue
             topics: dict[str, list[dict[str, Any]]] = {}
             for tp, log in sorted(log_manager.logs.items()):
                 if log.dir.parent != directory or (wanted is not None and tp not in wanted):

@@ -14,7 +14,7 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.metadata_cache import MetadataCache, TopicInfo
-from mq.topic_partition import INTERNAL_TOPICS, topic_name_error
+from mq.topic_partition import INTERNAL_TOPICS, TopicPartition, topic_name_error
 
 NO_AUTHORIZED_OPERATIONS = -2147483648
 
@@ -81,10 +81,17 @@ def _error_topic(name: str | None, code: ErrorCode) -> dict[str, Any]:
 def _describe(cache: MetadataCache, info: TopicInfo) -> dict[str, Any]:
     partitions = []
     for index, p in sorted(info.partitions.items()):
-        leader_live = p.leader in cache.brokers
+        offline = list(p.offline_replicas)
+        if (
+            cache.broker_id in p.replicas
+            and cache.broker_id not in offline
+            and cache.local_replica_offline(TopicPartition(info.name, index))
+        ):
+            offline.append(cache.broker_id)  # as the controller's next decision will say: no leader in an offline dir
+        leader_live = p.leader in cache.brokers and p.leader not in offline
         if not leader_live:
             code = ErrorCode.LEADER_NOT_AVAILABLE
-        elif p.offline_replicas:
+        elif offline:
             code = ErrorCode.REPLICA_NOT_AVAILABLE
         else:
             code = ErrorCode.NONE
@@ -96,7 +103,7 @@ def _describe(cache: MetadataCache, info: TopicInfo) -> dict[str, Any]:
                 "leader_epoch": p.leader_epoch,
                 "replica_nodes": list(p.replicas),
                 "isr_nodes": list(p.isr),
-                "offline_replicas": list(p.offline_replicas),
+                "offline_replicas": offline,
             }
         )
     return {

@@ -37,9 +37,18 @@ class Channel:
         self.r = recorder
         self.answer = answer
         self.unanswered: list[Callable[[bool], None]] = []
+        self.offline: dict[int, set[TopicPartition]] = {}
+        """Per broker, the partitions it answers LeaderAndIsr for with KAFKA_STORAGE_ERROR."""
 
-    def leader_and_isr(self, broker_id: int, partitions: list[PartitionStateInfo]) -> None:
+    def leader_and_isr(
+        self,
+        broker_id: int,
+        partitions: list[PartitionStateInfo],
+        on_storage_errors: Callable[[list[TopicPartition]], None] | None = None,
+    ) -> None:
         self.r.leader_and_isr.append((broker_id, partitions))
+        if on_storage_errors is not None:
+            on_storage_errors([i.tp for i in partitions if i.tp in self.offline.get(broker_id, set())])
 
     def update_metadata(
         self,
@@ -301,3 +310,26 @@ def test_a_failed_deletion_is_retried_when_the_broker_returns() -> None:
     zk.register_broker(BrokerRegistration(2, ["PLAINTEXT://127.0.0.1:9094"]))
     assert recorder.stop_replica == [(2, [TopicPartition("t", 0)], True)]
     assert zk.get_all_topics() == [] and zk.get_topics_marked_for_deletion() == []
+
+
+def test_replicas_in_a_failed_log_dir_lose_leadership_and_leave_the_isr() -> None:
+    channel = Channel(Recorder())
+    zk, controller, _ = setup([1, 2, 3], channel)
+    admin = AdminZkClient(zk)
+    admin.create_topic("t", 0, 0, replica_assignment={0: [1, 2, 3], 1: [2, 1, 3], 2: [3, 2, 1]})
+    admin.create_topic("single", 0, 0, replica_assignment={0: [1]})
+    t = [TopicPartition("t", p) for p in range(3)]
+    channel.offline[1] = {t[0], t[1], TopicPartition("single", 0)}
+    zk.propagate_log_dir_event(1)
+    assert zk.store.get_children(paths.LOG_DIR_EVENT_NOTIFICATION) == []  # consumed
+    assert zk.get_partition_state("t", 0)[0] == PartitionState(2, 1, [2, 3], 1)  # type: ignore[index]
+    assert zk.get_partition_state("t", 1)[0] == PartitionState(2, 1, [2, 3], 1)  # type: ignore[index]
+    assert zk.get_partition_state("t", 2)[0] == PartitionState(3, 0, [3, 2, 1], 1)  # type: ignore[index]
+    assert zk.get_partition_state("single", 0)[0] == PartitionState(-1, 1, [1], 1)  # type: ignore[index]
+    assert controller.context.offline_on(t[0]) == {1}
+    zk.store.delete(paths.broker(2))  # the next election still passes over the offline replica
+    assert zk.get_partition_state("t", 0)[0].leader == 3  # type: ignore[index]
+    zk.register_broker(BrokerRegistration(2, ["PLAINTEXT://127.0.0.1:9094"]))
+    zk.store.delete(paths.broker(1))
+    zk.register_broker(BrokerRegistration(1, ["PLAINTEXT://127.0.0.1:9093"]))  # restarted: its dirs were reloaded
+    assert controller.context.offline_on(t[0]) == set()

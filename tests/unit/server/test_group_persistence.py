@@ -18,6 +18,7 @@ from mq.server.group_metadata_manager import (
 )
 from mq.server.partition import Partition
 from mq.server.replica_manager import ReplicaManager
+from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
@@ -27,7 +28,7 @@ OFFSETS_TP = TopicPartition("__consumer_offsets", 0)
 
 def setup(tmp_path: Path) -> tuple[GroupMetadataManager, Partition]:
     config = TopicConfig(cleanup_policy="compact")
-    rm = ReplicaManager(BrokerConfig(), BROKER, None, lambda topic: config)
+    rm = ReplicaManager(BrokerConfig(), BROKER, LogManager([], TopicConfig()), lambda topic: config)
     partition = Partition(OFFSETS_TP, Log(tmp_path / str(OFFSETS_TP), config), BROKER)
     partition.leader_id, partition.leader_epoch = BROKER, 0
     partition.replicas, partition.isr = (BROKER,), frozenset({BROKER})

@@ -22,6 +22,7 @@ from mq.server.network import ClientAddress
 from mq.server.partition import Partition
 from mq.server.replica_fetcher import ReplicaFetcher
 from mq.server.replica_manager import ReplicaManager
+from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.storage.storage_batches import v2_batch
@@ -57,7 +58,7 @@ class LeaderConnection:
     """Answers OffsetForLeaderEpoch as the broker's handler does for ``leader``; records what was asked."""
 
     def __init__(self, leader: Partition) -> None:
-        manager = ReplicaManager(BrokerConfig(), LEADER, None, lambda topic: TopicConfig())
+        manager = ReplicaManager(BrokerConfig(), LEADER, LogManager([], TopicConfig()), lambda topic: TopicConfig())
         manager.partitions[TP] = leader
         (self.api,) = leader_epoch_apis(manager)
         self.asked: list[int] = []
@@ -153,7 +154,7 @@ def ask_over_the_wire(manager: ReplicaManager, version: int, replica_id: int, cu
 
 @pytest.mark.parametrize("version", [2, 3, 4])
 def test_offset_for_leader_epoch_over_the_wire(tmp_path: Path, version: int) -> None:
-    leader_manager = ReplicaManager(BrokerConfig(), LEADER, None, lambda topic: TopicConfig())
+    leader_manager = ReplicaManager(BrokerConfig(), LEADER, LogManager([], TopicConfig()), lambda topic: TopicConfig())
     leader_manager.partitions[TP] = partition_of(log_with(tmp_path / "l", [(0, 0), (2, 12)], 20), LEADER, 2)
     answer = ask_over_the_wire(leader_manager, version, FOLLOWER, 2, 1)
     assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, 0, 12)
@@ -162,7 +163,9 @@ def test_offset_for_leader_epoch_over_the_wire(tmp_path: Path, version: int) -> 
     answer = ask_over_the_wire(leader_manager, version, FOLLOWER, 2, 5)  # above the latest epoch
     assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, -1, -1)
     assert ask_over_the_wire(leader_manager, version, FOLLOWER, 1, 1).error_code == ErrorCode.FENCED_LEADER_EPOCH
-    follower_manager = ReplicaManager(BrokerConfig(), FOLLOWER, None, lambda topic: TopicConfig())
+    follower_manager = ReplicaManager(
+        BrokerConfig(), FOLLOWER, LogManager([], TopicConfig()), lambda topic: TopicConfig()
+    )
     follower_manager.partitions[TP] = partition_of(log_with(tmp_path / "f", [(0, 0)], 10), FOLLOWER, 2)
     assert ask_over_the_wire(follower_manager, version, -1, 2, 0).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     if version >= 3:  # a debugging requester may ask any replica

@@ -11,6 +11,7 @@ from mq.server.isr_updates import IsrChange
 from mq.server.partition import Partition, ReplicaState
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.replica_manager import FetchRequestPartition, ProduceResult, ReplicaManager
+from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.storage.storage_batches import v2_batch
@@ -22,7 +23,7 @@ TP = TopicPartition("t", 0)
 def manager(tmp_path: Path, min_isr: int = 1) -> ReplicaManager:
     """Broker 1 leads ``t-0`` with broker 2 in the ISR."""
     config = TopicConfig(min_insync_replicas=min_isr)
-    rm = ReplicaManager(BrokerConfig(), LEADER, None, lambda topic: config)
+    rm = ReplicaManager(BrokerConfig(), LEADER, LogManager([], TopicConfig()), lambda topic: config)
     partition = Partition(TP, Log(tmp_path / str(TP), config), LEADER)
     partition.leader_id, partition.leader_epoch = LEADER, 0
     partition.replicas = (LEADER, FOLLOWER)

@@ -10,6 +10,7 @@ from mq.config import BrokerConfig, TopicConfig
 from mq.server.clock import ManualClock
 from mq.server.partition import Partition
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
+from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.storage.storage_batches import v2_batch
@@ -20,7 +21,7 @@ BROKER = 1
 def manager(tmp_path: Path, partitions: int, clock: ManualClock) -> ReplicaManager:
     """Broker 1 alone leads ``t-0`` .. ``t-<n-1>``."""
     config = TopicConfig()
-    rm = ReplicaManager(BrokerConfig(), BROKER, None, lambda topic: config, clock=clock)
+    rm = ReplicaManager(BrokerConfig(), BROKER, LogManager([], TopicConfig()), lambda topic: config, clock=clock)
     for p in range(partitions):
         tp = TopicPartition("t", p)
         partition = Partition(tp, Log(tmp_path / str(tp), config), BROKER, time_ms=clock.time_ms)

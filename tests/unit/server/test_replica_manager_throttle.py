@@ -12,6 +12,7 @@ from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode
 from mq.server.partition import Partition, ReplicaState
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
+from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.storage.storage_batches import v2_batch
@@ -39,7 +40,9 @@ THROTTLED = TopicConfig(leader_replication_throttled_replicas="*")
 def manager(tmp_path: Path, *tps: TopicPartition) -> ReplicaManager:
     """Partitions led here; topic ``t`` is throttled on the leader side (``leader.replication.throttled.replicas=*``)."""
     config = BrokerConfig(replication_quota_window_num=2)
-    rm = ReplicaManager(config, LEADER, None, lambda topic: THROTTLED if topic == "t" else TopicConfig())
+    rm = ReplicaManager(
+        config, LEADER, LogManager([], TopicConfig()), lambda topic: THROTTLED if topic == "t" else TopicConfig()
+    )
     for tp in tps:
         rm.partitions[tp] = leader_partition(tmp_path, tp)
     return rm
