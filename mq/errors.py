@@ -7,6 +7,7 @@ Every error a broker puts on the wire is an ``ErrorCode``; every exception mq ra
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import NamedTuple
 
 
 class ErrorCode(IntEnum):
@@ -185,15 +186,26 @@ _RETRIABLE = frozenset(
 )
 
 
+class RecordError(NamedTuple):
+    """One refused record of a produced batch: its index in the batch and why (Produce v8+ ``record_errors``)."""
+
+    batch_index: int
+    message: str | None
+
+
 class KafkaError(Exception):
-    """Base of every error that maps onto a Kafka wire code."""
+    """Base of every error that maps onto a Kafka wire code; ``record_errors`` names the records at fault, when the
+    error concerns records of a produced batch."""
 
     code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
 
-    def __init__(self, message: str = "", code: ErrorCode | None = None) -> None:
+    def __init__(
+        self, message: str = "", code: ErrorCode | None = None, *, record_errors: tuple[RecordError, ...] = ()
+    ) -> None:
         super().__init__(message or self.__class__.__name__)
         if code is not None:
             self.code = code
+        self.record_errors = record_errors
 
 
 class CorruptRecordError(KafkaError):

@@ -119,10 +119,19 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> Non
 
 
 @contextlib.contextmanager
-def running(command: list[str], port: int, what: str, log: Path) -> Iterator[int]:
-    """Runs ``command`` until the block ends; yields its pid once it listens on ``port``."""
+def running(
+    command: list[str],
+    port: int,
+    what: str,
+    log: Path,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Iterator[int]:
+    """Runs ``command`` (in ``cwd``, with ``env``) until the block ends; yields its pid once it listens on
+    ``port``."""
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     try:
         wait_for_port(port, process, what)
         yield process.pid

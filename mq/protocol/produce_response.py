@@ -6,7 +6,8 @@ Layout (v9 is flexible: compact lengths and a tagged-field section after each st
     responses: [name string,
                 partition_responses: [index int32, error_code int16, base_offset int64,
                                       log_append_time_ms int64, log_start_offset int64 (v5+),
-                                      record_errors [batch_index int32, message nullable string] (v8+),
+                                      record_errors [batch_index int32, batch_index_error_message nullable
+                                                     string] (v8+),
                                       error_message nullable string (v8+)]]
     throttle_time_ms int32
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mq.errors import RecordError
 from mq.protocol.response_writer import I16, I32, I64, ResponseWriter
 
 MIN_VERSION = 3
@@ -29,12 +31,14 @@ class PartitionResponse:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()
+    """The records of the refused batch at fault (sent from v8)."""
 
 
 def encode_produce_response(
     version: int, correlation_id: int, topics: list[tuple[str, list[PartitionResponse]]], throttle_time_ms: int = 0
 ) -> bytes:
-    """The framed response for ``version`` (3-9). No per-record errors are reported: record_errors is empty."""
+    """The framed response for ``version`` (3-9); below v8 without record_errors and error_message."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"produce response version {version} is not supported")
     w = ResponseWriter(flexible=version >= 9)
@@ -50,7 +54,11 @@ def encode_produce_response(
             if version >= 5:
                 w.run += I64.pack(p.log_start_offset)
             if version >= 8:
-                w.array_length(0)
+                w.array_length(len(p.record_errors))
+                for record_error in p.record_errors:
+                    w.run += I32.pack(record_error.batch_index)
+                    w.string(record_error.message)
+                    w.tags()
                 w.string(p.error_message)
             w.tags()
         w.tags()

@@ -1,7 +1,8 @@
 """Kafka's record formats: message sets v0/v1 and record batches v2.
 
 ``iter_records(buf, header)`` deep-iterates one entry of any magic and codec; ``batch_header`` parses and patches
-entries shallowly (never touching records); builders live in ``legacy`` (v0/v1) and ``default_batch`` (v2).
+entries shallowly (never touching records); builders live in ``legacy`` (v0/v1) and ``default_batch`` (v2);
+``validation`` checks a producer's entries record by record before they are appended.
 """
 
 from __future__ import annotations

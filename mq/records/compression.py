@@ -12,7 +12,8 @@
 * zstd: standard zstd frames, allowed in v2 batches only.
 
 Every failure to decode raises CorruptRecordError; an unknown codec id, or zstd below magic 2,
-UnsupportedCompressionError.
+UnsupportedCompressionError. With a ``limit``, data that would decompress to more bytes raises CorruptRecordError
+before more than about that much is produced (a small payload can expand a thousandfold).
 """
 
 from __future__ import annotations
@@ -80,29 +81,47 @@ def compress(codec: Codec | int, data: Buffer, magic: int = 2) -> bytes:
     return bytes(data)
 
 
-def decompress(codec: Codec | int, data: Buffer, magic: int = 2) -> bytes:
-    """The bytes inside a ``codec`` frame of message format ``magic``."""
+class _TooLarge(ValueError):
+    pass
+
+
+def decompress(codec: Codec | int, data: Buffer, magic: int = 2, limit: int | None = None) -> bytes:
+    """The bytes inside a ``codec`` frame of message format ``magic``, at most ``limit`` of them."""
     codec = _codec(codec, magic)
+    bound = -1 if limit is None else limit
     try:
         if codec == Codec.GZIP:
-            return _gunzip(data)
+            return _gunzip(data, bound)
         if codec == Codec.SNAPPY:
-            return _xerial_decompress(data)
+            return _xerial_decompress(data, bound)
         if codec == Codec.LZ4:
-            return _lz4_decompress(data, magic)
+            return _lz4_decompress(data, magic, bound)
         if codec == Codec.ZSTD:
-            return _unzstd(data)
+            return _unzstd(data, bound)
         return bytes(data)
+    except _TooLarge:
+        raise CorruptRecordError(f"{codec.name.lower()} data decompresses to more than {limit} bytes") from None
     except _DECODE_ERRORS as exc:
         raise CorruptRecordError(f"{codec.name.lower()} data does not decompress: {exc}") from None
 
 
-def _gunzip(data: Buffer) -> bytes:
+def _check(produced: int, limit: int) -> None:
+    """_TooLarge when ``produced`` bytes exceed ``limit`` (-1: no limit)."""
+    if 0 <= limit < produced:
+        raise _TooLarge
+
+
+def _gunzip(data: Buffer, limit: int = -1) -> bytes:
     parts = []
+    produced = 0
     rest: Buffer = data
     while True:
         member = zlib.decompressobj(31)
-        parts.append(member.decompress(rest))
+        parts.append(member.decompress(rest, max(limit + 1 - produced, 1) if limit >= 0 else 0))
+        produced += len(parts[-1])
+        _check(produced, limit)
+        if member.unconsumed_tail:
+            raise _TooLarge
         if not member.eof:
             raise ValueError("truncated gzip stream")
         rest = member.unused_data
@@ -110,7 +129,13 @@ def _gunzip(data: Buffer) -> bytes:
             return b"".join(parts)
 
 
-def _unzstd(data: Buffer) -> bytes:
+def _unzstd(data: Buffer, limit: int = -1) -> bytes:
+    if limit >= 0:  # a bounded pass first: a frame need not declare its size, and the decompressor has no bound
+        reader = _ZSTD_DECOMPRESSOR.stream_reader(data, read_across_frames=True)
+        produced = 0
+        while chunk := reader.read(1 << 20):
+            produced += len(chunk)
+            _check(produced, limit)
     parts = []
     rest: Buffer = data
     while True:
@@ -133,12 +158,25 @@ def _xerial_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _xerial_decompress(data: Buffer) -> bytes:
+def _snappy_length(block: memoryview) -> int:
+    """The uncompressed length a raw snappy block declares (its leading little-endian base-128 varint)."""
+    length = shift = 0
+    for byte in block[:5]:
+        length |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return length
+        shift += 7
+    raise ValueError("invalid snappy length preamble")
+
+
+def _xerial_decompress(data: Buffer, limit: int = -1) -> bytes:
     view = memoryview(data)
     if view[:8] != XERIAL_MAGIC:
+        _check(_snappy_length(view), limit)
         raw: bytes = snappy.uncompress(view)
         return raw
     parts = []
+    produced = 0
     position = 0
     end = len(view)
     while position < end:
@@ -151,6 +189,8 @@ def _xerial_decompress(data: Buffer) -> bytes:
         position += 4
         if length < 0 or position + length > end:
             raise ValueError(f"xerial block of {length} bytes runs past the end of the data")
+        produced += _snappy_length(view[position : position + length])
+        _check(produced, limit)
         parts.append(snappy.uncompress(view[position : position + length]))
         position += length
     return b"".join(parts)
@@ -170,7 +210,7 @@ def _lz4_compress(data: Buffer, magic: int) -> bytes:
     return framed
 
 
-def _lz4_decompress(data: Buffer, magic: int) -> bytes:
+def _lz4_decompress(data: Buffer, magic: int, limit: int = -1) -> bytes:
     view = memoryview(data)
     if len(view) < 7 or view[:4] != LZ4_MAGIC:
         raise ValueError("not an LZ4 frame")
@@ -180,12 +220,15 @@ def _lz4_decompress(data: Buffer, magic: int) -> bytes:
     if not flags & _LZ4_INDEPENDENT:
         raise ValueError("dependent block stream is unsupported")
     if magic >= 1:
+        if limit >= 0:
+            bounded = lz4.frame.LZ4FrameDecompressor()
+            _check(len(bounded.decompress(view, limit + 1)), limit)
         out: bytes = lz4.frame.decompress(view)
         return out
-    return _lz4_blocks(view)
+    return _lz4_blocks(view, limit)
 
 
-def _lz4_blocks(view: memoryview) -> bytes:
+def _lz4_blocks(view: memoryview, limit: int = -1) -> bytes:
     """The blocks of an LZ4 frame of independent blocks, without verifying the header checksum (magic 0)."""
     flags, descriptor = view[4], view[5]
     max_block = _LZ4_BLOCK_SIZES.get((descriptor >> 4) & 0x7)
@@ -194,6 +237,7 @@ def _lz4_blocks(view: memoryview) -> bytes:
     position = 6 + (8 if flags & 0x08 else 0) + (4 if flags & 0x01 else 0) + 1
     block_checksum = 4 if flags & 0x10 else 0
     parts: list[bytes] = []
+    produced = 0
     end = len(view)
     while True:
         if position + 4 > end:
@@ -207,4 +251,6 @@ def _lz4_blocks(view: memoryview) -> bytes:
             raise ValueError(f"LZ4 block of {length} bytes is too large or truncated")
         block = view[position : position + length]
         parts.append(bytes(block) if size & 0x80000000 else lz4.block.decompress(block, uncompressed_size=max_block))
+        produced += len(parts[-1])
+        _check(produced, limit)
         position += length + block_checksum

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mq.config import BrokerConfig, TopicConfig
-from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, error_code_of
+from mq.errors import (
+    ErrorCode,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    RecordError,
+    UnknownTopicOrPartitionError,
+    error_code_of,
+)
 from mq.records.crc import Buffer
 from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
@@ -40,6 +47,7 @@ class ProduceResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -248,7 +256,7 @@ class ReplicaManager:
                 if partition.log.flush_due:
                     self.flush_requested(partition)
             except KafkaError as exc:
-                results[tp] = ProduceResult(exc.code, message=str(exc))
+                results[tp] = ProduceResult(exc.code, message=str(exc), record_errors=exc.record_errors)
             except Exception as exc:
                 log.exception("append to %s failed", tp)
                 results[tp] = ProduceResult(error_code_of(exc), message=str(exc))

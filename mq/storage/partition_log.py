@@ -27,7 +27,6 @@ from mq.errors import (
     CorruptIndexError,
     CorruptRecordError,
     InvalidRecordError,
-    InvalidTimestampError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
@@ -44,8 +43,8 @@ from mq.records.batch_header import (
     validate,
 )
 from mq.records.crc import Buffer
-from mq.records.filtered import keyed_records
 from mq.records.legacy import assign_offsets_compressed
+from mq.records.validation import RecordRules, validate_records
 from mq.storage.checkpoints import LEADER_EPOCH_FILE, LeaderEpochCheckpointFile
 from mq.storage.file_names import (
     CLEANED_SUFFIX,
@@ -298,10 +297,13 @@ class Log:
 
     def _validate(self, data: Buffer, *, from_producer: bool) -> list[BatchHeader]:
         """Headers of every entry of ``data``, each checked: size within max.message.bytes, whole, CRC; a
-        producer's v2 batch holds as many records as its offset range, at least one."""
+        producer's entries also record by record (``validate_records``: framing, keys on compacted topics, timestamps
+        within message.timestamp.difference.max.ms on CreateTime topics, no LogAppendTime entries on LogAppendTime
+        topics), a v2 batch holding as many records as its offset range, at least one."""
         headers: list[BatchHeader] = []
         position, end = 0, len(data)
         max_message = self.config.max_message_bytes
+        rules = self._record_rules() if from_producer else None
         while position < end:
             header = parse_header(data, position, complete=False)
             if header is None or position + header.size > end:
@@ -311,11 +313,13 @@ class Log:
                     f"The record batch of {header.size} bytes is larger than max.message.bytes ({max_message})"
                 )
             validate(data, header)
-            if from_producer and header.magic >= 2 and not 0 < header.records_count == header.last_offset_delta + 1:
-                raise InvalidRecordError(
-                    f"Batch record count {header.records_count} does not match its offset range "
-                    f"{header.last_offset_delta + 1}"
-                )
+            if rules is not None:
+                if header.magic >= 2 and not 0 < header.records_count == header.last_offset_delta + 1:
+                    raise InvalidRecordError(
+                        f"Batch record count {header.records_count} does not match its offset range "
+                        f"{header.last_offset_delta + 1}"
+                    )
+                validate_records(data, header, rules)
             headers.append(header)
             position += header.size
         if not headers:
@@ -326,31 +330,12 @@ class Log:
             )
         return headers
 
-    def _check_keys(self, data: Buffer, headers: list[BatchHeader]) -> None:
-        """Compacted topics: every record has a key (Kafka's rule); this decodes each batch's records."""
-        for header in headers:
-            if header.is_control:
-                continue
-            _, records = keyed_records(data, header)
-            for record in records:
-                if record.key is None:
-                    raise InvalidRecordError(
-                        f"Compacted topic cannot accept message without key in topic partition {self.dir.name}."
-                    )
-
-    def _check_timestamps(self, headers: list[BatchHeader], now: int) -> None:
-        """CreateTime topics: every batch's first and max timestamps within message.timestamp.difference.max.ms."""
+    def _record_rules(self) -> RecordRules:
+        """What a producer's records must satisfy on this topic besides their framing."""
         limit = self.config.message_timestamp_difference_max_ms
-        if limit >= LONG_MAX or self.config.message_timestamp_type != "CreateTime":
-            return
-        for header in headers:
-            if header.magic == 0:
-                continue
-            for ts in (header.first_timestamp, header.max_timestamp):
-                if ts >= 0 and abs(ts - now) > limit:
-                    raise InvalidTimestampError(
-                        f"Timestamp {ts} of a message is out of range: it must be within {limit} ms of {now}"
-                    )
+        create_time = self.config.message_timestamp_type == "CreateTime"
+        timed = limit < LONG_MAX and create_time
+        return RecordRules(self.config.compact, self.time_ms(), limit if timed else None, not create_time)
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
         """Validate, assign offsets from the log end by patching ``records`` (in place when it is a writable
@@ -359,10 +344,7 @@ class Log:
         InvalidTimestampError) with the log unchanged."""
         data = _writable(records)
         headers = self._validate(data, from_producer=True)
-        if self.config.compact:
-            self._check_keys(data, headers)
         now = self.time_ms()
-        self._check_timestamps(headers, now)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         with self._lock:
             first = offset = self.log_end_offset

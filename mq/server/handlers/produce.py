@@ -48,7 +48,13 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
                 else:
                     r = results[tp]
                     answer = PartitionResponse(
-                        p.index, r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, r.message
+                        p.index,
+                        r.error,
+                        r.base_offset,
+                        r.log_append_time_ms,
+                        r.log_start_offset,
+                        r.message,
+                        r.record_errors,
                     )
                 by_topic.setdefault(topic.name, []).append(answer)
         return encode_produce_response(context.version, context.header.correlation_id, list(by_topic.items()))

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mq.errors import RecordError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import encode_response, response_schema
 from mq.protocol.entities import build
@@ -19,6 +20,9 @@ partition_responses = st.builds(
     log_append_time_ms=st.sampled_from([-1, 0, 1_795_000_000_000]),
     log_start_offset=st.integers(-1, 2**40),
     error_message=st.none() | st.text(max_size=12),
+    record_errors=st.lists(
+        st.builds(RecordError, st.integers(0, 2**31 - 1), st.none() | st.text(max_size=12)), max_size=3
+    ).map(tuple),
 )
 topics = st.lists(st.tuples(st.text(min_size=1, max_size=8), st.lists(partition_responses, max_size=3)), max_size=3)
 
@@ -40,7 +44,10 @@ def _kio(version: int, correlation_id: int, topics: list[tuple[str, list[Partiti
                         "base_offset": p.base_offset,
                         "log_append_time": append_time(p.log_append_time_ms),
                         "log_start_offset": p.log_start_offset,
-                        "record_errors": [],
+                        "record_errors": [
+                            {"batch_index": e.batch_index, "batch_index_error_message": e.message}
+                            for e in p.record_errors
+                        ],
                         "error_message": p.error_message,
                     }
                     for p in parts

@@ -174,3 +174,14 @@ def test_unknown_codec_ids_are_unsupported(codec_id: int) -> None:
 def test_none_passes_bytes_through() -> None:
     assert compress(Codec.NONE, memoryview(b"abc")) == b"abc"
     assert decompress(Codec.NONE, bytearray(b"abc")) == b"abc"
+
+
+@pytest.mark.parametrize(
+    ("magic", "codec"), [(m, c) for m in (0, 1, 2) for c in (Codec.GZIP, Codec.SNAPPY, Codec.LZ4)] + [(2, Codec.ZSTD)]
+)
+def test_a_limit_stops_decompression(magic: int, codec: Codec) -> None:
+    data = bytes(300_000)
+    framed = compress(codec, data, magic)
+    assert decompress(codec, framed, magic, len(data)) == data
+    with pytest.raises(CorruptRecordError, match="more than"):
+        decompress(codec, framed, magic, len(data) - 1)

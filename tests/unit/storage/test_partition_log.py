@@ -18,8 +18,9 @@ from mq.errors import (
     RecordListTooLargeError,
 )
 from mq.records import iter_records
-from mq.records.batch_header import iter_headers, parse_header, set_offset, set_partition_leader_epoch
+from mq.records.batch_header import TimestampType, iter_headers, parse_header, set_offset, set_partition_leader_epoch
 from mq.records.crc import crc32c
+from mq.records.default_batch import RecordBatchBuilder, assemble_batch
 from mq.storage.offset_index import read_offset_index
 from mq.storage.partition_log import Log
 
@@ -228,12 +229,52 @@ def test_rejected_appends_leave_the_log_unchanged(tmp_path: Path) -> None:
     assert log.log_end_offset == 1
 
 
+def test_poison_batches_leave_the_log_unchanged(tmp_path: Path) -> None:
+    """A valid CRC around records that do not parse, or around a payload that does not decompress, is refused."""
+    log = Log(tmp_path / "t-0", TopicConfig(message_timestamp_difference_max_ms=60_000), time_ms=Clock(TS))
+    log.append_as_leader(v2_batch(2), 0)
+    before = (tmp_path / "t-0" / "00000000000000000000.log").read_bytes()
+    garbage = assemble_batch(0, -1, 0, 2, TS, TS, -1, -1, -1, 3, bytes(range(7, 250)))
+    with pytest.raises(InvalidRecordError) as caught:
+        log.append_as_leader(garbage, 0)
+    assert caught.value.record_errors[0].batch_index == 0
+    with pytest.raises(InvalidRecordError, match="decompress"):
+        log.append_as_leader(assemble_batch(0, -1, 1, 2, TS, TS, -1, -1, -1, 3, b"\x1f\x8b garbage"), 0)
+    late = RecordBatchBuilder()
+    for delta in (0, 1, 90_000, 2):  # the batch header's timestamps are fine; the third record's is not
+        late.append(TS + delta, None, b"v")
+    late_batch = bytearray(late.build())
+    late_batch[35:43] = TS.to_bytes(8, "big")
+    late_batch[17:21] = crc32c(bytes(late_batch[21:])).to_bytes(4, "big")
+    with pytest.raises(InvalidTimestampError) as timestamps:
+        log.append_as_leader(bytes(late_batch), 0)
+    assert [e.batch_index for e in timestamps.value.record_errors] == [2]
+    assert (tmp_path / "t-0" / "00000000000000000000.log").read_bytes() == before
+    assert log.log_end_offset == 2
+
+
+def test_compacted_topic_refuses_records_without_keys(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", TopicConfig(cleanup_policy="compact"))
+    builder = RecordBatchBuilder()
+    for key in (b"a", None, b"c", None):
+        builder.append(TS, key, b"v")
+    with pytest.raises(InvalidRecordError, match="without a key") as caught:
+        log.append_as_leader(builder.build(), 0)
+    assert [e.batch_index for e in caught.value.record_errors] == [1, 3]
+    assert log.log_end_offset == 0
+
+
 def test_log_append_time(tmp_path: Path) -> None:
     log = Log(tmp_path / "t-0", TopicConfig(message_timestamp_type="LogAppendTime"), time_ms=Clock(TS + 999))
     info = log.append_as_leader(v2_batch(2), 0)
     assert info.log_append_time_ms == TS + 999
     data = read_all(log)
     assert {r.timestamp for h in iter_headers(data) for r in iter_records(data, h)} == {TS + 999}
+    stamped = RecordBatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    stamped.append(TS, None, b"v")
+    with pytest.raises(InvalidTimestampError):
+        log.append_as_leader(stamped.build(), 0)  # the broker stamps a LogAppendTime topic, not the producer
+    assert log.log_end_offset == 2
 
 
 def test_flush_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
