@@ -8,10 +8,19 @@ error builder: a handler raises INVALID_REQUEST for a request that decodes but m
 is a defect: it answers UNKNOWN_SERVER_ERROR and is logged. An undecodable frame (a truncated body, a length
 running past the end, invalid UTF-8) raises InvalidRequestError, and the network layer closes the connection, as
 Kafka's brokers do.
+
+The immediate path: an API may also have a ``now`` handler, which the network layer calls synchronously, in the
+loop turn that received the frame, before anything else of that connection waits. It reads what it needs straight
+from the frame (no header or body entities) and returns the response frame, None (no response), an awaitable of
+either (the answer comes later; the network layer keeps the connection's responses in order), or ``LATER``: it did
+nothing, and the frame takes the general path (``__call__``). A ``now`` handler decides on ``LATER`` before any side
+effect, and answers every error itself once it has had one. It raises only InvalidRequestError (the connection is
+closed), never for a frame the general path would answer.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -52,6 +61,18 @@ ErrorBuilder = Callable[[RequestContext, Any, ErrorCode], dict[str, Any] | bytes
 Decoder = Callable[[bytearray], tuple[RequestHeader, Any]]
 
 
+class Later(enum.Enum):
+    LATER = "later"
+
+
+LATER = Later.LATER
+"""A ``now`` handler's answer for a frame it leaves to the general path."""
+
+NowResult = Response | None | Awaitable[Response | None] | Later
+NowHandler = Callable[[bytearray, int, int, ClientAddress], NowResult]
+"""(frame, api_version, correlation_id, client) -> the answer, now or as an awaitable, or LATER."""
+
+
 @dataclass(frozen=True)
 class Api:
     key: ApiKey
@@ -62,6 +83,8 @@ class Api:
     """The response that reports ``code`` for everything the request asked about."""
     decode: Decoder = decode_request
     """Header and body of a frame of a supported version; Produce reads its record sets without copying them."""
+    now: NowHandler | None = None
+    """The immediate path (see the module docstring); None: every frame takes the general path."""
 
 
 class ApiDispatcher:
@@ -103,6 +126,15 @@ class ApiDispatcher:
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.exception("error handling %s v%d from %s", api.key.name, api_version, client.host)
             return _encoded(correlation_id, api_key, api_version, api.error_response(context, body, code))
+
+    def now(self, frame: bytearray, client: ClientAddress) -> NowResult:
+        """The immediate answer to ``frame`` from its API's ``now`` handler, or LATER (no such handler, a version out
+        of range, an unknown API: the general path answers or refuses those)."""
+        api_key, api_version, correlation_id = peek_api(frame)
+        api = self.apis.get(api_key)
+        if api is None or api.now is None or not api.min_version <= api_version <= api.max_version:
+            return LATER
+        return api.now(frame, api_version, correlation_id, client)
 
     def _api_versions_fallback(self, correlation_id: int) -> bytes:
         """A v0 ApiVersions response with UNSUPPORTED_VERSION and our ranges, as Kafka answers a newer client."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 from typing import Any
 
@@ -12,7 +13,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Met
 from mq.errors import ErrorCode, TopicExistsError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import InvalidRequestError, UnsupportedVersionError, decode_response, response_schema
-from mq.server.api_dispatch import Api, ApiDispatcher, RequestContext
+from mq.server.api_dispatch import LATER, Api, ApiDispatcher, RequestContext
 from mq.server.handlers.api_versions import api_versions_api
 from mq.server.network import ClientAddress
 
@@ -100,3 +101,24 @@ def test_handler_errors_become_the_api_error_response(behaviour: str, code: int)
 
 def test_no_response_when_the_handler_says_so() -> None:
     assert call(dispatcher("silent"), MetadataRequest[4](topics=None, allow_auto_topic_creation=False)) is None
+
+
+def test_the_immediate_path_asks_only_an_api_that_has_one_and_only_in_its_version_range() -> None:
+    seen: list[tuple[int, int]] = []
+
+    def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> bytes:
+        seen.append((version, correlation_id))
+        return b"answer"
+
+    d = ApiDispatcher([dataclasses.replace(metadata_api("ok"), now=now)])
+    d.add(api_versions_api(d))
+
+    def frame_of(request: Any) -> bytearray:
+        request.with_header(correlation_id=3, client_id="t")
+        return bytearray(request.encode(header=True, framed=True)[4:])
+
+    assert d.now(frame_of(MetadataRequest[4](topics=None)), CLIENT) == b"answer"
+    assert seen == [(4, 3)]
+    assert d.now(frame_of(MetadataRequest[9](topics=None)), CLIENT) is LATER  # above the range: refused later
+    assert d.now(frame_of(ApiVersionsRequest[0]()), CLIENT) is LATER  # no immediate handler
+    assert seen == [(4, 3)]
