@@ -10,6 +10,8 @@
    shared-memory rings with an eventfd to wake the reader. CPU µs per message, both sides.
 3. Passing an accepted connection to another process (SCM_RIGHTS over a Unix socket): µs per connection.
 4. SO_REUSEPORT: how the kernel spreads connections over listeners sharing one port.
+5. Moving a produced batch to another process: 1 MiB messages over a Unix socketpair, CPU seconds per GiB (both
+   sides): what forwarding adds to a byte-heavy produce.
 
     python scripts/multicore_costs.py [--requests 100000] [--loop asyncio|uvloop]
 """
@@ -29,6 +31,7 @@ from multiprocessing import shared_memory
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 
+MB = 1024 * 1024
 REQUEST = struct.pack(">i", 146) + bytes(146)
 RESPONSE = struct.pack(">i", 36) + bytes(36)
 TAG = struct.Struct(">ii")
@@ -352,6 +355,29 @@ def reuseport_spread(listeners: int, connections: int) -> list[int]:
     return counts
 
 
+def drain(sock: socket.socket, total: int) -> None:
+    view = memoryview(bytearray(MB))
+    while total > 0:
+        total -= sock.recv_into(view)
+
+
+def bulk(megabytes: int) -> float:
+    """CPU seconds per GiB, both processes, of ``megabytes`` 1 MiB sends over a Unix socketpair."""
+    context = multiprocessing.get_context("fork")
+    near, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = cpu()
+    peer = context.Process(target=drain, args=(far, megabytes * MB))
+    peer.start()
+    block = os.urandom(MB)
+    for _ in range(megabytes):
+        near.sendall(block)
+    peer.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return (cpu() - start + child) * 1024 / megabytes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=100_000)
@@ -376,6 +402,7 @@ def main() -> None:
     print("4. SO_REUSEPORT, connections per listener:")
     for listeners, connections in ((2, 8), (2, 8), (2, 8), (4, 400), (8, 64)):
         print(f"   {connections} connections over {listeners} listeners: {reuseport_spread(listeners, connections)}")
+    print(f"5. 1 MiB messages over a Unix socketpair: {sorted(bulk(2048) for _ in range(3))[1]:.2f} CPU s/GiB")
 
 
 if __name__ == "__main__":
