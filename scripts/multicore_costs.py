@@ -70,14 +70,8 @@ class Answering(asyncio.Protocol):
         self.transport.write(RESPONSE * len(frames(self.buffer)))
 
 
-class Owner(asyncio.Protocol):
+class Owner(Answering):
     """The other process's end: answers tagged frames with tagged responses."""
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
