@@ -145,9 +145,60 @@ OnePartition = tuple[str | None, bool, int, int, str, int, memoryview | None]
 """(client_id, has a transactional_id, acks, timeout_ms, topic name, partition index, records)."""
 
 
+_LEGACY_HEAD = struct.Struct(">hhiih")
+"""transactional_id length, acks, timeout_ms, topic count, topic name length (v3-v8)."""
+_LEGACY_PARTITION = struct.Struct(">iii")
+"""partition count, partition index, records length (v3-v8)."""
+_FLEXIBLE_HEAD = struct.Struct(">BBhiBB")
+"""Header tag count, transactional_id length, acks, timeout_ms, topic count, topic name length, when each varint is
+one byte (v9)."""
+_FLEXIBLE_PARTITION = struct.Struct(">Bi")
+"""partition count, partition index (v9)."""
+_NO_TAGS = b"\0\0\0"
+"""Three empty tagged-field sections: the partition's, the topic's and the body's."""
+
+
 def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
     """The fields of a Produce ``version`` (3-9) frame naming one topic with one partition; None for any other
-    number of topics or partitions. Raises InvalidRequestError where ``decode_produce_request`` does."""
+    number of topics or partitions. Raises InvalidRequestError where ``decode_produce_request`` does.
+
+    The frame clients send (no transactional id, one-byte lengths and counts, no tagged fields) is read with one
+    unpack per structure; any other frame is read field by field."""
+    end = len(frame)
+    if end >= _CLIENT_ID_LENGTH + 2:
+        (size,) = _I16.unpack_from(frame, _CLIENT_ID_LENGTH)
+        at = _CLIENT_ID_LENGTH + 2 + max(size, 0)
+        if size >= -1 and at + _FLEXIBLE_HEAD.size + _LEGACY_HEAD.size <= end:
+            client_id = None if size < 0 else _text(frame, _CLIENT_ID_LENGTH + 2, size, end)
+            if version >= FLEXIBLE_FROM:
+                tags, null, acks, timeout_ms, topics, size = _FLEXIBLE_HEAD.unpack_from(frame, at)
+                at += _FLEXIBLE_HEAD.size
+                common = tags == 0 and null == 0 and topics == 2 and 0 < size < 0x80
+                size -= 1
+            else:
+                null, acks, timeout_ms, topics, size = _LEGACY_HEAD.unpack_from(frame, at)
+                at += _LEGACY_HEAD.size
+                common = null == -1 and topics == 1 and size >= 0
+            if common and at + size + _LEGACY_PARTITION.size <= end:
+                name = _text(frame, at, size, end)
+                at += size
+                if version >= FLEXIBLE_FROM:
+                    partitions, index = _FLEXIBLE_PARTITION.unpack_from(frame, at)
+                    size, at = _uvarint(frame, at + _FLEXIBLE_PARTITION.size)
+                    size -= 1
+                    common = partitions == 2 and frame[at + max(size, 0) : at + max(size, 0) + 3] == _NO_TAGS
+                else:
+                    partitions, index, size = _LEGACY_PARTITION.unpack_from(frame, at)
+                    at += _LEGACY_PARTITION.size
+                    common = partitions == 1 and at + size <= end
+                if common:
+                    records = None if size < 0 else memoryview(frame)[at : at + size]
+                    return client_id, False, acks, timeout_ms, name, index, records
+    return _read_fields(frame, version)
+
+
+def _read_fields(frame: bytearray, version: int) -> OnePartition | None:
+    """``read_one_partition`` for any frame, field by field."""
     end = len(frame)
     if end < _CLIENT_ID_LENGTH + 2:
         raise InvalidRequestError(f"request header truncated: {end} bytes")

@@ -245,12 +245,13 @@ class ReplicaManager:
         """The synchronous part of a produce to ``tp``: append to the leader (waking the fetches watching it, and the
         acks=all produces when the high watermark moved), or the error for that partition as a ProduceResult."""
         try:
-            partition = self.leader_partition(tp)
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader or self.log_manager.offline_dirs:
+                partition = self.leader_partition(tp)  # raises unless it leads a partition in an online dir
             high_watermark = partition.high_watermark
+            min_isr = self.topic_config(tp.topic).min_insync_replicas if required_acks == -1 else 0
             try:
-                appended = partition.append_records_to_leader(
-                    records, required_acks, self.topic_config(tp.topic).min_insync_replicas
-                )
+                appended = partition.append_records_to_leader(records, required_acks, min_isr)
             except OSError as exc:
                 raise self.log_manager.storage_error(partition.log, exc) from exc
             self._appended(tp, partition.high_watermark != high_watermark)

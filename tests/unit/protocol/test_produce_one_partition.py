@@ -103,9 +103,12 @@ def test_record_sets_are_writable_slices_of_the_frame(version: int) -> None:
 
 @pytest.mark.parametrize("version", range(3, 10))
 @pytest.mark.parametrize("shape", ["one", "many"])
-def test_every_truncation_is_refused_where_the_full_decoder_refuses_it(version: int, shape: str) -> None:
+@pytest.mark.parametrize("transactional_id", [None, "tx"])
+def test_every_truncation_is_refused_where_the_full_decoder_refuses_it(
+    version: int, shape: str, transactional_id: str | None
+) -> None:
     parts = [(0, b"x" * 20)] if shape == "one" else [(0, b"x" * 20), (1, None)]
-    data = frame(version, [("topic", parts)], transactional_id="tx")
+    data = frame(version, [("topic", parts)], transactional_id=transactional_id)
     for end in range(8, len(data) + 1):
         cut = data[:end]
         fast = outcome(lambda d: read_one_partition(d, version), cut)
