@@ -286,13 +286,15 @@ def _text(frame: bytearray, at: int, size: int, end: int) -> str:
 
 
 def _uvarint(frame: bytearray, at: int) -> tuple[int, int]:
-    """An unsigned varint: one byte read here, longer ones by the reader the full decoder uses."""
+    """An unsigned varint: one or two bytes read here, longer ones by the reader the full decoder uses."""
     try:
         first = frame[at]
     except IndexError:
         raise InvalidRequestError(f"produce request truncated at byte {at}") from None
     if first < 0x80:
         return first, at + 1
+    if at + 1 < len(frame) and frame[at + 1] < 0x80:
+        return (first & 0x7F) | frame[at + 1] << 7, at + 2
     try:
         return read_uvarint(memoryview(frame).toreadonly(), at)
     except (ValueError, DecodeError, IndexError) as exc:

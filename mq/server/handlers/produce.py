@@ -67,23 +67,18 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
                 index, result.error, error_message=result.message, record_errors=result.record_errors
             )
             return encode_produce_response(version, correlation_id, [(topic, [answer])])
-        appended: AppendResult = result
-
-        def encoded(error: ErrorCode) -> bytes:
+        base_offset, log_append_time_ms, log_start_offset = result
+        if acks == 1:
             return encode_one_partition(
-                version,
-                correlation_id,
-                topic,
-                index,
-                error,
-                appended.base_offset,
-                appended.log_append_time_ms,
-                appended.log_start_offset,
+                version, correlation_id, topic, index, 0, base_offset, log_append_time_ms, log_start_offset
             )
 
-        if acks == 1:
-            return encoded(ErrorCode.NONE)
-        return replica_manager.when_replicated({tp: appended.base_offset}, timeout_ms, lambda found: encoded(found[0]))
+        def encoded(found: list[ErrorCode]) -> bytes:
+            return encode_one_partition(
+                version, correlation_id, topic, index, found[0], base_offset, log_append_time_ms, log_start_offset
+            )
+
+        return replica_manager.when_replicated({tp: base_offset}, timeout_ms, encoded)
 
     def answer_many(version: int, correlation_id: int, client_id: str | None, request: ProduceRequest) -> Answer:
         """The answer to a request of any shape: partitions named twice are appended once (the last record set)
