@@ -55,6 +55,16 @@ LED = [("t", 0), ("t", 1), ("c", 0), ("r", 0), ("__consumer_offsets", 0)]
 def broker(directory: Path) -> ApiDispatcher:
     """A dispatcher over a replica manager leading ``LED`` (``r``-0 with a follower that never fetches, so acks=all
     waits there) and following ``f``-0."""
+    return dispatcher_of(replica_manager(directory))
+
+
+def dispatcher_of(rm: ReplicaManager) -> ApiDispatcher:
+    dispatcher = ApiDispatcher([produce_api(rm)])
+    dispatcher.add(api_versions_api(dispatcher))
+    return dispatcher
+
+
+def replica_manager(directory: Path) -> ReplicaManager:
     rm = ReplicaManager(
         BrokerConfig(), LEADER, LogManager([], TopicConfig()), lambda topic: CONFIGS.get(topic, TopicConfig())
     )
@@ -66,9 +76,7 @@ def broker(directory: Path) -> ApiDispatcher:
         partition.isr = frozenset(partition.replicas)
         partition.remote_replicas = {FOLLOWER: ReplicaState()} if topic == "r" else {}
         rm.partitions[tp] = partition
-    dispatcher = ApiDispatcher([produce_api(rm)])
-    dispatcher.add(api_versions_api(dispatcher))
-    return dispatcher
+    return rm
 
 
 def keyless() -> bytes:
@@ -158,6 +166,29 @@ def test_the_corpus_answers_the_same_bytes_on_both_paths(tmp_path: Path) -> None
                     elif name == "waits":
                         expected = ErrorCode.REQUEST_TIMED_OUT if acks == -1 else ErrorCode.NONE
                         assert first_code(now, version) == expected
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("version", [3, 9])
+def test_acks_all_answers_at_once_when_the_high_watermark_covers_the_batch(tmp_path: Path, version: int) -> None:
+    dispatcher = broker(tmp_path)
+    answer = dispatcher.now(produce_frame(version, [("t", [(0, GOOD)])], acks=-1), CLIENT)
+    assert isinstance(answer, bytes)
+    assert first_code(answer, version) == ErrorCode.NONE
+
+
+def test_a_waiting_acks_all_answer_is_a_future_whose_cancelling_leaves_the_purgatory(tmp_path: Path) -> None:
+    rm = replica_manager(tmp_path)
+    dispatcher = dispatcher_of(rm)
+
+    async def run() -> None:
+        waiting = dispatcher.now(produce_frame(9, [("r", [(0, GOOD)])], acks=-1, timeout_ms=60_000), CLIENT)
+        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        assert rm.produce_purgatory.watched(TopicPartition("r", 0)) == 1
+        waiting.cancel()
+        await asyncio.sleep(0)
+        assert len(rm.produce_purgatory) == 0
 
     asyncio.run(run())
 
