@@ -1,7 +1,9 @@
 """Partitions hosted by this broker, and the produce and fetch paths through them.
 
 Produce appends to each leader partition (errors stay per partition); acks=-1 waits until the high watermark
-passes the appended offsets or the timeout. Fetch reads file slices from each partition, and when fewer than
+passes the appended offsets or the timeout. The append is synchronous (``append_to_leader``); the acks=-1 wait
+(``when_replicated``) costs a future and a purgatory entry only when the high watermark does not already pass the
+batch. Fetch reads file slices from each partition, and when fewer than
 ``min_bytes`` are available waits for an append (or the timeout) before answering, so clients long-poll instead of
 spinning. The controller's LeaderAndIsr and StopReplica decisions arrive here.
 

@@ -3,7 +3,7 @@
 The immediate path answers from a response built once per (version, error code) from the dispatcher's table (again
 whenever the table changes), patching in the correlation id. Which answer a request gets depends only on the bytes
 after its correlation id (client_id, and from v3 the software name and version): each distinct run of them is
-decoded in full once, as the general path decodes it, and its verdict kept.
+decoded in full once, as the general path decodes it, and its verdict kept (for tails of up to 512 bytes).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from mq.server.network import ClientAddress
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _VERDICTS_KEPT = 1024
 """Distinct request tails whose verdict is kept at most; the cache starts over beyond that."""
+_TAIL_KEPT = 512
+"""Longest request tail whose verdict is kept (a longer one is decoded each time), so the cache stays small."""
 
 
 def api_versions_api(dispatcher: ApiDispatcher) -> Api:
@@ -52,14 +54,15 @@ def api_versions_api(dispatcher: ApiDispatcher) -> Api:
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         nonlocal built_for
-        key = (version, bytes(frame[8:]))
+        key = (version, bytes(frame[8 : 8 + _TAIL_KEPT + 1]))
         code = verdicts.get(key)
         if code is None:
             _, request = decode_request(frame)  # refuses what the general path refuses
             code = verdict(version, request)
-            if len(verdicts) >= _VERDICTS_KEPT:
-                verdicts.clear()
-            verdicts[key] = code
+            if len(key[1]) <= _TAIL_KEPT:
+                if len(verdicts) >= _VERDICTS_KEPT:
+                    verdicts.clear()
+                verdicts[key] = code
         if built_for != dispatcher.changes:
             responses.clear()
             built_for = dispatcher.changes
