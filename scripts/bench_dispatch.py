@@ -62,7 +62,12 @@ async def run(args: argparse.Namespace, log_dir: Path) -> None:
             await asyncio.sleep(0.01)
         records = one_record_batch()
         partitions = [{"index": 0, "records": records}]
-        values = {"transactional_id": None, "acks": 1, "timeout": 1000, "topic_data": [{"name": TOPIC, "partition_data": partitions}]}
+        values = {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 1000,
+            "topic_data": [{"name": TOPIC, "partition_data": partitions}],
+        }
         produce = frame(ApiKey.PRODUCE, 9, values)
         versions = frame(ApiKey.API_VERSIONS, 3, {"client_software_name": "kcat", "client_software_version": "1.7.0"})
 
