@@ -148,7 +148,7 @@ class Partition:
             )
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, -1, self.log_start_offset)
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, header)
         if idempotent:
             batch = BatchMetadata(
                 header.base_sequence, header.last_sequence, info.first_offset, info.last_offset, header.max_timestamp
