@@ -160,13 +160,28 @@ async def wait_for_answer(
     answer = check()
     if answer is not None:
         return answer
+    return await waited(purgatory, park(purgatory, keys, timeout_ms, check, final))
+
+
+def park(
+    purgatory: Purgatory[K], keys: Iterable[K], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
+) -> DelayedFuture[T]:
+    """For a caller that has just found ``check()`` None: a waiting operation whose ``future`` gets ``check()``'s
+    answer after a check of one of ``keys``, or ``final()`` after ``timeout_ms``. Costs a future, the operation and
+    one timer, and no task. A future cancelled meanwhile gets nothing; its operation leaves at the next check of its
+    keys or at its timeout (``waited`` drops it at once)."""
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     operation = DelayedFuture(timeout_ms, check, final, future)
     purgatory.try_complete_else_watch(operation, keys, tried=True)
+    return operation
+
+
+async def waited(purgatory: Purgatory[Any], operation: DelayedFuture[T]) -> T:
+    """The answer of a parked operation; a cancelled waiter takes it out of the watcher lists."""
     try:
-        return await future
+        return await operation.future
     finally:
-        if not operation.completed:  # the waiter was cancelled: leave the watcher lists now
+        if not operation.completed:
             purgatory.cancel(operation)
 
 
