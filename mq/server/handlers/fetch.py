@@ -18,7 +18,12 @@ from typing import cast
 from mq.errors import ErrorCode, error_code_of
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.fetch_request import FetchRequest, decode_fetch_request
-from mq.protocol.fetch_response import FetchPartition, FetchTopic, encode_fetch_response
+from mq.protocol.fetch_response import (
+    FetchPartition,
+    FetchTopic,
+    encode_empty_fetch_response,
+    encode_fetch_response,
+)
 from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
 from mq.server.network import ClientAddress, Response
 from mq.server.purgatory import DelayedFuture, waited
@@ -36,9 +41,17 @@ def fetch_api(replica_manager: ReplicaManager) -> Api:
             for topic, partitions in request.topics
             for p in partitions
         ]
-        aborted: list[tuple[int, int]] | None = [] if request.isolation_level == 1 else None
+        read_committed = request.isolation_level == 1
+        aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
+            if all(r.records is None or not r.records.length for r in results.values()):
+                shape = tuple((topic, tuple(p[0] for p in partitions)) for topic, partitions in request.topics)
+                values = [
+                    (r.error, r.high_watermark, r.last_stable_offset, r.log_start_offset)
+                    for r in (results[w.tp] for w in wanted)
+                ]
+                return encode_empty_fetch_response(version, correlation_id, shape, read_committed, values)
             topics = []
             for topic, partitions in request.topics:
                 answered = []
