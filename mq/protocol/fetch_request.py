@@ -32,7 +32,8 @@ FLEXIBLE_FROM = 12
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _COMMON = struct.Struct(">iiiib")
-_SESSION = struct.Struct(">ii")
+_COMMON_V7 = struct.Struct(">iiiibii")
+"""... then session_id, session_epoch."""
 
 FetchPartitionRequest = tuple[int, int, int, int, int, int]
 """(partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, partition_max_bytes);
@@ -44,10 +45,11 @@ _PARTITION_LAYOUTS = {
     9: struct.Struct(">iiqqi"),
     12: struct.Struct(">iiqiqi"),
 }
-
-
-def _partition_layout(version: int) -> struct.Struct:
-    return _PARTITION_LAYOUTS[max(v for v in _PARTITION_LAYOUTS if v <= version)]
+_PARTITION_LAYOUT = {
+    version: _PARTITION_LAYOUTS[max(v for v in _PARTITION_LAYOUTS if v <= version)]
+    for version in range(MIN_VERSION, MAX_VERSION + 1)
+}
+"""The partition entry's fixed fields, per version."""
 
 
 class FetchRequest:
@@ -97,6 +99,9 @@ class _Malformed(Exception):
 
 def _uvarint(data: bytes, position: int) -> tuple[int, int]:
     """(value, position after it); at most 5 bytes, as kio reads them."""
+    value = data[position]
+    if value < 0x80:
+        return value, position + 1
     value = shift = 0
     for i in range(5):
         byte = data[position + i]
@@ -185,13 +190,14 @@ def decode_fetch_request(frame: bytes | bytearray | memoryview) -> tuple[Request
 
 def _body(data: bytes, position: int, version: int, flexible: bool) -> FetchRequest:
     end = len(data)
-    replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = _COMMON.unpack_from(data, position)
-    position += _COMMON.size
-    session_id, session_epoch = 0, -1
     if version >= 7:
-        session_id, session_epoch = _SESSION.unpack_from(data, position)
-        position += _SESSION.size
-    layout = _partition_layout(version)
+        fixed = _COMMON_V7.unpack_from(data, position)
+        position += _COMMON_V7.size
+    else:
+        fixed = (*_COMMON.unpack_from(data, position), 0, -1)
+        position += _COMMON.size
+    replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = fixed
+    layout = _PARTITION_LAYOUT[version]
     unpack, size = layout.unpack_from, layout.size
     topics: list[tuple[str, list[FetchPartitionRequest]]] = []
     count, position = _count(data, position, flexible)
