@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.protocol.consumer import FetchRequest as ClientFetchRequest
 
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import InvalidRequestError, decode_request, request_schema
@@ -117,7 +118,6 @@ _FIXED_V12 = struct.pack(">iiiibii", -1, 500, 1, 1000, 0, 0, -1)
     ],
 )
 def test_body_tagged_fields_as_the_general_decoder(tags: bytes) -> None:
-    frame = _HEADER_V12 + _FIXED_V12 + b"\x02\x03ab\x02\x00\x00\x00\x01" + bytes(24) + b"\0" * 3 + b"\x01\x01" + tags
     frame = _HEADER_V12 + _FIXED_V12 + b"\x01\x01\x01" + tags
     assert (_outcome(decode_request, frame) is None) == (_outcome(decode_fetch_request, frame) is None)
 
@@ -136,3 +136,50 @@ def test_other_apis_and_versions_are_refused() -> None:
         decode_fetch_request(struct.pack(">hhih", ApiKey.PRODUCE, 9, 1, -1))
     with pytest.raises(InvalidRequestError, match="not a fetch request"):
         decode_fetch_request(struct.pack(">hhih", ApiKey.FETCH, 3, 1, -1))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_decodes_what_kafka_python_encodes(version: int) -> None:
+    partition = ClientFetchRequest.FetchTopic.FetchPartition(
+        partition=3,
+        current_leader_epoch=5,
+        fetch_offset=42,
+        last_fetched_epoch=4,
+        log_start_offset=7,
+        partition_max_bytes=1000,
+        version=version,
+    )
+    topic = ClientFetchRequest.FetchTopic(topic="tópic", partitions=[partition], version=version)
+    request = ClientFetchRequest(
+        replica_id=-1,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=2000,
+        isolation_level=1,
+        session_id=8,
+        session_epoch=2,
+        topics=[topic],
+        forgotten_topics_data=[],
+        rack_id="rack",
+        version=version,
+    )
+    request.with_header(correlation_id=9, client_id="kafka-python")
+    header, decoded = decode_fetch_request(request.encode(header=True, framed=False))
+    assert (header.api_version, header.correlation_id, header.client_id) == (version, 9, "kafka-python")
+    leader_epoch, last_fetched, log_start = (
+        (5 if version >= 9 else -1),
+        (4 if version >= 12 else -1),
+        (7 if version >= 5 else -1),
+    )
+    assert _fields(decoded) == (
+        -1,
+        500,
+        1,
+        2000,
+        1,
+        8 if version >= 7 else 0,
+        2 if version >= 7 else -1,
+        [("tópic", [(3, leader_epoch, 42, last_fetched, log_start, 1000)])],
+        [],
+        "rack" if version >= 11 else "",
+    )
