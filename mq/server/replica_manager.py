@@ -318,6 +318,15 @@ class ReplicaManager:
                             partition.log_start_offset,
                         )
                         continue
+                elif request.fetch_offset == partition.high_watermark >= partition.log_start_offset:
+                    # a consumer at the high watermark: what the log would answer (no records), without asking it
+                    results[request.tp] = FetchResult(
+                        ErrorCode.NONE,
+                        partition.high_watermark,
+                        partition.last_stable_offset,
+                        partition.log_start_offset,
+                    )
+                    continue
                 limit = min(request.max_bytes, max(remaining, 0))
                 try:
                     info = partition.read(
