@@ -18,7 +18,9 @@ Arrays, strings and bytes use int32/int16 lengths before v12 and unsigned-varint
 
 from __future__ import annotations
 
+import struct
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mq.protocol.response_writer import I16, I32, I64, FileRegion, ResponseWriter
@@ -54,8 +56,11 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
+    positions: list[int] | None = None,
 ) -> list[bytes | FileRegion]:
-    """The framed response for ``version`` (4-16) as pieces in wire order."""
+    """The framed response for ``version`` (4-16) as pieces in wire order. ``positions``, for a response without
+    file regions, gets the offset in the frame of each partition's error_code (high_watermark, last_stable_offset
+    and log_start_offset follow it)."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"fetch response version {version} is not supported")
     w = ResponseWriter(flexible=version >= 12)
@@ -72,7 +77,10 @@ def encode_fetch_response(
             w.string(topic.name)
         w.array_length(len(topic.partitions))
         for p in topic.partitions:
-            w.run += I32.pack(p.partition_index) + I16.pack(p.error_code) + I64.pack(p.high_watermark)
+            w.run += I32.pack(p.partition_index)
+            if positions is not None:
+                positions.append(len(w.run))
+            w.run += I16.pack(p.error_code) + I64.pack(p.high_watermark)
             w.run += I64.pack(p.last_stable_offset)
             if version >= 5:
                 w.run += I64.pack(p.log_start_offset)
@@ -88,3 +96,47 @@ def encode_fetch_response(
         w.tags()
     w.tags()
     return w.finish()
+
+
+EmptyShape = tuple[tuple[str, tuple[int, ...]], ...]
+"""The topics and partition indexes of a response, in order."""
+
+EMPTY_LAYOUTS_KEPT = 4096
+"""Layouts of empty responses kept (per version, isolation level and shape); all are dropped when full."""
+
+_EMPTY_LAYOUTS: dict[tuple[int, bool, EmptyShape], tuple[bytes, tuple[int, ...]]] = {}
+_OFFSETS_V5 = struct.Struct(">hqqq")
+_OFFSETS_V4 = struct.Struct(">hqq")
+
+
+def encode_empty_fetch_response(
+    version: int,
+    correlation_id: int,
+    shape: EmptyShape,
+    read_committed: bool,
+    partitions: Sequence[tuple[int, int, int, int]],
+) -> bytes:
+    """``encode_fetch_response`` of a response without records (throttle 0, no error, no session, no aborted
+    transactions, no preferred replica): the layout of ``shape`` is encoded once, then copied with the correlation
+    id and each partition's (error_code, high_watermark, last_stable_offset, log_start_offset) written in place."""
+    key = (version, read_committed, shape)
+    layout = _EMPTY_LAYOUTS.get(key)
+    if layout is None:
+        if len(_EMPTY_LAYOUTS) >= EMPTY_LAYOUTS_KEPT:
+            _EMPTY_LAYOUTS.clear()
+        aborted: list[tuple[int, int]] | None = [] if read_committed else None
+        topics = [FetchTopic(t, None, [FetchPartition(p, 0, 0, 0, 0, aborted, -1, b"") for p in ps]) for t, ps in shape]
+        found: list[int] = []
+        (frame,) = encode_fetch_response(version, 0, topics, positions=found)
+        assert isinstance(frame, bytes)
+        layout = _EMPTY_LAYOUTS[key] = (frame, tuple(found))
+    frame, positions = layout
+    out = bytearray(frame)
+    I32.pack_into(out, 4, correlation_id)
+    if version >= 5:
+        for at, values in zip(positions, partitions, strict=True):
+            _OFFSETS_V5.pack_into(out, at, *values)
+    else:
+        for at, (error_code, high_watermark, last_stable_offset, _) in zip(positions, partitions, strict=True):
+            _OFFSETS_V4.pack_into(out, at, error_code, high_watermark, last_stable_offset)
+    return bytes(out)

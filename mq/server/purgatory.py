@@ -160,6 +160,15 @@ def answer_or_wait(
     answer = check()
     if answer is not None:
         return answer
+    return park(purgatory, keys, timeout_ms, check, final).future
+
+
+def park(
+    purgatory: Purgatory[K], keys: Iterable[K], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
+) -> DelayedFuture[T]:
+    """For a caller that has just found ``check()`` None: a waiting operation whose ``future`` gets ``check()``'s
+    answer after a check of one of ``keys``, or ``final()`` after ``timeout_ms``. Costs a future, the operation and
+    one timer, and no task. Cancelling the future takes the operation out of the watcher lists at once."""
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     operation = DelayedFuture(timeout_ms, check, final, future)
     purgatory.try_complete_else_watch(operation, keys, tried=True)
@@ -169,15 +178,12 @@ def answer_or_wait(
             purgatory.cancel(operation)
 
     future.add_done_callback(waiter_gone)
-    return future
+    return operation
 
 
-async def wait_for_answer(
-    purgatory: Purgatory[K], keys: Iterable[K], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
-) -> T:
-    """``answer_or_wait``, awaited."""
-    answer = answer_or_wait(purgatory, keys, timeout_ms, check, final)
-    return await answer if isinstance(answer, asyncio.Future) else answer
+async def waited(operation: DelayedFuture[T]) -> T:
+    """The answer of a parked operation (a cancelled waiter cancels its future, which drops the operation)."""
+    return await operation.future
 
 
 class DelayedCall(DelayedOperation):

@@ -34,7 +34,7 @@ from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
 from mq.server.partition import AppendResult, Partition
 from mq.server.partition_state import PartitionStateInfo
-from mq.server.purgatory import Purgatory, answer_or_wait, wait_for_answer
+from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, waited
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
 from mq.storage.log_manager import LogManager
@@ -345,6 +345,15 @@ class ReplicaManager:
                             partition.log_start_offset,
                         )
                         continue
+                elif request.fetch_offset == partition.high_watermark >= partition.log_start_offset:
+                    # a consumer at the high watermark: what the log would answer (no records), without asking it
+                    results[request.tp] = FetchResult(
+                        ErrorCode.NONE,
+                        partition.high_watermark,
+                        partition.last_stable_offset,
+                        partition.log_start_offset,
+                    )
+                    continue
                 limit = min(request.max_bytes, max(remaining, 0))
                 try:
                     info = partition.read(
@@ -382,6 +391,49 @@ class ReplicaManager:
         if sent:
             quota.record(sent)
 
+    def fetch_or_park(
+        self,
+        requests: list[FetchRequestPartition],
+        *,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        answer: Callable[[dict[TopicPartition, FetchResult]], T],
+    ) -> T | DelayedFuture[T]:
+        """Read now and return ``answer(results)`` when at least ``min_bytes`` are ready, a partition failed or there
+        is no time to wait; else park in the fetch purgatory on the requested partitions and return the parked
+        operation, whose future gets ``answer`` of the read that an append or high-watermark move there made
+        sufficient, or of a last read after ``max_wait_ms``. No task and one timer per parked fetch; the loop runs
+        all of it. A follower's throttled bytes are counted once, when it is answered."""
+
+        def respond(results: dict[TopicPartition, FetchResult]) -> T:
+            if replica_id >= 0:
+                self._record_leader_throttled(results)
+            return answer(results)
+
+        def ready(results: dict[TopicPartition, FetchResult]) -> bool:
+            available = 0
+            for r in results.values():
+                if r.error != ErrorCode.NONE:
+                    return True
+                if r.records is not None:
+                    available += r.records.length
+            return available >= min_bytes
+
+        results = self._read(requests, replica_id, max_bytes)
+        if max_wait_ms <= 0 or ready(results):
+            return respond(results)
+
+        def check() -> T | None:
+            again = self._read(requests, replica_id, max_bytes, record_follower=False)
+            return respond(again) if ready(again) else None
+
+        def final() -> T:
+            return respond(self._read(requests, replica_id, max_bytes, record_follower=False))
+
+        return park(self.fetch_purgatory, [r.tp for r in requests], max_wait_ms, check, final)
+
     async def fetch(
         self,
         requests: list[FetchRequestPartition],
@@ -391,26 +443,20 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
     ) -> dict[TopicPartition, FetchResult]:
-        """Read now; if fewer than ``min_bytes`` are ready and nothing failed, park in the fetch purgatory on the
-        requested partitions until an append or high-watermark move there brings enough, or ``max_wait_ms``."""
+        """``fetch_or_park``, waiting for the answer of a parked fetch (which leaves the purgatory when the waiter is
+        cancelled)."""
+        found = self.fetch_or_park(
+            requests,
+            replica_id=replica_id,
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            answer=_same,
+        )
+        if not isinstance(found, DelayedFuture):
+            return found
+        return await waited(found)
 
-        def ready(results: dict[TopicPartition, FetchResult]) -> bool:
-            available = sum(r.records.length for r in results.values() if r.records is not None)
-            return available >= min_bytes or any(r.error != ErrorCode.NONE for r in results.values())
 
-        reads = 0
-
-        def read() -> dict[TopicPartition, FetchResult]:
-            nonlocal reads
-            reads += 1
-            return self._read(requests, replica_id, max_bytes, record_follower=reads == 1)
-
-        def check() -> dict[TopicPartition, FetchResult] | None:
-            results = read()
-            return results if ready(results) else None
-
-        keys = [request.tp for request in requests]
-        results = await wait_for_answer(self.fetch_purgatory, keys, max_wait_ms, check, read)
-        if replica_id >= 0:
-            self._record_leader_throttled(results)
-        return results
+def _same(results: dict[TopicPartition, FetchResult]) -> dict[TopicPartition, FetchResult]:
+    return results

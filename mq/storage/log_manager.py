@@ -204,7 +204,8 @@ class LogManager:
             self.dir_failure_listener(directory)
 
     def is_online(self, partition_log: Log) -> bool:
-        return partition_log.dir.parent not in self.offline_dirs
+        """Asked on every produce and fetch: free while no dir is offline."""
+        return not self.offline_dirs or partition_log.dir.parent not in self.offline_dirs
 
     def storage_error(self, partition_log: Log, error: OSError) -> KafkaStorageError:
         """Take the log's dir offline after ``error``; the KafkaStorageError to answer with."""

@@ -2,74 +2,114 @@
 
 Fetch sessions are answered as "no session" (session id 0), which every client accepts and then sends full
 requests. read_committed reads up to the last stable offset, which is the high watermark without transactions.
+
+Both paths share one body: the frame is read by ``decode_fetch_request`` and ``ReplicaManager.fetch_or_park``
+either answers at once or parks the fetch, whose future the purgatory completes with the encoded response (no task
+per request). The immediate path (``now``) takes every consumer fetch; a follower's fetch (replica_id >= 0) is left
+to the general path.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from typing import cast
 
-from mq.errors import ErrorCode
+from mq.errors import ErrorCode, error_code_of
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.fetch_response import FetchPartition, FetchTopic, encode_fetch_response
-from mq.server.api_dispatch import Api, RequestContext
-from mq.server.replica_manager import FetchRequestPartition, ReplicaManager
+from mq.protocol.fetch_request import FetchRequest, decode_fetch_request
+from mq.protocol.fetch_response import (
+    FetchPartition,
+    FetchTopic,
+    encode_empty_fetch_response,
+    encode_fetch_response,
+)
+from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
+from mq.server.network import ClientAddress, Response
+from mq.server.purgatory import DelayedFuture, waited
+from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
 from mq.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
 
 
 def fetch_api(replica_manager: ReplicaManager) -> Api:
-    async def handle(context: RequestContext, request: Any) -> list[Any]:
+    def answer(version: int, correlation_id: int, request: FetchRequest) -> Response | DelayedFuture[Response]:
+        """The response, or the parked fetch whose future gets it."""
         wanted = [
-            FetchRequestPartition(
-                TopicPartition(t.topic, p.partition),
-                p.fetch_offset,
-                p.partition_max_bytes,
-                int(getattr(p, "current_leader_epoch", -1)),
-            )
-            for t in request.topics
-            for p in t.partitions
+            FetchRequestPartition(TopicPartition(topic, p[0]), p[2], p[5], p[1])
+            for topic, partitions in request.topics
+            for p in partitions
         ]
-        results = await replica_manager.fetch(
-            wanted,
-            replica_id=int(request.replica_id),
-            max_wait_ms=int(request.max_wait.total_seconds() * 1000),
-            min_bytes=int(request.min_bytes),
-            max_bytes=int(getattr(request, "max_bytes", 0x7FFFFFFF)),
-        )
-        topics: list[FetchTopic] = []
-        for t in request.topics:
-            partitions = []
-            for p in t.partitions:
-                r = results[TopicPartition(t.topic, p.partition)]
-                partitions.append(
-                    FetchPartition(
-                        p.partition,
-                        r.error,
-                        r.high_watermark,
-                        r.last_stable_offset,
-                        r.log_start_offset,
-                        [] if int(getattr(request, "isolation_level", 0)) == 1 else None,
-                        -1,
-                        r.records if r.records is not None and r.records.length else b"",
+        read_committed = request.isolation_level == 1
+        aborted: list[tuple[int, int]] | None = [] if read_committed else None
+
+        def encode(results: dict[TopicPartition, FetchResult]) -> Response:
+            if all(r.records is None or not r.records.length for r in results.values()):
+                shape = tuple((topic, tuple(p[0] for p in partitions)) for topic, partitions in request.topics)
+                values = [
+                    (r.error, r.high_watermark, r.last_stable_offset, r.log_start_offset)
+                    for r in (results[w.tp] for w in wanted)
+                ]
+                return encode_empty_fetch_response(version, correlation_id, shape, read_committed, values)
+            topics = []
+            for topic, partitions in request.topics:
+                answered = []
+                for p in partitions:
+                    r = results[TopicPartition(topic, p[0])]
+                    records = r.records if r.records is not None and r.records.length else b""
+                    answered.append(
+                        FetchPartition(
+                            p[0],
+                            r.error,
+                            r.high_watermark,
+                            r.last_stable_offset,
+                            r.log_start_offset,
+                            aborted,
+                            -1,
+                            records,
+                        )
                     )
-                )
-            topics.append(FetchTopic(t.topic, None, partitions))
-        return encode_fetch_response(context.version, context.header.correlation_id, topics)
+                topics.append(FetchTopic(topic, None, answered))
+            return encode_fetch_response(version, correlation_id, topics)
 
-    def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        return {
-            "throttle_time": 0,
-            "error_code": 0,
-            "session_id": 0,
-            "responses": [
-                {
-                    "topic": t.topic,
-                    "partitions": [
-                        {"partition_index": p.partition, "error_code": code, "high_watermark": -1, "records": b""}
-                        for p in t.partitions
-                    ],
-                }
-                for t in request.topics
-            ],
-        }
+        return replica_manager.fetch_or_park(
+            wanted,
+            replica_id=request.replica_id,
+            max_wait_ms=request.max_wait_ms,
+            min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes,
+            answer=encode,
+        )
 
-    return Api(ApiKey.FETCH, 4, 12, handle, error)
+    async def handle(context: RequestContext, request: FetchRequest) -> Response:
+        found = answer(context.version, context.header.correlation_id, request)
+        if isinstance(found, DelayedFuture):
+            return await waited(found)
+        return found
+
+    def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        header, request = decode_fetch_request(frame)
+        if request.replica_id >= 0:
+            return LATER
+        try:
+            found = answer(version, correlation_id, request)
+        except Exception as exc:  # answered as the dispatcher answers a handler's failure
+            code = error_code_of(exc)
+            if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+                log.exception("error handling FETCH v%d from %s", version, client.host)
+            return error(RequestContext(header, client), request, code)
+        if isinstance(found, DelayedFuture):
+            future: asyncio.Future[Response] = found.future
+            return future
+        return found
+
+    def error(context: RequestContext, request: FetchRequest, code: ErrorCode) -> bytes:
+        topics = [
+            FetchTopic(topic, None, [FetchPartition(p[0], code, records=b"") for p in partitions])
+            for topic, partitions in request.topics
+        ]
+        pieces = encode_fetch_response(context.version, context.header.correlation_id, topics)
+        return b"".join(cast(list[bytes], pieces))  # no records: no file regions
+
+    return Api(ApiKey.FETCH, 4, 12, handle, error, decode_fetch_request, now)

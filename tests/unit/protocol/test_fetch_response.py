@@ -14,7 +14,13 @@ from kafka.protocol.consumer import FetchResponse as ClientFetchResponse
 from vectors import V2_HELLO
 
 from mq.protocol.codec import decode_response, response_schema
-from mq.protocol.fetch_response import FetchPartition, FetchTopic, FileRegion, encode_fetch_response
+from mq.protocol.fetch_response import (
+    FetchPartition,
+    FetchTopic,
+    FileRegion,
+    encode_empty_fetch_response,
+    encode_fetch_response,
+)
 
 
 @dataclass(frozen=True)
@@ -91,3 +97,16 @@ def test_regions_stay_regions(region: Region) -> None:
 def test_unsupported_version() -> None:
     with pytest.raises(ValueError):
         encode_fetch_response(3, 1, [])
+
+
+@pytest.mark.parametrize("version", range(4, 13))
+@pytest.mark.parametrize("read_committed", [False, True])
+def test_empty_responses_from_their_layout_equal_the_encoders(version: int, read_committed: bool) -> None:
+    shape = (("tópic", (0, 7)), ("b", (3,)))
+    values = [(0, 10, 9, 2), (6, -1, -1, -1), (0, 2**40, 2**40 - 1, 0)]
+    for correlation_id in (1, -5):  # the second answer is patched into the layout the first one left
+        aborted: list[tuple[int, int]] | None = [] if read_committed else None
+        partitions = [FetchPartition(p, *v, aborted, -1, b"") for p, v in zip((0, 7, 3), values, strict=True)]
+        topics = [FetchTopic("tópic", None, partitions[:2]), FetchTopic("b", None, partitions[2:])]
+        expected = b"".join(encode_fetch_response(version, correlation_id, topics))  # type: ignore[arg-type]
+        assert encode_empty_fetch_response(version, correlation_id, shape, read_committed, values) == expected

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import TypeVar
 
 from mq.server.clock import ManualClock
-from mq.server.purgatory import DelayedOperation, Purgatory, wait_for_answer
+from mq.server.purgatory import DelayedOperation, Purgatory, answer_or_wait, park
+
+T = TypeVar("T")
 
 
 class Counter(DelayedOperation):
@@ -75,6 +79,13 @@ def test_complete_all_expires_everything_waiting() -> None:
     assert [op.outcomes for op in operations] == [[True]] * 3 and len(purgatory) == 0
 
 
+async def wait_for_answer(
+    purgatory: Purgatory[str], keys: list[str], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
+) -> T:
+    answer = answer_or_wait(purgatory, keys, timeout_ms, check, final)
+    return await answer if isinstance(answer, asyncio.Future) else answer
+
+
 def test_wait_for_answer_returns_the_check_or_the_final_answer() -> None:
     clock = ManualClock()
 
@@ -103,3 +114,23 @@ def test_a_cancelled_waiter_leaves_the_watcher_lists() -> None:
         return purgatory.watched("k") + len(purgatory)
 
     assert asyncio.run(run()) == 0
+
+
+def test_a_parked_future_is_answered_by_a_check_or_its_timer_and_a_cancelled_one_by_nothing() -> None:
+    clock = ManualClock()
+    purgatory: Purgatory[str] = Purgatory(clock, "test")
+    answer: list[str] = []
+
+    async def run() -> None:
+        woken = park(purgatory, ["a"], 500, lambda: answer[0] if answer else None, lambda: "final")
+        expired = park(purgatory, ["b"], 500, lambda: None, lambda: "final")
+        dropped = park(purgatory, ["a"], 500, lambda: "never", lambda: "never")
+        assert len(purgatory) == 3 and clock.pending == 3
+        dropped.future.cancel()
+        answer.append("data")
+        assert purgatory.check_and_complete("a") == 2  # the woken one, and the cancelled one leaves
+        assert woken.future.result() == "data" and dropped.future.cancelled()
+        clock.advance(500)
+        assert expired.future.result() == "final" and len(purgatory) == 0 and clock.pending == 0
+
+    asyncio.run(run())

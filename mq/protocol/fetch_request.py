@@ -1,0 +1,255 @@
+"""Fetch requests (v4-v12) read field by field into tuples, without kio's per-entity decoding.
+
+Body layout after the request header (v12 is flexible: compact strings and arrays, an unsigned varint of length
+plus one, 0 meaning null; a tagged-field section after each partition, topic and forgotten topic and at the end)::
+
+    replica_id int32, max_wait_ms int32, min_bytes int32, max_bytes int32, isolation_level int8,
+    session_id int32, session_epoch int32                                              (v7+)
+    topics [topic string,
+            partitions [partition int32, current_leader_epoch int32 (v9+), fetch_offset int64,
+                        last_fetched_epoch int32 (v12+), log_start_offset int64 (v5+), partition_max_bytes int32]]
+    forgotten_topics_data [topic string, partitions [int32]]                           (v7+)
+    rack_id string                                                                     (v11+)
+    tagged fields: cluster_id (tag 0, string)                                          (v12)
+
+It refuses exactly what ``codec.decode_request`` refuses (the length guard, then kio): truncation, a null string
+or array, a string that is not UTF-8, a varint longer than 5 bytes, and in v12 any tagged field but the body's
+cluster_id (tag 0, a non-null string); the tagged-field section is walked both by its sizes and by its values,
+and must make sense both ways. Bytes after the body are ignored.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import InvalidRequestError, RequestHeader, parse_request_header, peek_api
+
+MIN_VERSION = 4
+MAX_VERSION = 12
+FLEXIBLE_FROM = 12
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_COMMON = struct.Struct(">iiiib")
+_COMMON_V7 = struct.Struct(">iiiibii")
+"""... then session_id, session_epoch."""
+
+FetchPartitionRequest = tuple[int, int, int, int, int, int]
+"""(partition, current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, partition_max_bytes);
+-1 for a field the version does not carry."""
+
+_PARTITION_LAYOUTS = {
+    4: struct.Struct(">iqi"),
+    5: struct.Struct(">iqqi"),
+    9: struct.Struct(">iiqqi"),
+    12: struct.Struct(">iiqiqi"),
+}
+_PARTITION_LAYOUT = {
+    version: _PARTITION_LAYOUTS[max(v for v in _PARTITION_LAYOUTS if v <= version)]
+    for version in range(MIN_VERSION, MAX_VERSION + 1)
+}
+"""The partition entry's fixed fields, per version."""
+
+
+class FetchRequest:
+    """A decoded Fetch body; ``topics`` and ``forgotten_topics`` keep the request's order."""
+
+    __slots__ = (
+        "forgotten_topics",
+        "isolation_level",
+        "max_bytes",
+        "max_wait_ms",
+        "min_bytes",
+        "rack_id",
+        "replica_id",
+        "session_epoch",
+        "session_id",
+        "topics",
+    )
+
+    def __init__(
+        self,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        isolation_level: int,
+        session_id: int,
+        session_epoch: int,
+        topics: list[tuple[str, list[FetchPartitionRequest]]],
+        forgotten_topics: list[tuple[str, list[int]]],
+        rack_id: str,
+    ) -> None:
+        self.replica_id = replica_id
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = topics
+        self.forgotten_topics = forgotten_topics
+        self.rack_id = rack_id
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _uvarint(data: bytes, position: int) -> tuple[int, int]:
+    """(value, position after it); at most 5 bytes, as kio reads them."""
+    value = data[position]
+    if value < 0x80:
+        return value, position + 1
+    value = shift = 0
+    for i in range(5):
+        byte = data[position + i]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position + i + 1
+        shift += 7
+    raise _Malformed("an unsigned varint longer than 5 bytes")
+
+
+def _length(data: bytes, position: int, flexible: bool, legacy: struct.Struct) -> tuple[int, int]:
+    """(length, position after its prefix) of a string (``legacy`` int16) or array (int32); -1 means null."""
+    if flexible:
+        length, position = _uvarint(data, position)
+        return length - 1, position
+    return legacy.unpack_from(data, position)[0], position + legacy.size
+
+
+def _count(data: bytes, position: int, flexible: bool) -> tuple[int, int]:
+    """An array's element count (never null in a Fetch request)."""
+    count, position = _length(data, position, flexible, _I32)
+    if count < 0:
+        raise _Malformed("a null array")
+    return count, position
+
+
+def _string(data: bytes, position: int, flexible: bool, end: int) -> tuple[str, int]:
+    """A non-null string whose bytes end by ``end``."""
+    size, position = _length(data, position, flexible, _I16)
+    if size < 0:
+        raise _Malformed("a null string")
+    stop = position + size
+    if stop > end:
+        raise _Malformed("a string runs past the end")
+    return data[position:stop].decode("utf-8"), stop
+
+
+def _no_tagged_fields(data: bytes, position: int) -> int:
+    """A tagged-field section of an entity with no known tags: kio refuses any tag in it."""
+    if data[position] == 0:
+        return position + 1
+    count, position = _uvarint(data, position)
+    if count:
+        raise _Malformed("an unknown tagged field")
+    return position
+
+
+def _body_tagged_fields(data: bytes, position: int) -> None:
+    """The body's tagged fields, walked by their sizes (the length guard) and by their values (kio)."""
+    end = len(data)
+    count, start = _uvarint(data, position)
+    position = start
+    for _ in range(count):  # by sizes: each field within the frame, cluster_id's string within its field
+        tag, position = _uvarint(data, position)
+        size, position = _uvarint(data, position)
+        value_end = position + size
+        if value_end > end:
+            raise _Malformed("a tagged field runs past the end")
+        if tag == 0:
+            length, after = _uvarint(data, position)
+            if length - 1 > value_end - after:
+                raise _Malformed("cluster_id runs past its tagged field")
+        position = value_end
+    position = start
+    for _ in range(count):  # by values: only cluster_id is known, and the next tag follows its string
+        tag, position = _uvarint(data, position)
+        _, position = _uvarint(data, position)
+        if tag != 0:
+            raise _Malformed(f"unknown tagged field {tag}")
+        _, position = _string(data, position, True, end)
+
+
+def decode_fetch_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, FetchRequest]:
+    """Header and body of a Fetch v4-v12 frame; raises InvalidRequestError where ``decode_request`` does."""
+    data = bytes(frame)
+    api_key, version, _ = peek_api(data)
+    if api_key != ApiKey.FETCH or not MIN_VERSION <= version <= MAX_VERSION:
+        raise InvalidRequestError(f"not a fetch request v{MIN_VERSION}-v{MAX_VERSION}: api key {api_key} v{version}")
+    flexible = version >= FLEXIBLE_FROM
+    header = parse_request_header(data, flexible)
+    try:
+        return header, _body(data, header.size, version, flexible)
+    except (_Malformed, IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise InvalidRequestError(f"malformed FetchRequest v{version}: {exc}") from None
+
+
+def _body(data: bytes, position: int, version: int, flexible: bool) -> FetchRequest:
+    end = len(data)
+    if version >= 7:
+        fixed = _COMMON_V7.unpack_from(data, position)
+        position += _COMMON_V7.size
+    else:
+        fixed = (*_COMMON.unpack_from(data, position), 0, -1)
+        position += _COMMON.size
+    replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch = fixed
+    layout = _PARTITION_LAYOUT[version]
+    unpack, size = layout.unpack_from, layout.size
+    topics: list[tuple[str, list[FetchPartitionRequest]]] = []
+    count, position = _count(data, position, flexible)
+    for _ in range(count):
+        topic, position = _string(data, position, flexible, end)
+        partitions: list[FetchPartitionRequest] = []
+        n, position = _count(data, position, flexible)
+        for _ in range(n):
+            fields = unpack(data, position)
+            position += size
+            if version >= 12:
+                partitions.append(fields)
+            elif version >= 9:
+                p, leader_epoch, offset, log_start, max_partition = fields
+                partitions.append((p, leader_epoch, offset, -1, log_start, max_partition))
+            elif version >= 5:
+                p, offset, log_start, max_partition = fields
+                partitions.append((p, -1, offset, -1, log_start, max_partition))
+            else:
+                p, offset, max_partition = fields
+                partitions.append((p, -1, offset, -1, -1, max_partition))
+            if flexible:
+                position = _no_tagged_fields(data, position)
+        topics.append((topic, partitions))
+        if flexible:
+            position = _no_tagged_fields(data, position)
+    forgotten: list[tuple[str, list[int]]] = []
+    rack_id = ""
+    if version >= 7:
+        count, position = _count(data, position, flexible)
+        for _ in range(count):
+            topic, position = _string(data, position, flexible, end)
+            n, position = _count(data, position, flexible)
+            if position + 4 * n > end:
+                raise _Malformed("forgotten partitions run past the end")
+            forgotten.append((topic, list(struct.unpack_from(f">{n}i", data, position))))
+            position += 4 * n
+            if flexible:
+                position = _no_tagged_fields(data, position)
+        if version >= 11:
+            rack_id, position = _string(data, position, flexible, end)
+    if flexible:
+        _body_tagged_fields(data, position)
+    return FetchRequest(
+        replica_id,
+        max_wait_ms,
+        min_bytes,
+        max_bytes,
+        isolation_level,
+        session_id,
+        session_epoch,
+        topics,
+        forgotten,
+        rack_id,
+    )
