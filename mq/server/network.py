@@ -152,6 +152,9 @@ class Connection(asyncio.BufferedProtocol):
         self._receiver = FrameReceiver(server.max_request_bytes, server.pool)
         self._frames: deque[bytearray] = deque()
         self._pending = False  # a frame's answer is awaited or it is on the general path
+        self._later: tuple[bytearray, int] | None = None  # the frame handed to the general path, and its size
+        self._worker: asyncio.Task[None] | None = None  # the general path, started with the first frame for it
+        self._wake: asyncio.Future[None] | None = None  # set to hand the waiting general path a frame
         self._out: deque[Piece] = deque()
         self._out_bytes = 0
         self._unsent = 0
@@ -223,6 +226,8 @@ class Connection(asyncio.BufferedProtocol):
         self._closing = True
         self._transport = None
         self._forget_output()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)  # the general path ends
         self._server.pool.cancel(self._memory_released)
         self._receiver.discard()
         self._discard_frames()
@@ -267,10 +272,14 @@ class Connection(asyncio.BufferedProtocol):
                 if inspect.isawaitable(result):
                     future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
                     future.add_done_callback(functools.partial(self._answered, frame, size))
-                else:  # the general path
-                    task = server.loop.create_task(self._general(frame, size))
-                    server.tasks.add(task)
-                    task.add_done_callback(server.tasks.discard)
+                else:
+                    self._later = (frame, size)
+                    if self._wake is not None:
+                        self._wake.set_result(None)
+                    elif self._worker is None:
+                        self._worker = server.loop.create_task(self._general())
+                        server.tasks.add(self._worker)
+                        self._worker.add_done_callback(server.tasks.discard)
             except Exception as exc:
                 self._pending = False
                 if size >= pooled:
@@ -280,18 +289,32 @@ class Connection(asyncio.BufferedProtocol):
         self._update_reading()
         self._close_when_done()
 
-    async def _general(self, frame: bytearray, size: int) -> None:
-        try:
-            response = await self._server.handler(frame, self.address)
-        except Exception as exc:
+    async def _general(self) -> None:
+        """The connection's general path: handles ``_later``, then the frames after it, until the connection is
+        lost; it waits on ``_wake`` while no frame is handed to it (a frame handed to it while it runs, by its own
+        ``_handle_frames``, is taken without waking it)."""
+        handler = self._server.handler
+        while True:
+            if self._later is None:
+                if self._transport is None:
+                    return
+                self._wake = self._server.loop.create_future()
+                await self._wake
+                self._wake = None
+                continue
+            frame, size = self._later
+            self._later = None
+            try:
+                response = await handler(frame, self.address)
+            except Exception as exc:
+                self._done(size)
+                self._failed(exc)
+                continue
+            del frame
             self._done(size)
-            self._failed(exc)
-            return
-        del frame
-        self._done(size)
-        if response is not None:
-            self._respond(response)
-        self._handle_frames()
+            if response is not None:
+                self._respond(response)
+            self._handle_frames()
 
     def _answered(self, frame: bytearray, size: int, future: asyncio.Future[Response | None]) -> None:
         del frame  # held until the answer is complete
