@@ -253,41 +253,60 @@ class Connection(asyncio.BufferedProtocol):
         self._update_reading()
         self._close_when_done()
 
-    def _handle_frames(self) -> None:
-        """Hand waiting frames, in order, to the immediate path until one is pending or writes back up."""
+    def _handle_frames(self, from_general: bool = False) -> None:
+        """Hand waiting frames, in order, to the immediate path until one is pending or writes back up, then write
+        the responses: now, or at the end of the loop turn when the general path (``from_general``) goes on with the
+        next frame at once (so that the answers of a run of frames it handles without waiting leave together)."""
         frames, server = self._frames, self._server
         now, pooled = server.now_handler, self._receiver.min_pooled_frame
-        while frames and not self._pending and self._out_bytes <= WRITE_HIGH and self._transport is not None:
-            frame = frames.popleft()
-            size = len(frame)  # the handler owns the frame and may resize it
-            try:
-                result = now(frame, self.address) if now is not None else _GENERAL
-                if result is None or type(result) is bytes or type(result) is list:
-                    if size >= pooled:
-                        server.pool.release(size)
-                    if result is not None:
-                        self._respond(result)
-                    continue
-                self._pending = True
-                if inspect.isawaitable(result):
-                    future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
-                    future.add_done_callback(functools.partial(self._answered, frame, size))
-                else:
-                    self._later = (frame, size)
-                    if self._wake is not None:
-                        self._wake.set_result(None)
-                    elif self._worker is None:
-                        self._worker = server.loop.create_task(self._general())
-                        server.tasks.add(self._worker)
-                        self._worker.add_done_callback(server.tasks.discard)
-            except Exception as exc:
-                self._pending = False
-                if size >= pooled:
-                    server.pool.release(size)
-                self._failed(exc)
-                return
+        while True:
+            while frames and not self._pending and self._out_bytes <= WRITE_HIGH and self._transport is not None:
+                if not self._handle(frames.popleft(), now, pooled):
+                    return
+            if not self._out or self._write_paused:
+                break
+            if from_general and self._later is not None:
+                if not self._dirty:
+                    self._dirty = True
+                    server.flush_soon(self)
+                break
+            self._write()
+            if not frames or self._pending or self._write_paused or self._fd < 0:
+                break
         self._update_reading()
         self._close_when_done()
+
+    def _handle(self, frame: bytearray, now: NowHandler | None, pooled: int) -> bool:
+        """Hand one frame to the immediate path; False if that failed and the connection is closing."""
+        server = self._server
+        size = len(frame)  # the handler owns the frame and may resize it
+        try:
+            result = now(frame, self.address) if now is not None else _GENERAL
+            if result is None or type(result) is bytes or type(result) is list:
+                if size >= pooled:
+                    server.pool.release(size)
+                if result is not None:
+                    self._respond(result)
+                return True
+            self._pending = True
+            if inspect.isawaitable(result):
+                future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
+                future.add_done_callback(functools.partial(self._answered, frame, size))
+            else:
+                self._later = (frame, size)
+                if self._wake is not None:
+                    self._wake.set_result(None)
+                elif self._worker is None:
+                    self._worker = server.loop.create_task(self._general())
+                    server.tasks.add(self._worker)
+                    self._worker.add_done_callback(server.tasks.discard)
+        except Exception as exc:
+            self._pending = False
+            if size >= pooled:
+                server.pool.release(size)
+            self._failed(exc)
+            return False
+        return True
 
     async def _general(self) -> None:
         """The connection's general path: handles ``_later``, then the frames after it, until the connection is
@@ -314,7 +333,7 @@ class Connection(asyncio.BufferedProtocol):
             self._done(size)
             if response is not None:
                 self._respond(response)
-            self._handle_frames()
+            self._handle_frames(from_general=True)
 
     def _answered(self, frame: bytearray, size: int, future: asyncio.Future[Response | None]) -> None:
         del frame  # held until the answer is complete
@@ -399,13 +418,14 @@ class Connection(asyncio.BufferedProtocol):
                 self._out.append(piece)
                 self._out_bytes += len(piece) if isinstance(piece, bytes) else piece.length
         self._unsent += 1
-        if not self._dirty and not self._write_paused:
-            self._dirty = True
-            self._server.flush_soon(self)
 
     def flush(self) -> None:
-        """Hand ``_out`` to the socket in order until the transport holds unsent bytes (``pause_writing``)."""
+        """Write what the general path answered in this loop turn (the server's flush at its end)."""
         self._dirty = False
+        self._handle_frames()
+
+    def _write(self) -> None:
+        """Hand ``_out`` to the socket in order until the transport holds unsent bytes (``pause_writing``)."""
         out, transport = self._out, self._transport
         if transport is None or self._fd < 0:
             return
@@ -431,17 +451,10 @@ class Connection(asyncio.BufferedProtocol):
             log.warning("closing connection from %s:%s: %s", self.address.host, self.address.port, exc)
             self.abort()
             return
-        if out or self._write_paused:
-            self._update_reading()
-            return
-        self._unsent = 0
-        self.last_active = time.monotonic()
-        self._server.request_done.set()
-        if self._frames:
-            self._handle_frames()
-        else:
-            self._update_reading()
-            self._close_when_done()
+        if not out and not self._write_paused:
+            self._unsent = 0
+            self.last_active = time.monotonic()
+            self._server.request_done.set()
 
     def _send(self, transport: asyncio.Transport, pieces: list[bytes | memoryview]) -> None:
         """One write for the pieces (the transport sends what the socket takes at once and keeps the rest)."""
@@ -481,7 +494,7 @@ class Connection(asyncio.BufferedProtocol):
     def resume_writing(self) -> None:
         """The transport's buffer is empty again."""
         self._write_paused = False
-        self.flush()
+        self._handle_frames()
 
     def _forget_output(self) -> None:
         self._fd = -1
@@ -500,6 +513,8 @@ class Connection(asyncio.BufferedProtocol):
         """Handle no more requests; close once the responses already queued are sent."""
         self._closing = True
         self._discard_frames()
+        if self._out and not self._write_paused:
+            self._write()
         self._update_reading()
         self._close_when_done()
 
