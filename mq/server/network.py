@@ -5,10 +5,11 @@ kernel, into the array that becomes its frame. It cuts its byte stream into fram
 from its size prefix alone) and handles them one at a time, in arrival order, as Kafka's brokers do: each frame goes
 first to the immediate path (``now_handler``, called in the loop turn that received it), which answers at once, later
 through an awaitable, or leaves the frame to the general path (``handler``, a coroutine run as a task); while a frame
-is pending, the frames after it wait. Responses are ``bytes`` or a list of ``bytes`` and file slices; those ready in
-one loop turn leave in one write per connection at the end of the turn, and slices go out with ``os.sendfile`` so
-record data never passes through Python (a chunk of a slice is copied to the transport only when the socket is full,
-to be sent once it is writable). A malformed frame closes only its own connection.
+is pending, the frames after it wait. Responses are ``bytes`` or a list of ``bytes`` and file slices; the responses
+to the frames of one read (or of a run of frames the general path handles without waiting) leave in one write, and
+slices go out with ``os.sendfile`` so record data never passes through Python (a chunk of a slice is copied to the
+transport only when the socket is full, to be sent once it is writable). A malformed frame closes only its own
+connection.
 
 Hostile or broken clients are bounded: requests too large for a connection's receive buffer grow, as their bytes
 arrive, into memory reserved from one ``MemoryPool`` (``queued.max.request.bytes``; a connection whose frame cannot
@@ -136,8 +137,8 @@ class Connection(asyncio.BufferedProtocol):
 
     Frames are handled one at a time: while a frame is pending (an awaitable answer, or the general path), the
     frames after it wait, unhandled, in ``_frames``, and are handed to the immediate path again once it is done.
-    Responses go to ``_out`` and leave in the server's flush at the end of the loop turn: bytes together in one
-    transport write, file regions with ``os.sendfile`` on the socket. The transport's high-water mark is 0, so
+    Responses go to ``_out`` and are written once the frames at hand are handled (``_handle_frames``): bytes
+    together in one transport write, file regions with ``os.sendfile`` on the socket. The transport's high-water mark is 0, so
     ``pause_writing`` means it holds bytes the socket has not taken: ``_out`` then waits for ``resume_writing``.
     Invariants: ``_out`` holds, in order, the unsent pieces of the last ``_unsent`` responses; no frame is handled
     while ``_out_bytes`` > ``WRITE_HIGH``; reading is paused while the frames waiting, the one pending and the
@@ -407,7 +408,7 @@ class Connection(asyncio.BufferedProtocol):
     # --- writing -----------------------------------------------------------------------------------------------
 
     def _respond(self, response: Response) -> None:
-        """Queue a response; it leaves in the server's flush at the end of this loop turn."""
+        """Queue a response; ``_handle_frames`` writes it."""
         if self._fd < 0:
             return
         if isinstance(response, bytes):
