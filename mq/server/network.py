@@ -14,8 +14,8 @@ connection.
 Hostile or broken clients are bounded: requests too large for a connection's receive buffer grow, as their bytes
 arrive, into memory reserved from one ``MemoryPool`` (``queued.max.request.bytes``; a connection whose frame cannot
 grow is not read until memory is released, it is never dropped for it; smaller requests are bounded per connection
-by the receive buffer and ``queued.max.requests``: a connection whose waiting requests and unsent responses number
-that many is not read until half of them are done, so a client that pipelines without reading its responses holds
+by the receive buffer and ``MAX_WAITING_FRAMES``. A connection whose waiting requests and unsent responses number
+``queued.max.requests`` is not read until half of them are done, so a client that pipelines without reading its responses holds
 its own socket buffers, not the broker's memory; nor does a connection handle a request while its unsent responses
 exceed ``WRITE_HIGH`` bytes). As Kafka's acceptor, the accept loop stops accepting while
 ``max.connections`` are open (new connections wait in the listen backlog; a peer broker's liveness ping then times
@@ -49,6 +49,10 @@ from mq.protocol.framing import UNBOUNDED, FrameReceiver, MemoryPool
 from mq.protocol.response_writer import FileRegion
 
 log = logging.getLogger(__name__)
+
+MAX_WAITING_FRAMES = 16
+"""Reading from a socket pauses while this many of its frames wait behind a pending one (their memory is bounded by
+this and the receive buffer; the memory pool holds only frames too large for the buffer)."""
 
 WRITE_HIGH = 262144
 """A connection handles no further request while more than this many bytes of its responses are unsent."""
@@ -142,8 +146,8 @@ class Connection(asyncio.BufferedProtocol):
     ``pause_writing`` means it holds bytes the socket has not taken: ``_out`` then waits for ``resume_writing``.
     Invariants: ``_out`` holds, in order, the unsent pieces of the last ``_unsent`` responses; no frame is handled
     while ``_out_bytes`` > ``WRITE_HIGH``; reading is paused while the frames waiting, the one pending and the
-    responses unsent number ``queued.max.requests`` (until they fall to half), while the receiver waits for pool
-    memory, and once the connection is closing.
+    responses unsent number ``queued.max.requests``, or the frames waiting ``MAX_WAITING_FRAMES`` (until both fall to
+    half), while the receiver waits for pool memory, and once the connection is closing.
     """
 
     def __init__(self, server: SocketServer, connection_id: int, host: str) -> None:
@@ -367,15 +371,16 @@ class Connection(asyncio.BufferedProtocol):
         self.close()
 
     def _update_reading(self) -> None:
-        """Pause or resume reading for pool memory, ``queued.max.requests`` and closing."""
+        """Pause or resume reading for pool memory, ``queued.max.requests``, ``MAX_WAITING_FRAMES`` and closing."""
         transport = self._transport
         if transport is None:
             return
-        queued = len(self._frames) + self._pending + self._unsent
+        waiting = len(self._frames)
+        queued = waiting + self._pending + self._unsent
         limit = self._server.queued_max_requests
-        if queued >= limit:
+        if queued >= limit or waiting >= MAX_WAITING_FRAMES:
             self._muted = True
-        elif self._muted and queued <= limit // 2:
+        elif self._muted and queued <= limit // 2 and waiting <= MAX_WAITING_FRAMES // 2:
             self._muted = False
         pause = self._memory_paused or self._muted or self._closing
         if pause != self._reading_paused:

@@ -18,7 +18,14 @@ import pytest
 from mq.protocol.codec import InvalidRequestError
 from mq.protocol.framing import MIN_GROWTH, frame
 from mq.server.broker import new_event_loop
-from mq.server.network import ClientAddress, Connection, ConnectionLimits, Response, SocketServer
+from mq.server.network import (
+    MAX_WAITING_FRAMES,
+    ClientAddress,
+    Connection,
+    ConnectionLimits,
+    Response,
+    SocketServer,
+)
 
 
 @dataclass(frozen=True)
@@ -439,3 +446,22 @@ def test_a_region_larger_than_the_socket_takes_is_sent_whole_between_bytes_to_a_
         run(scenario())
     finally:
         os.close(fd)
+
+
+def test_frames_waiting_behind_a_pending_one_stop_the_reading_until_it_is_answered(run: Runner) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        server = await start_paths(handlers)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(frame(b"wait:x") + b"".join(frame(b"now:%d" % i) for i in range(MAX_WAITING_FRAMES)))
+        await until(lambda: b"x" in handlers.futures)
+        (connection,) = server.connections
+        await until(lambda: connection._reading_paused)
+        handlers.futures[b"x"].set_result(frame(b"x"))
+        expected = [b"x", *(b"%d" % i for i in range(MAX_WAITING_FRAMES))]
+        assert [await read_frame(reader) for _ in expected] == expected
+        await until(lambda: not connection._reading_paused)
+        writer.close()
+        await server.stop()
+
+    run(scenario())
