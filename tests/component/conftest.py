@@ -19,7 +19,7 @@ from mq.config import BrokerConfig
 from mq.server.broker import KafkaServer, new_event_loop
 from mq.server.clock import ManualClock
 
-EVENT_LOOP_OVERRIDE = [f"event.loop={os.environ['MQ_TEST_EVENT_LOOP']}"] if "MQ_TEST_EVENT_LOOP" in os.environ else []
+EVENT_LOOP_OVERRIDE = [f"event.loop={loop}"] if (loop := os.environ.get("MQ_TEST_EVENT_LOOP")) else []
 """The brokers' event loop is the configured default unless MQ_TEST_EVENT_LOOP names one (uvloop or asyncio)."""
 
 
