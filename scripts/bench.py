@@ -18,14 +18,22 @@ Every case runs three times; the table shows min / median / max, and the ratios 
     concurrent consumers fetching large batches of a pre-filled 3-partition topic (three kcat readers, 16 MiB
     fetches), and the p99 latency of acks=1 produce at 10% of the maximum rate either generator reached
     (librdkafka's default linger.ms, and linger.ms=0 for reference). The produce targets use whichever C-client
-    generator got more out of the broker.
+    generator got more out of the broker;
+(d) the request rate: one 100 B record per Produce request (kcat with linger.ms=0, batch.num.messages=1, acks=1),
+    one connection with 5 requests in flight and eight kcat processes with one each, against ``redis-benchmark XADD``
+    at the same depth (``-c 1 -P 5``, ``-c 8 -P 1``): requests/s and the server's CPU µs per request;
+(e) consumer-heavy: 200 librdkafka consumers (confluent-kafka, 50 to a process) in 20 groups on a 10-partition topic,
+    each committing every 100 ms (auto-commit) and long-polling with fetch.wait.max.ms=100 while one producer adds
+    5 records to every partition every 100 ms: requests/s by API (librdkafka's statistics), the broker's CPU µs per
+    request, the consumers' own CPU and the machine's idle share, rebalances in the measured window, and the lag.
 
 A megabyte is 1024 * 1024 bytes throughout (as Kafka's perf tools count). The mq figures include the load
 generator's cost: librdkafka driven from Python still makes a Python call per record (the produce call and its
 delivery report; a message object per consumed record), and on a 2-core machine the generator shares the CPUs with
 the broker, so compare the broker's CPU time with the generator's before reading a figure as the broker's limit.
+The broker's CPU is that of its process and every process under it.
 
-    python scripts/bench.py [--scale 1.0]
+    python scripts/bench.py [--scale 1.0] [--only machine,redis,produce,latency,request-rate,consumer-heavy]
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MB = 1024 * 1024
 RUNS = 3
@@ -145,9 +154,25 @@ def running(
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` so far (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds (user plus system) of process ``pid``, of its live descendants and of the children it reaped: a
+    broker's cost whether it runs as one process or several (/proc/PID/stat fields 4, 14 to 17)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        process = int(stat.parent.name)
+        parents[process] = int(fields[1])
+        times[process] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    tree = {pid}
+    grew = True
+    while grew:
+        joined = {p for p, parent in parents.items() if parent in tree} - tree
+        tree |= joined
+        grew = bool(joined)
+    return sum(times.get(p, 0.0) for p in tree)
 
 
 @contextlib.contextmanager
@@ -294,21 +319,27 @@ def redis_cli(port: int, *args: str) -> None:
     subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args], capture_output=True, check=True)
 
 
-def bench_redis(table: Table, tmp: Path, writes: dict[int, int], reads: int) -> None:
+@contextlib.contextmanager
+def redis_server(tmp: Path) -> Iterator[tuple[int, int]]:
+    """A Redis server without persistence on a free port until the block ends: yields (port, pid)."""
     port = free_port()
     command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    with running(command, port, "redis-server", tmp / "redis.log") as pid:
+        yield port, pid
+
+
+def bench_redis(table: Table, port: int, writes: dict[int, int], reads: int) -> None:
     print(f"(b) Redis Streams ({redis_version()}): XADD {writes} records per run, {reads} XRANGE reads", flush=True)
-    with running(command, port, "redis-server", tmp / "redis.log"):
-        for size, count in writes.items():
-            value = "x" * size
-            for _ in range(RUNS):
-                redis_cli(port, "DEL", "s")
-                rate = redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(count), "XADD", "s", "*", "f", value)
-                table.add(f"redis XADD {label(size)}", "records/s", rate)
-            for _ in range(RUNS):
-                rate = redis_benchmark(port, "-c", "1", "-n", str(reads), "XRANGE", "s", "-", "+", "COUNT", "1000")
-                table.add(f"redis XRANGE COUNT 1000 {label(size)}", "records/s", rate * 1000)
+    for size, count in writes.items():
+        value = "x" * size
+        for _ in range(RUNS):
             redis_cli(port, "DEL", "s")
+            rate = redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(count), "XADD", "s", "*", "f", value)
+            table.add(f"redis XADD {label(size)}", "records/s", rate)
+        for _ in range(RUNS):
+            rate = redis_benchmark(port, "-c", "1", "-n", str(reads), "XRANGE", "s", "-", "+", "COUNT", "1000")
+            table.add(f"redis XRANGE COUNT 1000 {label(size)}", "records/s", rate * 1000)
+        redis_cli(port, "DEL", "s")
 
 
 def redis_version() -> str:
@@ -352,24 +383,17 @@ def perf_consumer(bootstrap: str, topic: str, messages: int, group: str) -> tupl
     return float(fields[9]), float(fields[8])
 
 
+def end_offsets(bootstrap: str, topic: str, partitions: list[int]) -> list[int]:
+    """The end offset of each of ``partitions``, in that order."""
+    command = [*mq_command(), "get-offsets", "--bootstrap-server", bootstrap, "--topic", topic]
+    command += ["--partitions", ",".join(map(str, partitions))]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60)
+    found = {int(p): int(o) for p, o in (line.rsplit(":", 2)[1:] for line in done.stdout.split())}
+    return [found[p] for p in partitions]
+
+
 def end_offset(bootstrap: str, topic: str, partition: int = 0) -> int:
-    done = subprocess.run(
-        [
-            *mq_command(),
-            "get-offsets",
-            "--bootstrap-server",
-            bootstrap,
-            "--topic",
-            topic,
-            "--partitions",
-            str(partition),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return int(done.stdout.strip().rsplit(":", 1)[1])
+    return end_offsets(bootstrap, topic, [partition])[0]
 
 
 def kcat_produce(bootstrap: str, topic: str, payload: Path, records: int, acks: str) -> float:
@@ -474,140 +498,485 @@ class MqCounts:
     fetch_megabytes: int
     """MiB of 1 KiB records the large-batch fetch reads, in three equal partitions: as much as the sendfile case
     sends, so both carry the same fixed costs (for the fetch, three kcat processes starting, about 15 ms)."""
-    latency_seconds: float
 
 
-def bench_mq(table: Table, tmp: Path, counts: MqCounts) -> None:
+@contextlib.contextmanager
+def mq_broker(tmp: Path) -> Iterator[tuple[str, int]]:
+    """An mq broker on a free port and a new log dir until the block ends: yields (bootstrap, pid)."""
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     command = [*mq_command(), "server", "start", "--override", f"listeners=PLAINTEXT://{bootstrap}"]
     command += ["--override", f"log.dirs={tmp / 'mq-logs'}"]
+    with running(command, port, "mq broker", tmp / "mq-broker.log") as pid:
+        yield bootstrap, pid
+
+
+def bench_mq(table: Table, tmp: Path, bootstrap: str, broker: int, counts: MqCounts) -> None:
     print(f"(c) mq: produce {counts.records} records per run; {counts.fetch_megabytes} MiB fetch", flush=True)
     have_kcat = shutil.which("kcat") is not None
-    with running(command, port, "mq broker", tmp / "mq-broker.log") as broker:
-        for size, records in counts.records.items():
-            megabytes = records * size / MB
-            for acks in ("1", "all"):
-                topic = f"produce-{size}-{acks}"
-                create_topic(bootstrap, topic, 1)
-                rates = Rates(table, broker, size, megabytes)
-                rates.measure(
-                    f"mq produce {label(size)} acks={acks}",
-                    lambda: perf_producer(bootstrap, topic, records, size, {"acks": acks})["rps"],  # noqa: B023
-                )
-            for run in range(RUNS):
-                rate, mbs = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
-                table.add(f"mq consume {label(size)}", "records/s", rate)
-                table.add(f"mq consume {label(size)} MB/s", "MB/s", mbs)
-        for size, records in counts.records.items() if have_kcat else ():
-            megabytes = records * size / MB
-            payload = tmp / f"payload-{size}.txt"
-            payload.write_bytes((b"k" * size + b"\n") * records)  # kcat -l: one record per line
-            rates = Rates(table, broker, size, megabytes)
-            for acks in ("1", "all"):
-                topic = f"kcat-{size}-{acks}"
-                create_topic(bootstrap, topic, 1)
-                rates.measure(
-                    f"mq produce {label(size)} acks={acks} (kcat)",
-                    lambda: kcat_produce(bootstrap, topic, payload, records, acks),  # noqa: B023
-                )
-            Rates(table, broker, size, RUNS * megabytes).measure(
-                f"mq consume {label(size)} (kcat)",
-                lambda: kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records),  # noqa: B023
-            )
-        for size, records in counts.records.items():
-            megabytes = records * size / MB
-            topic = f"requests-{size}"
+    for size, records in counts.records.items():
+        megabytes = records * size / MB
+        for acks in ("1", "all"):
+            topic = f"produce-{size}-{acks}"
             create_topic(bootstrap, topic, 1)
-            Rates(table, broker, size, megabytes).measure(
-                f"mq produce {label(size)} acks=1 (pre-encoded requests)",
-                lambda: produce_requests(bootstrap, topic, records * size // MB, size),  # noqa: B023
-                records_row=False,
+            rates = Rates(table, broker, size, megabytes)
+            rates.measure(
+                f"mq produce {label(size)} acks={acks}",
+                lambda: perf_producer(bootstrap, topic, records, size, {"acks": acks})["rps"],  # noqa: B023
             )
-        if have_kcat:
-            create_topic(bootstrap, "fetch", 3)
-            for partition in range(3):  # equal shares, so each reader has as much to fetch
-                produce_requests(bootstrap, "fetch", counts.fetch_megabytes // 3, 1024, partition)
-            for _ in range(RUNS):
-                with broker_cpu(table, "mq large-batch fetch", broker, counts.fetch_megabytes):
-                    fetched = concurrent_fetch(bootstrap, "fetch", 3, 1024, 16 * MB)
-                    table.add(FETCH, "MB/s", fetched)
-        rate = max(1.0, round(fastest_produce(table, 100)[1] / 10))
-        records = int(rate * counts.latency_seconds)
-        print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records per run", flush=True)
-        create_topic(bootstrap, "latency", 1)
-        for linger, suffix in (({}, ""), ({"linger.ms": "0"}, ", linger.ms=0")):
-            for _ in range(RUNS):
-                os.sync()  # no dirty-page backlog from the cases before
-                result = perf_producer(bootstrap, "latency", records, 100, {"acks": "1", **linger}, rate)
-                table.add(f"mq produce 100 B acks=1 p99 at 10% of max{suffix}", "ms", result["p99"])
-                table.add(f"mq produce 100 B acks=1 p50 at 10% of max{suffix}", "ms", result["p50"])
+        for run in range(RUNS):
+            rate, mbs = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
+            table.add(f"mq consume {label(size)}", "records/s", rate)
+            table.add(f"mq consume {label(size)} MB/s", "MB/s", mbs)
+    for size, records in counts.records.items() if have_kcat else ():
+        megabytes = records * size / MB
+        payload = write_payload(tmp, size, records)
+        rates = Rates(table, broker, size, megabytes)
+        for acks in ("1", "all"):
+            topic = f"kcat-{size}-{acks}"
+            create_topic(bootstrap, topic, 1)
+            rates.measure(
+                f"mq produce {label(size)} acks={acks} (kcat)",
+                lambda: kcat_produce(bootstrap, topic, payload, records, acks),  # noqa: B023
+            )
+        Rates(table, broker, size, RUNS * megabytes).measure(
+            f"mq consume {label(size)} (kcat)",
+            lambda: kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records),  # noqa: B023
+        )
+    for size, records in counts.records.items():
+        megabytes = records * size / MB
+        topic = f"requests-{size}"
+        create_topic(bootstrap, topic, 1)
+        Rates(table, broker, size, megabytes).measure(
+            f"mq produce {label(size)} acks=1 (pre-encoded requests)",
+            lambda: produce_requests(bootstrap, topic, records * size // MB, size),  # noqa: B023
+            records_row=False,
+        )
+    if have_kcat:
+        create_topic(bootstrap, "fetch", 3)
+        for partition in range(3):  # equal shares, so each reader has as much to fetch
+            produce_requests(bootstrap, "fetch", counts.fetch_megabytes // 3, 1024, partition)
+        for _ in range(RUNS):
+            with broker_cpu(table, "mq large-batch fetch", broker, counts.fetch_megabytes):
+                fetched = concurrent_fetch(bootstrap, "fetch", 3, 1024, 16 * MB)
+                table.add(FETCH, "MB/s", fetched)
+
+
+def bench_latency(table: Table, bootstrap: str, seconds: float) -> None:
+    """The p99 and p50 of acks=1 produce at 10% of the fastest 100 B produce rate of this run."""
+    fastest = fastest_produce(table, 100)
+    if fastest is None:
+        raise RuntimeError("the latency case needs the produce case's rates")
+    rate = max(1.0, round(fastest[1] / 10))
+    records = int(rate * seconds)
+    print(f"  latency at 10% of max: {rate:.0f} records/s, {records} records per run", flush=True)
+    create_topic(bootstrap, "latency", 1)
+    for linger, suffix in (({}, ""), ({"linger.ms": "0"}, ", linger.ms=0")):
+        for _ in range(RUNS):
+            os.sync()  # no dirty-page backlog from the cases before
+            result = perf_producer(bootstrap, "latency", records, 100, {"acks": "1", **linger}, rate)
+            table.add(f"mq produce 100 B acks=1 p99 at 10% of max{suffix}", "ms", result["p99"])
+            table.add(f"mq produce 100 B acks=1 p50 at 10% of max{suffix}", "ms", result["p50"])
+
+
+def write_payload(tmp: Path, size: int, records: int) -> Path:
+    """A kcat ``-l`` input file: ``records`` lines of ``size`` bytes each."""
+    payload = tmp / f"payload-{size}-{records}.txt"
+    if not payload.exists():
+        payload.write_bytes((b"k" * size + b"\n") * records)
+    return payload
+
+
+# (d) the request path: small requests -----------------------------------------------------------------------------
+
+ONE_PER_REQUEST = ("-X", "acks=1", "-X", "linger.ms=0", "-X", "batch.num.messages=1")
+"""librdkafka settings that put each record in a Produce request of its own (kafka-python's and the Java client's
+linger.ms was 0 for a decade): a request-rate load, not a byte-rate one."""
+PIPELINED = "mq produce 1 record/request, 1 connection, 5 in flight (kcat)"
+PIPELINED_REDIS = "redis XADD 100 B -c 1 -P 5"
+CONNECTIONS = "mq produce 1 record/request, 8 connections, 1 in flight each (kcat)"
+CONNECTIONS_REDIS = "redis XADD 100 B -c 8 -P 1"
+CONSUMERS = "mq 200 consumers in 20 groups"
+LAG_GROWTH = f"{CONSUMERS}: lag growth over the window (least-squares trend of the per-second lag)"
+
+
+def kcat_per_request(
+    bootstrap: str, topic: str, payload: Path, records: int, processes: int, in_flight: int, broker: int
+) -> tuple[float, float]:
+    """(requests/s, broker CPU seconds) of ``processes`` kcat producers, each its own connection sending the
+    ``records`` 100 B lines of ``payload`` one per Produce request with ``in_flight`` requests outstanding; process
+    i writes partition i, from the first start to the last end. Every partition's end offset must grow by exactly
+    ``records``."""
+    partitions = list(range(processes))
+    before = end_offsets(bootstrap, topic, partitions)
+    command = ["kcat", "-P", "-b", bootstrap, "-t", topic, *ONE_PER_REQUEST, "-l", str(payload)]
+    command += ["-X", f"max.in.flight.requests.per.connection={in_flight}"]
+    cpu = cpu_seconds(broker)
+    start = time.perf_counter()
+    producers = [
+        subprocess.Popen([*command, "-p", str(p)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for p in partitions
+    ]
+    for producer in producers:
+        _, err = producer.communicate(timeout=600)
+        if producer.returncode != 0:
+            raise RuntimeError(f"kcat failed: {err.decode(errors='replace').strip()}")
+    elapsed = time.perf_counter() - start
+    cpu = cpu_seconds(broker) - cpu
+    grown = [after - b for after, b in zip(end_offsets(bootstrap, topic, partitions), before, strict=True)]
+    if grown != [records] * processes:
+        raise RuntimeError(f"kcat produced {grown} records, not {records} per partition")
+    return processes * records / elapsed, cpu
+
+
+def bench_request_rate(
+    table: Table, tmp: Path, bootstrap: str, broker: int, redis: tuple[int, int], records: int, requests: int
+) -> None:
+    """One record per Produce request (acks=1, 100 B) against Redis XADD at the same depth: one connection with 5
+    requests in flight (``redis-benchmark -c 1 -P 5``) and eight connections with one each (``-c 8 -P 1``). Rows:
+    requests/s and the server's CPU µs per request, for both."""
+    port, redis_pid = redis
+    print(f"(d) request rate: {records} records per mq run, {requests} XADD per Redis run", flush=True)
+    value = "x" * 100
+    for name, clients, depth in ((PIPELINED_REDIS, 1, 5), (CONNECTIONS_REDIS, 8, 1)):
+        for _ in range(RUNS):
+            redis_cli(port, "DEL", "s")
+            cpu = cpu_seconds(redis_pid)
+            args = ["-c", str(clients), "-P", str(depth), "-n", str(requests)]
+            table.add(name, "requests/s", redis_benchmark(port, *args, "XADD", "s", "*", "f", value))
+            table.add(f"{name}: server CPU µs/request", "µs", (cpu_seconds(redis_pid) - cpu) * 1e6 / requests)
+    redis_cli(port, "DEL", "s")
+    for name, processes, in_flight in ((PIPELINED, 1, 5), (CONNECTIONS, 8, 1)):
+        topic = f"per-request-{processes}"
+        create_topic(bootstrap, topic, processes)
+        payload = write_payload(tmp, 100, records // processes)
+        for _ in range(RUNS):
+            rate, cpu = kcat_per_request(bootstrap, topic, payload, records // processes, processes, in_flight, broker)
+            table.add(name, "requests/s", rate)
+            table.add(f"{name}: broker CPU µs/request", "µs", cpu * 1e6 / (records // processes * processes))
+
+
+@dataclass(frozen=True)
+class ConsumerLoad:
+    """The consumer-heavy case: ``groups`` groups of ``members`` consumers each subscribe to one topic of
+    ``members`` partitions (one partition per consumer), commit every 100 ms and long-poll with
+    fetch.wait.max.ms=100, while one producer adds ``records_per_partition`` 100 B records to every partition every
+    100 ms. The consumers are librdkafka's (confluent-kafka), ``per_process`` to a process: they send exactly what
+    a service's consumers send (the group protocol, heartbeats from librdkafka's own thread, the commit timer, long
+    polls) and count it in their statistics, for about half a core for all 200 (measured, and printed with every
+    run), which leaves the broker a core of this 2-core machine. A generator replaying raw requests would cost less
+    but would have to reimplement the group protocol's joins and rebalances, which this case exists to watch."""
+
+    groups: int = 20
+    members: int = 10
+    per_process: int = 50
+    records_per_partition: int = 5
+    seconds: float = 20.0
+    """The measured window, after every group is stable."""
+
+
+CONSUMER_CONFIG = {
+    "enable.auto.commit": True,
+    "auto.commit.interval.ms": 100,
+    "fetch.wait.max.ms": 100,
+    "auto.offset.reset": "latest",
+    "queued.max.messages.kbytes": 1024,
+    "statistics.interval.ms": 1000,
+}
+"""As a service configures a consumer that commits often; statistics carry the request counts by API (per broker
+connection, "req") and the group's rebalance count ("cgrp"."rebalance_cnt")."""
+
+
+def client_counts(stats: str) -> tuple[dict[str, int], int]:
+    """(requests sent by API over every broker connection, rebalances) from one librdkafka statistics document."""
+    import json
+
+    document = json.loads(stats)
+    requests: dict[str, int] = {}
+    for broker in document["brokers"].values():
+        for api, count in broker.get("req", {}).items():
+            requests[api] = requests.get(api, 0) + count
+    return requests, document.get("cgrp", {}).get("rebalance_cnt", 0)
+
+
+def consumer_process(
+    bootstrap: str, topic: str, groups: list[str], load: ConsumerLoad, control: argparse.Namespace
+) -> None:
+    """Runs ``load.members`` consumers in each of ``groups``, handing every message to the application (so its
+    offset is stored and auto-committed). Puts "ready" on ``control.results`` once each consumer holds one partition
+    and no assignment changed for 3 s; between ``control.start`` and ``control.stop`` it samples the summed lag
+    (high watermark minus position) every second; puts its counts and CPU seconds over that window."""
+    import resource
+
+    from confluent_kafka import Consumer
+
+    latest: dict[int, str] = {}
+    consumers: list[Any] = []
+    for group in groups:
+        for _ in range(load.members):
+            index = len(consumers)
+            settings = {"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER_CONFIG}
+            consumer = Consumer({**settings, "stats_cb": lambda s, i=index: latest.__setitem__(i, s)})
+            consumer.subscribe([topic])
+            consumers.append(consumer)
+
+    def poll() -> None:
+        for consumer in consumers:
+            consumer.consume(1000, 0)
+        time.sleep(0.05)  # the application takes records every 50 ms, half the commit interval
+
+    def totals() -> tuple[dict[str, int], int]:
+        requests: dict[str, int] = {}
+        rebalances = 0
+        for stats in latest.values():
+            counted, rebalanced = client_counts(stats)
+            rebalances += rebalanced
+            for api, count in counted.items():
+                requests[api] = requests.get(api, 0) + count
+        return requests, rebalances
+
+    def lag() -> int:
+        behind = 0
+        for consumer in consumers:
+            for position in consumer.position(consumer.assignment()):
+                high = consumer.get_watermark_offsets(position, cached=True)[1]
+                if position.offset >= 0 and high >= 0:
+                    behind += high - position.offset
+        return behind
+
+    stable_since, last = time.monotonic(), None
+    while True:
+        poll()
+        assignment = [tuple(sorted(p.partition for p in c.assignment())) for c in consumers]
+        if assignment != last:
+            stable_since, last = time.monotonic(), assignment
+        if (
+            all(len(a) == 1 for a in assignment)
+            and time.monotonic() - stable_since > 3
+            and len(latest) == len(consumers)
+        ):
+            break
+    control.results.put("ready")
+    while not control.start.is_set():
+        poll()
+    requests_before, rebalances_before = totals()
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    lags, sampled = [lag()], time.monotonic()
+    while not control.stop.is_set():
+        poll()
+        if time.monotonic() - sampled >= 1:
+            lags.append(lag())
+            sampled = time.monotonic()
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    requests_after, rebalances_after = totals()
+    requests = {api: n - requests_before.get(api, 0) for api, n in requests_after.items()}
+    control.results.put(
+        {
+            "requests": requests,
+            "rebalances": rebalances_after - rebalances_before,
+            "lags": lags,
+            "cpu": used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime,
+        }
+    )
+    for consumer in consumers:
+        consumer.close()
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat's first line (idle and iowait count as idle)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
+
+
+def feed(producer: Any, topic: str, partitions: int, records: int, stop: threading.Event) -> None:
+    """Until ``stop`` is set, adds ``records`` 100 B records to each of ``partitions`` every 100 ms."""
+    while not stop.is_set():
+        for partition in range(partitions):
+            for _ in range(records):
+                producer.produce(topic, b"v" * 100, partition=partition)
+        producer.poll(0)
+        time.sleep(0.1)
+
+
+def bench_consumer_heavy(table: Table, bootstrap: str, broker: int, load: ConsumerLoad) -> None:
+    """The consumer-heavy case (see ConsumerLoad). Rows: requests/s by API as librdkafka's statistics count them
+    (the broker keeps no request counters), the broker's CPU µs per request (its CPU over the window divided by every
+    request the consumers and the producer sent in it), the load generator's CPU and the machine's idle share (the
+    generator must not be the bottleneck), rebalances within the window (a missed heartbeat shows as one) and the
+    lag's growth over the window: the least-squares trend of the summed lag sampled every second, since one sample
+    swings by up to a feed round with the phase of the 100 ms cycle."""
+    import multiprocessing
+
+    from confluent_kafka import Producer
+
+    members = load.members
+    consumers = load.groups * members
+    print(
+        f"(e) consumer-heavy: {consumers} consumers in {load.groups} groups, {load.seconds:.0f} s windows", flush=True
+    )
+    context = multiprocessing.get_context("spawn")
+    for run in range(RUNS):
+        topic = f"consumers-{run}"
+        create_topic(bootstrap, topic, members)
+        latest: list[str] = []
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": 1,
+                "linger.ms": 5,
+                "statistics.interval.ms": 1000,
+                "stats_cb": latest.append,
+            }
+        )
+        feeding = threading.Event()
+        feeder = threading.Thread(target=feed, args=(producer, topic, members, load.records_per_partition, feeding))
+        feeder.start()
+        control = argparse.Namespace(results=context.Queue(), start=context.Event(), stop=context.Event())
+        groups = [f"heavy-{run}-{g}" for g in range(load.groups)]
+        per = load.per_process // members
+        processes = [
+            context.Process(target=consumer_process, args=(bootstrap, topic, groups[i : i + per], load, control))
+            for i in range(0, len(groups), per)
+        ]
+        for process in processes:
+            process.start()
+        for _ in processes:
+            if control.results.get(timeout=300) != "ready":
+                raise RuntimeError("a consumer process failed to settle")
+        time.sleep(1)
+        produced_before = client_counts(latest[-1])[0].get("Produce", 0)
+        cpu, (busy, ticks) = cpu_seconds(broker), machine_busy()
+        control.start.set()
+        time.sleep(load.seconds)
+        control.stop.set()
+        busy_after, ticks_after = machine_busy()
+        cpu, busy, ticks = cpu_seconds(broker) - cpu, busy_after - busy, ticks_after - ticks
+        results = [control.results.get(timeout=120) for _ in processes]
+        produced = client_counts(latest[-1])[0].get("Produce", 0) - produced_before
+        for process in processes:
+            process.join(120)
+        feeding.set()
+        feeder.join()
+        producer.flush(30)
+        requests: dict[str, int] = {"Produce": produced}
+        for result in results:
+            for api, count in result["requests"].items():
+                requests[api] = requests.get(api, 0) + count
+        total = sum(requests.values())
+        for api in ("Fetch", "OffsetCommit", "Heartbeat", "Produce"):
+            table.add(f"{CONSUMERS}: {api} requests/s", "requests/s", requests.get(api, 0) / load.seconds)
+        table.add(f"{CONSUMERS}: all requests/s", "requests/s", total / load.seconds)
+        table.add(f"{CONSUMERS}: broker CPU µs/request", "µs", cpu * 1e6 / total)
+        table.add(f"{CONSUMERS}: broker CPU % of a core", "%", cpu * 100 / load.seconds)
+        generator = sum(r["cpu"] for r in results)
+        table.add(f"{CONSUMERS}: consumer processes CPU % of a core", "%", generator * 100 / load.seconds)
+        table.add(f"{CONSUMERS}: machine idle", "%", 100 - busy * 100 / ticks)
+        table.add(f"{CONSUMERS}: rebalances in the window", "count", sum(r["rebalances"] for r in results))
+        lags = [sum(samples) for samples in zip(*(r["lags"] for r in results), strict=False)]
+        trend = statistics.linear_regression(range(len(lags)), lags).slope * (len(lags) - 1)
+        table.add(LAG_GROWTH, "records", trend)
+        table.add(f"{CONSUMERS}: max lag", "records", max(lags))
 
 
 # targets ---------------------------------------------------------------------------------------------------------
 
 
-def fastest_produce(table: Table, size: int) -> tuple[str, float]:
+def fastest_produce(table: Table, size: int) -> tuple[str, float] | None:
     """The C-client load generator (kcat, or librdkafka driven from Python) that produced more acks=1 records/s of
-    ``size`` bytes, and that median: the broker's maximum is what the faster generator gets out of it."""
+    ``size`` bytes, and that median (None when neither ran): the broker's maximum is what the faster generator gets
+    out of it."""
     generators = {"kcat": f"mq produce {label(size)} acks=1 (kcat)", "librdkafka": f"mq produce {label(size)} acks=1"}
     measured = [(name, table.median(case)) for name, case in generators.items() if case in table.cases]
-    return max(measured, key=lambda pair: pair[1])
+    return max(measured, key=lambda pair: pair[1]) if measured else None
 
 
-def print_targets(table: Table) -> None:
-    m = table.median
-    small, small_rate = fastest_produce(table, 100)
-    large, large_rate = fastest_produce(table, 1024)
+def print_targets(table: Table, load: ConsumerLoad) -> None:
+    """One line per target: its figure (medians of this run), the goal, met or missed; "not measured" when the
+    cases it needs did not run (``--only``, or no kcat)."""
+
+    def m(*names: str) -> list[float] | None:
+        return [table.median(n) for n in names] if all(n in table.cases for n in names) else None
+
+    def ratio(numerator: str, denominator: str) -> float | None:
+        found = m(numerator, denominator)
+        return found[0] / found[1] if found else None
+
+    def one(name: str) -> float | None:
+        found = m(name)
+        return found[0] if found else None
+
+    small, large = fastest_produce(table, 100), fastest_produce(table, 1024)
     reader, consume = (
         ("kcat", "mq consume 100 B (kcat)")
         if "mq consume 100 B (kcat)" in table.cases
         else ("librdkafka", "mq consume 100 B")
     )
+    xadd, append = m("redis XADD 100 B"), m(NEW_FILE_APPEND)
+    round_of_feed = load.groups * load.members * load.records_per_partition
+    lag_growth = one(LAG_GROWTH)
     targets: list[tuple[str, float | None, str, float]] = [
+        (PIPELINED + " / Redis -c 1 -P 5", ratio(PIPELINED, PIPELINED_REDIS), ">=", 1.0),
+        ("  broker CPU µs per request", one(f"{PIPELINED}: broker CPU µs/request"), "<=", 30.0),
+        (CONNECTIONS + " / Redis -c 8 -P 1", ratio(CONNECTIONS, CONNECTIONS_REDIS), ">=", 1.0),
+        ("  broker CPU µs per request", one(f"{CONNECTIONS}: broker CPU µs/request"), "<=", 30.0),
+        (f"{CONSUMERS}: broker CPU µs per request", one(f"{CONSUMERS}: broker CPU µs/request"), "<=", 40.0),
+        ("  rebalances in the window (missed heartbeats)", one(f"{CONSUMERS}: rebalances in the window"), "<=", 0),
         (
-            f"produce 100 B acks=1 ({small}) / Redis XADD 100 B",
-            small_rate / m("redis XADD 100 B"),
-            ">=",
-            2.0,
-        ),
-        (
-            f"consume 100 B ({reader}) / Redis XRANGE 100 B",
-            m(consume) / m("redis XRANGE COUNT 1000 100 B"),
-            ">=",
+            f"  lag growth / one feed round ({round_of_feed} records)",
+            None if lag_growth is None else lag_growth / round_of_feed,
+            "<",
             1.0,
         ),
         (
-            f"produce 1 KiB MB/s ({large}) / page-cache append",
-            large_rate * 1024 / MB / m(NEW_FILE_APPEND),
+            f"produce 100 B acks=1 ({small[0] if small else '-'}) / Redis XADD 100 B -P 64",
+            small[1] / xadd[0] if small and xadd else None,
+            ">=",
+            2.0,
+        ),
+        (f"consume 100 B ({reader}) / Redis XRANGE 100 B", ratio(consume, "redis XRANGE COUNT 1000 100 B"), ">=", 1.0),
+        (
+            f"produce 1 KiB MB/s ({large[0] if large else '-'}) / page-cache append",
+            large[1] * 1024 / MB / append[0] if large and append else None,
             ">=",
             0.5,
         ),
         (
-            "large-batch fetch / loopback sendfile",
-            m(FETCH) / m("loopback sendfile (page cache)") if FETCH in table.cases else None,
-            ">=",
-            0.6,
+            "produce 1 KiB acks=1 (kcat): broker CPU s/GiB",
+            one("mq produce 1 KiB acks=1 (kcat): broker CPU s/GiB"),
+            "<=",
+            1.5,
         ),
-        ("p99 latency at 10% of max (ms)", m("mq produce 100 B acks=1 p99 at 10% of max"), "<", 10.0),
+        ("large-batch fetch / loopback sendfile", ratio(FETCH, "loopback sendfile (page cache)"), ">=", 0.6),
+        ("p99 latency at 10% of max (ms)", one("mq produce 100 B acks=1 p99 at 10% of max"), "<", 10.0),
     ]
-    print(f"\n{'target':<48}  {'measured':>9}  {'goal':>7}  result")
+    width = max(len(name) for name, *_ in targets)
+    print(f"\n{'target':<{width}}  {'measured':>9}  {'goal':>7}  result")
     for name, value, op, goal in targets:
         if value is None:
-            print(f"{name:<48}  {'-':>9}  {op + ' ' + format(goal, 'g'):>7}  not measured: needs kcat")
+            print(f"{name:<{width}}  {'-':>9}  {op + ' ' + format(goal, 'g'):>7}  not measured in this run")
             continue
-        met = value >= goal if op == ">=" else value < goal
-        print(f"{name:<48}  {value:>9.2f}  {op + ' ' + format(goal, 'g'):>7}  {'met' if met else 'missed'}")
-    requests = m("mq produce 1 KiB acks=1 (pre-encoded requests) MB/s")
+        met = {">=": value >= goal, "<=": value <= goal, "<": value < goal}[op]
+        print(f"{name:<{width}}  {value:>9.2f}  {op + ' ' + format(goal, 'g'):>7}  {'met' if met else 'missed'}")
+    requests = one("mq produce 1 KiB acks=1 (pre-encoded requests) MB/s")
+    recycled, received = one(RECYCLED_APPEND), one(RECEIVE_APPEND)
     references = [
-        (f"produce 1 KiB ({large}) / rewriting a just-truncated file", large_rate * 1024 / MB / m(RECYCLED_APPEND)),
-        ("produce 1 KiB (pre-encoded requests) / page-cache append", requests / m(NEW_FILE_APPEND)),
-        ("produce 1 KiB (pre-encoded requests) / receive + append", requests / m(RECEIVE_APPEND)),
-        ("loopback TCP receive + append / page-cache append", m(RECEIVE_APPEND) / m(NEW_FILE_APPEND)),
+        (
+            f"produce 1 KiB ({large[0] if large else '-'}) / rewriting a just-truncated file",
+            large[1] * 1024 / MB / recycled if large and recycled else None,
+        ),
+        (
+            "produce 1 KiB (pre-encoded requests) / page-cache append",
+            requests / append[0] if requests and append else None,
+        ),
+        (
+            "produce 1 KiB (pre-encoded requests) / receive + append",
+            requests / received if requests and received else None,
+        ),
+        ("loopback TCP receive + append / page-cache append", received / append[0] if received and append else None),
     ]
     print("\nfor reference")
     for name, value in references:
-        print(f"{name:<60}  {value:>9.2f}")
+        print(f"{name:<60}  {'-' if value is None else format(value, '9.2f'):>9}")
 
 
 def load_average() -> str:
@@ -622,10 +991,20 @@ def machine_line() -> str:
     )
 
 
+CASES = ("machine", "redis", "produce", "latency", "request-rate", "consumer-heavy")
+"""What ``--only`` selects: (a) the machine, (b) Redis XADD -P 64 / XRANGE, (c) mq's produce, consume and fetch
+throughput, the latency at 10% of the fastest produce (needs "produce"), (d) one record per request against Redis at
+the same depth, (e) 200 consumers in 20 groups."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count (default 1.0)")
+    parser.add_argument("--only", default=",".join(CASES), help=f"comma-separated cases (default: all of {CASES})")
     args = parser.parse_args()
+    only = set(args.only.split(","))
+    if only - set(CASES) or ("latency" in only and "produce" not in only):
+        parser.error(f"--only takes some of {', '.join(CASES)}; latency needs produce")
 
     def scaled(n: int) -> int:
         return max(1, int(n * args.scale))
@@ -634,18 +1013,34 @@ def main() -> None:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is missing: apt-get install -y redis-server")
     if shutil.which("kcat") is None:
-        print("kcat is missing (apt-get install -y kcat): its cases and the large-batch fetch are skipped, and the")
-        print("targets use librdkafka driven from Python, which makes a Python call per record")
+        print("kcat is missing (apt-get install -y kcat): its cases, the large-batch fetch and the request-rate cases")
+        print("are skipped, and the targets use librdkafka driven from Python, which makes a Python call per record")
+        only.discard("request-rate")
     table = Table()
+    load = ConsumerLoad(seconds=20 * args.scale)
     began = time.monotonic()
     print(machine_line())
-    with tempfile.TemporaryDirectory(prefix="mq-bench-") as name:
+    with tempfile.TemporaryDirectory(prefix="mq-bench-") as name, contextlib.ExitStack() as servers:
         tmp = Path(name)
-        bench_machine(table, tmp, scaled(1024))
-        bench_redis(table, tmp, {100: scaled(1_000_000), 1024: scaled(300_000)}, scaled(2_000))
-        bench_mq(table, tmp, MqCounts({100: scaled(1_000_000), 1024: scaled(300_000)}, scaled(1024), 10 * args.scale))
+        if "machine" in only:
+            bench_machine(table, tmp, scaled(1024))
+        if only & {"redis", "request-rate"}:
+            redis = servers.enter_context(redis_server(tmp))
+            if "redis" in only:
+                bench_redis(table, redis[0], {100: scaled(1_000_000), 1024: scaled(300_000)}, scaled(2_000))
+        if only & {"produce", "request-rate", "consumer-heavy"}:
+            bootstrap, broker = servers.enter_context(mq_broker(tmp))
+            if "produce" in only:
+                counts = MqCounts({100: scaled(1_000_000), 1024: scaled(300_000)}, scaled(1024))
+                bench_mq(table, tmp, bootstrap, broker, counts)
+            if "latency" in only:
+                bench_latency(table, bootstrap, 10 * args.scale)
+            if "request-rate" in only:
+                bench_request_rate(table, tmp, bootstrap, broker, redis, scaled(40_000), scaled(200_000))
+            if "consumer-heavy" in only:
+                bench_consumer_heavy(table, bootstrap, broker, load)
     table.print()
-    print_targets(table)
+    print_targets(table, load)
     print(f"\ntotal time: {time.monotonic() - began:.0f} s; load average {load_average()}")
 
 

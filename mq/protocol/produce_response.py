@@ -10,14 +10,20 @@ Layout (v9 is flexible: compact lengths and a tagged-field section after each st
                                                      string] (v8+),
                                       error_message nullable string (v8+)]]
     throttle_time_ms int32
+
+``encode_one_partition`` writes the common answer (one topic, one partition, no error message or record errors,
+no throttle) from a layout cached per (version, topic): a Struct whose constant runs (the topic's array and name
+prefix, the empty record_errors, null error_message and tagged-field sections, the zero throttle) are fixed bytes.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from mq.errors import RecordError
 from mq.protocol.response_writer import I16, I32, I64, ResponseWriter
+from mq.records.varint import encode_unsigned_varint
 
 MIN_VERSION = 3
 MAX_VERSION = 9
@@ -65,3 +71,53 @@ def encode_produce_response(
     w.run += I32.pack(throttle_time_ms)
     w.tags()
     return w.finish_bytes()
+
+
+_Layout = tuple[struct.Struct, int, bytes, bytes]
+"""(struct, frame size after the size field, bytes from after correlation_id to the partition, bytes after the
+partition's offsets)."""
+_LAYOUTS: dict[tuple[int, str], _Layout] = {}
+_LAYOUTS_KEPT = 4096
+"""Cached layouts at most (one per version and topic produced to); the cache starts over beyond that."""
+
+
+def encode_one_partition(
+    version: int,
+    correlation_id: int,
+    topic: str,
+    index: int,
+    error_code: int,
+    base_offset: int,
+    log_append_time_ms: int,
+    log_start_offset: int,
+) -> bytes:
+    """``encode_produce_response`` of one topic with one partition carrying no message and no record errors."""
+    layout = _LAYOUTS.get((version, topic))
+    if layout is None:
+        layout = _layout(version, topic)
+    packer, size, head, tail = layout
+    if version >= 5:
+        return packer.pack(
+            size, correlation_id, head, index, error_code, base_offset, log_append_time_ms, log_start_offset, tail
+        )
+    return packer.pack(size, correlation_id, head, index, error_code, base_offset, log_append_time_ms, tail)
+
+
+def _layout(version: int, topic: str) -> _Layout:
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise ValueError(f"produce response version {version} is not supported")
+    name = topic.encode("utf-8")
+    if version >= 9:
+        head = (
+            b"\0" + encode_unsigned_varint(2) + encode_unsigned_varint(len(name) + 1) + name + encode_unsigned_varint(2)
+        )
+        tail = b"\1\0\0" + b"\0" + I32.pack(0) + b"\0"  # partition: record_errors, error_message, tags; topic tags
+    else:
+        head = I32.pack(1) + I16.pack(len(name)) + name + I32.pack(1)
+        tail = (I32.pack(0) + I16.pack(-1) if version >= 8 else b"") + I32.pack(0)
+    offsets = "qqq" if version >= 5 else "qq"
+    packer = struct.Struct(f">ii{len(head)}sih{offsets}{len(tail)}s")
+    if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+        _LAYOUTS.clear()
+    layout = _LAYOUTS[version, topic] = (packer, packer.size - 4, head, tail)
+    return layout

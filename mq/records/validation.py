@@ -25,7 +25,7 @@ Cost: one pass per batch, at most a few numpy calls per field for large batches.
 
 * Uniform batches (from ``UNIFORM_MIN_RECORDS`` records): when every record has the first one's key and value
   lengths, no headers and a 1-byte timestamp delta — what most producers send — the framing bytes of every record
-  are known in advance (``_Layout``, cached per shape) and are compared with the batch's in one gather.
+  are known in advance (``_Run``, cached per shape): each is one stepped slice of the batch, compared in C.
 * Other batches of fewer than ``VECTOR_MIN_RECORDS`` records are walked in Python (``_walk``).
 * Larger ones are walked with numpy: record starts are predicted from the first record (records of one batch mostly
   differ only in the size of their offset delta varint), each prediction checked against the length varints read
@@ -130,8 +130,14 @@ def _validate_batch(buf: Buffer, header: BatchHeader, rules: RecordRules) -> Non
             f"Batch at offset {header.offset} claims {count} records; its {len(area)} bytes of records hold at most "
             f"{len(area) // MIN_RECORD_SIZE}"
         )
-    found = _uniform(np.frombuffer(area, np.uint8), count) if count >= UNIFORM_MIN_RECORDS else None
-    if found is None and count < VECTOR_MIN_RECORDS:
+    uniform = _uniform(area, count) if count >= UNIFORM_MIN_RECORDS else None
+    timestamp_deltas: Ints | None
+    if uniform is not None:
+        key_length, timestamp_bytes = uniform
+        keys_missing = list(range(count)) if rules.require_keys and key_length == -1 else []
+        raw = np.frombuffer(timestamp_bytes, np.uint8).astype(np.int64)
+        timestamp_deltas = (raw >> 1) ^ -(raw & 1)
+    elif count < VECTOR_MIN_RECORDS:
         data = bytes(area)
         want_times = rules.max_timestamp_difference is not None
         null_keys: list[int] | None = [] if rules.require_keys else None
@@ -142,8 +148,7 @@ def _validate_batch(buf: Buffer, header: BatchHeader, rules: RecordRules) -> Non
         keys_missing = null_keys or []
         timestamp_deltas = np.asarray(deltas, np.int64) if deltas is not None else None
     else:
-        if found is None:
-            found = _walk_vectorised(area, count, header)
+        found = _walk_vectorised(area, count, header)
         keys_missing = np.flatnonzero(found[0] == -1).tolist() if rules.require_keys else []
         timestamp_deltas = found[1]
     if keys_missing and not header.is_control:
@@ -327,85 +332,97 @@ def _walk_vectorised(area: Buffer, count: int, header: BatchHeader) -> tuple[Int
 
 
 # A batch whose records all have the first one's key and value lengths, no headers and 1-byte timestamp deltas (what
-# most producers send) has records that differ in framing only by their offset delta: its framing bytes are known
-# in advance. ``_Layout`` holds them for record k: the length varint (3 slots), the timestamp delta (its high bit
-# must be clear), the offset delta varint (3 slots), key and value length varints (2 slots each), header count 0;
-# a varint shorter than its slots repeats its first byte.
-_SLOTS = 12
-_TIMESTAMP_SLOT = 3
-_MASK = np.full(_SLOTS, 0xFF, np.uint8)
-_MASK[_TIMESTAMP_SLOT] = 0x80
-_LAYOUT_CACHE_SIZE = 4
-"""Shapes kept: a layout takes 68 bytes per record of its capacity (0.7 MB for 10,000 records)."""
-_MAX_UNIFORM_RECORDS = 1 << 20
-"""Offset deltas of up to 3 varint bytes."""
+# most producers send) has records that differ in framing only by their offset delta, whose varint takes 1 byte for
+# records 0-63, 2 for 64-8191 and 3 from 8192 on. Within each of those runs every record has the same size S, so each
+# framing byte of the run's records is one slice of the batch with step S: CPython copies it in C, and it is compared
+# with bytes known in advance (``_Run``, cached per shape and offset delta size) in one memcmp.
+_RUNS = ((1, 0, 64), (2, 64, 8192), (3, 8192, 1 << 20))
+"""(offset delta varint bytes, first record, end) of each run."""
+_MAX_UNIFORM_RECORDS = _RUNS[-1][2]
+_RUN_CACHE_SIZE = 12
+
+
+def _zigzag_bytes(value: int) -> bytes:
+    """The zigzag varint of ``value``."""
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append(zigzag & 0x7F | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
 
 
 @dataclass(frozen=True, slots=True)
-class _Layout:
-    starts: Ints
-    """Start of records 0 .. capacity (the last: where record ``capacity - 1`` ends)."""
-    positions: npt.NDArray[np.int32]
-    """(capacity, _SLOTS): each framing byte's position relative to its record's start."""
-    expected: Bytes
-    """(capacity, _SLOTS): the framing bytes, masked by ``_MASK``."""
+class _Run:
+    """The framing of a uniform record whose offset delta varint takes ``delta_size`` bytes."""
 
-    @property
-    def capacity(self) -> int:
-        return len(self.starts) - 1
-
-
-_layouts: dict[tuple[int, int], _Layout] = {}
+    size: int
+    """Bytes of the record, its length varint included."""
+    constant: tuple[tuple[int, int], ...]
+    """(column, byte) of every framing byte that is the same in each record: the length varint, the key and value
+    length varints and the header count (0)."""
+    timestamp: int
+    """Column of the 1-byte timestamp delta (its high bit must be clear)."""
+    offset_delta: int
+    """First column of the offset delta varint."""
 
 
-def _encoded(zigzag: Ints, size: Ints, slots: int) -> tuple[Ints, Ints]:
-    """Slot offsets (relative to the varint) and bytes of varints with zigzag values ``zigzag`` of ``size`` bytes."""
-    offsets = np.zeros((len(zigzag), slots), np.int64)
-    values = np.empty((len(zigzag), slots), np.int64)
-    for slot in range(slots):
-        used = slot < size
-        offsets[:, slot] = np.where(used, slot, 0)
-        byte = (zigzag >> (7 * slot)) & 0x7F | np.where(zigzag >> (7 * (slot + 1)) > 0, 0x80, 0)
-        values[:, slot] = np.where(used, byte, zigzag & 0x7F | np.where(zigzag >> 7 > 0, 0x80, 0))
-    return offsets, values
+_runs: dict[tuple[int, int, int], _Run] = {}
+_offset_delta_columns: dict[int, list[bytes]] = {}
 
 
-def _layout(key_length: int, value_length: int, capacity: int) -> _Layout:
-    index = np.arange(capacity, dtype=np.int64)
-    delta_sizes = _sizes(index)
-    key = np.full(capacity, key_length, np.int64)
-    value = np.full(capacity, value_length, np.int64)
-    key_sizes, value_sizes = _sizes(np.abs(key)), _sizes(np.abs(value))
-    lengths = 3 + delta_sizes + key_sizes + max(key_length, 0) + value_sizes + max(value_length, 0)
-    length_sizes = _sizes(lengths)
-    starts = np.zeros(capacity + 1, np.int64)
-    np.cumsum(length_sizes + lengths, out=starts[1:])
-    zig = [(v << 1) ^ (v >> 63) for v in (lengths, index, key, value)]
-    parts = [
-        _encoded(zig[0], length_sizes, 3),
-        (length_sizes[:, None] + 1, np.zeros((capacity, 1), np.int64)),
-        _encoded(zig[1], delta_sizes, 3),
-        _encoded(zig[2], key_sizes, 2),
-        _encoded(zig[3], value_sizes, 2),
-        (np.zeros((capacity, 1), np.int64), np.zeros((capacity, 1), np.int64)),
-    ]
-    bases = [
-        np.zeros(capacity, np.int64),
-        np.zeros(capacity, np.int64),
-        length_sizes + 2,
-        length_sizes + 2 + delta_sizes,
-        length_sizes + 2 + delta_sizes + key_sizes + max(key_length, 0),
-        length_sizes + lengths - 1,
-    ]
-    positions = np.hstack([offsets + base[:, None] for (offsets, _), base in zip(parts, bases, strict=True)])
-    positions = positions.astype(np.int32)
-    expected = np.hstack([values for _, values in parts]).astype(np.uint8)
-    return _Layout(starts, positions, expected)
+def _run(key_length: int, value_length: int, delta_size: int) -> _Run:
+    cached = _runs.get((key_length, value_length, delta_size))
+    if cached is not None:
+        return cached
+    key_varint, value_varint = _zigzag_bytes(key_length), _zigzag_bytes(value_length)
+    length = 3 + delta_size + len(key_varint) + max(key_length, 0) + len(value_varint) + max(value_length, 0)
+    length_varint = _zigzag_bytes(length)
+    key_at = len(length_varint) + 2 + delta_size
+    value_at = key_at + len(key_varint) + max(key_length, 0)
+    size = len(length_varint) + length
+    fields = ((0, length_varint), (key_at, key_varint), (value_at, value_varint), (size - 1, b"\0"))
+    constant = tuple((at + i, byte) for at, encoded in fields for i, byte in enumerate(encoded))
+    run = _Run(size, constant, len(length_varint) + 1, len(length_varint) + 2)
+    if len(_runs) >= _RUN_CACHE_SIZE:
+        _runs.pop(next(iter(_runs)))
+    _runs[key_length, value_length, delta_size] = run
+    return run
 
 
-def _first_shape(data: Bytes) -> tuple[int, int] | None:
-    """(key length, value length) of the first record when it has no headers and a 1-byte timestamp delta."""
-    head = data[:20].tobytes()
+def _expected_offset_deltas(delta_size: int, first: int, stop: int) -> list[bytes]:
+    """Byte i of the offset delta varints of records ``first`` .. ``stop - 1`` (all ``delta_size`` bytes long), for
+    each i; cached per size and grown as larger batches come."""
+    run_start = _RUNS[delta_size - 1][1]
+    cached = _offset_delta_columns.get(delta_size)
+    if cached is None or len(cached[0]) < stop - run_start:
+        have = len(cached[0]) if cached is not None else 0
+        zigzag = np.arange(run_start, max(stop, run_start + 2 * have), dtype=np.int64) << 1
+        cached = _offset_delta_columns[delta_size] = [
+            (((zigzag >> (7 * i)) & 0x7F) | (0x80 if i < delta_size - 1 else 0)).astype(np.uint8).tobytes()
+            for i in range(delta_size)
+        ]
+    return [column[first - run_start : stop - run_start] for column in cached]
+
+
+def _contiguous_base(area: Buffer) -> tuple[bytes | bytearray, int]:
+    """The bytes object ``area`` lies in and where it starts there (slices with a step are fast only on bytes and
+    bytearray); a copy when it lies in anything else."""
+    if isinstance(area, bytes | bytearray):
+        return area, 0
+    view = memoryview(area)
+    base = view.obj
+    if isinstance(base, bytes | bytearray) and view.c_contiguous and view.itemsize == 1 and len(view):
+        start = np.frombuffer(view, np.uint8).ctypes.data - np.frombuffer(base, np.uint8).ctypes.data
+        if 0 <= start <= len(base) - len(view):
+            return base, start
+    return bytes(view), 0
+
+
+def _first_shape(base: bytes | bytearray, start: int, end: int) -> tuple[int, int] | None:
+    """(key length, value length) of the record at ``start`` when it has no headers and a 1-byte timestamp delta."""
+    head = bytes(base[start : min(start + 20, end)])
     try:
         _, position = _varint(head, 0)
         if head[position + 1] >= 0x80:
@@ -413,7 +430,7 @@ def _first_shape(data: Bytes) -> tuple[int, int] | None:
         key_length, position = _varint(head, position + 3)
         position += max(key_length, 0)
         if position >= len(head):
-            position, head = 0, data[position : position + 6].tobytes()
+            position, head = 0, bytes(base[start + position : min(start + position + 6, end)])
         value_length, _ = _varint(head, position)
     except (_Fault, IndexError):
         return None
@@ -422,42 +439,38 @@ def _first_shape(data: Bytes) -> tuple[int, int] | None:
     return key_length, value_length
 
 
-def _varint_size(value: int) -> int:
-    """Bytes of the zigzag varint of ``value`` >= -1."""
-    zigzag = (value << 1) ^ (value >> 63)
-    return max(1, (zigzag.bit_length() + 6) // 7)
-
-
-def _uniform_size(key_length: int, value_length: int, count: int) -> int:
-    """Bytes of ``count`` records of the uniform shape (key_length, value_length): records 0-63, 64-8191 and from
-    8192 on take 1, 2 and 3 offset delta bytes."""
-    fixed = 4 + _varint_size(key_length) + max(key_length, 0) + _varint_size(value_length) + max(value_length, 0)
-    total = 0
-    for delta_size, first, stop in ((1, 0, 64), (2, 64, 8192), (3, 8192, _MAX_UNIFORM_RECORDS)):
-        length = fixed + delta_size - 1
-        total += max(0, min(count, stop) - first) * (_varint_size(length) + length)
-    return total
-
-
-def _uniform(data: Bytes, count: int) -> tuple[Ints, Ints] | None:
-    """Key lengths and timestamp deltas when every record has exactly the framing ``_Layout`` predicts from the
-    first one; else None (the batch may still be valid)."""
-    shape = _first_shape(data)
-    if shape is None or count > _MAX_UNIFORM_RECORDS or _uniform_size(*shape, count) != len(data):
+def _uniform(area: Buffer, count: int) -> tuple[int, bytes] | None:
+    """(key length of every record, their timestamp delta bytes) when every record has exactly the framing the
+    first one's shape predicts; else None (the batch may still be valid)."""
+    base, start = _contiguous_base(area)
+    end = start + len(area)
+    shape = _first_shape(base, start, end)
+    if shape is None or count > _MAX_UNIFORM_RECORDS:
         return None
-    layout = _layouts.get(shape)
-    if layout is None or layout.capacity < count:
-        if len(_layouts) >= _LAYOUT_CACHE_SIZE:
-            _layouts.pop(next(iter(_layouts)))
-        layout = _layouts[shape] = _layout(*shape, max(count, 2 * (layout.capacity if layout else 0), 1024))
-    if layout.starts[count] != len(data):
+    runs = [
+        (delta_size, _run(*shape, delta_size), first, min(count, stop))
+        for delta_size, first, stop in _RUNS
+        if first < count
+    ]
+    if sum(run.size * (stop - first) for _, run, first, stop in runs) != end - start:
         return None
-    window = data[layout.starts[:count, None] + layout.positions[:count]]
-    window_masked = window & _MASK
-    if not np.array_equal(window_masked, layout.expected[:count]):
-        return None
-    raw = window[:, _TIMESTAMP_SLOT].astype(np.int64)
-    return np.full(count, shape[0], np.int64), (raw >> 1) ^ -(raw & 1)
+    timestamps = []
+    position = start
+    for delta_size, run, first, stop in runs:
+        records = stop - first
+        size, after = run.size, position + run.size * records
+        for column, byte in run.constant:
+            if base[position + column : after : size] != bytes((byte,)) * records:
+                return None
+        for i, expected in enumerate(_expected_offset_deltas(delta_size, first, stop)):
+            if base[position + run.offset_delta + i : after : size] != expected:
+                return None
+        timestamp = base[position + run.timestamp : after : size]
+        if not timestamp.isascii():
+            return None
+        timestamps.append(bytes(timestamp))
+        position = after
+    return shape[0], b"".join(timestamps)
 
 
 def _sizes(values: Ints) -> Ints:

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import enum
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mq.errors import ErrorCode, error_code_of
@@ -44,11 +43,10 @@ from mq.server.network import ClientAddress, Response
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RequestContext:
     header: RequestHeader
     client: ClientAddress
-    received_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     @property
     def version(self) -> int:
@@ -92,11 +90,14 @@ class ApiDispatcher:
 
     def __init__(self, apis: Iterable[Api] = ()) -> None:
         self.apis: dict[int, Api] = {}
+        self.changes = 0
+        """Counts the table's changes: what was built from ``advertised()`` is stale once this moved."""
         for api in apis:
             self.add(api)
 
     def add(self, api: Api) -> None:
         self.apis[int(api.key)] = api
+        self.changes += 1
 
     def advertised(self) -> list[dict[str, int]]:
         """ApiVersions entries: every API this broker serves, with its version range."""

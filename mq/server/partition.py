@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mq.errors import (
     CorruptRecordError,
@@ -28,8 +29,9 @@ from mq.storage.partition_log import FetchDataInfo, Log
 from mq.topic_partition import TopicPartition
 
 
-@dataclass(frozen=True)
-class AppendResult:
+class AppendResult(NamedTuple):
+    """Where an appended batch landed (a tuple: one is built per produced batch)."""
+
     base_offset: int
     log_append_time_ms: int
     log_start_offset: int
@@ -115,16 +117,18 @@ class Partition:
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = min log end offset over the ISR; returns True when it moved."""
-        offsets = [self.log_end_offset]
-        offsets += [s.log_end_offset for r, s in self.remote_replicas.items() if r in self.isr]
-        candidate = min(offsets)
+        candidate = self.log_end_offset
+        for replica, state in self.remote_replicas.items():
+            if replica in self.isr and state.log_end_offset < candidate:
+                candidate = state.log_end_offset
         if candidate > self.high_watermark:
             self.high_watermark = candidate
             return True
         return False
 
     def append_records_to_leader(self, records: Buffer, required_acks: int, min_insync_replicas: int) -> AppendResult:
-        """Validate idempotence, append, advance the HW. Exactly one batch per request for magic 2 producers."""
+        """Validate idempotence, append, advance the HW. Exactly one batch per request for magic 2 producers.
+        ``min_insync_replicas`` is read for acks=-1 only."""
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
@@ -144,7 +148,7 @@ class Partition:
             )
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, -1, self.log_start_offset)
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, header)
         if idempotent:
             batch = BatchMetadata(
                 header.base_sequence, header.last_sequence, info.first_offset, info.last_offset, header.max_timestamp

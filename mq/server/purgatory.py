@@ -149,12 +149,12 @@ class DelayedFuture(DelayedOperation, Generic[T]):
         self.future.set_result(answer)
 
 
-async def wait_for_answer(
+def answer_or_wait(
     purgatory: Purgatory[K], keys: Iterable[K], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
-) -> T:
-    """``check()`` now, else park in ``purgatory`` on ``keys`` until a check of one of them answers or
-    ``timeout_ms`` passed (then ``final()``). With no time to wait, ``final()`` alone answers. An answer found at
-    once costs no future, operation or timer."""
+) -> T | asyncio.Future[T]:
+    """``check()``'s answer now, else a future completed from ``purgatory`` (parked on ``keys``) by a check of one of
+    them that answers, or by ``final()`` after ``timeout_ms``. With no time to wait, ``final()`` alone answers. An
+    answer found at once costs no future, operation or timer; cancelling the future leaves the watcher lists."""
     if timeout_ms <= 0:
         return final()
     answer = check()
@@ -163,11 +163,21 @@ async def wait_for_answer(
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     operation = DelayedFuture(timeout_ms, check, final, future)
     purgatory.try_complete_else_watch(operation, keys, tried=True)
-    try:
-        return await future
-    finally:
-        if not operation.completed:  # the waiter was cancelled: leave the watcher lists now
+
+    def waiter_gone(done: asyncio.Future[T]) -> None:
+        if done.cancelled():
             purgatory.cancel(operation)
+
+    future.add_done_callback(waiter_gone)
+    return future
+
+
+async def wait_for_answer(
+    purgatory: Purgatory[K], keys: Iterable[K], timeout_ms: float, check: Callable[[], T | None], final: Callable[[], T]
+) -> T:
+    """``answer_or_wait``, awaited."""
+    answer = answer_or_wait(purgatory, keys, timeout_ms, check, final)
+    return await answer if isinstance(answer, asyncio.Future) else answer
 
 
 class DelayedCall(DelayedOperation):

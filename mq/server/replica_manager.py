@@ -1,7 +1,9 @@
 """Partitions hosted by this broker, and the produce and fetch paths through them.
 
 Produce appends to each leader partition (errors stay per partition); acks=-1 waits until the high watermark
-passes the appended offsets or the timeout. Fetch reads file slices from each partition, and when fewer than
+passes the appended offsets or the timeout. The append is synchronous (``append_to_leader``); the acks=-1 wait
+(``when_replicated``) costs a future and a purgatory entry only when the high watermark does not already pass the
+batch. Fetch reads file slices from each partition, and when fewer than
 ``min_bytes`` are available waits for an append (or the timeout) before answering, so clients long-poll instead of
 spinning. The controller's LeaderAndIsr and StopReplica decisions arrive here.
 
@@ -11,10 +13,12 @@ or reading a log takes its dir offline (``LogManager.mark_offline``) and is answ
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar, cast
 
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import (
@@ -30,7 +34,7 @@ from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
 from mq.server.partition import AppendResult, Partition
 from mq.server.partition_state import PartitionStateInfo
-from mq.server.purgatory import Purgatory, wait_for_answer
+from mq.server.purgatory import Purgatory, answer_or_wait, wait_for_answer
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
 from mq.storage.log_manager import LogManager
@@ -38,6 +42,7 @@ from mq.storage.log_segment import FileSlice
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -238,42 +243,67 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
 
+    def append_to_leader(self, tp: TopicPartition, records: Buffer, required_acks: int) -> AppendResult | ProduceResult:
+        """The synchronous part of a produce to ``tp``: append to the leader (waking the fetches watching it, and the
+        acks=all produces when the high watermark moved), or the error for that partition as a ProduceResult."""
+        try:
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader or self.log_manager.offline_dirs:
+                partition = self.leader_partition(tp)  # raises unless it leads a partition in an online dir
+            high_watermark = partition.high_watermark
+            min_isr = self.topic_config(tp.topic).min_insync_replicas if required_acks == -1 else 0
+            try:
+                appended = partition.append_records_to_leader(records, required_acks, min_isr)
+            except OSError as exc:
+                raise self.log_manager.storage_error(partition.log, exc) from exc
+            self._appended(tp, partition.high_watermark != high_watermark)
+            if partition.log.flush_due:
+                self.flush_requested(partition)
+            return appended
+        except KafkaError as exc:
+            return ProduceResult(exc.code, message=str(exc), record_errors=exc.record_errors)
+        except Exception as exc:
+            log.exception("append to %s failed", tp)
+            return ProduceResult(error_code_of(exc), message=str(exc))
+
+    def when_replicated(
+        self, appended: Mapping[TopicPartition, int], timeout_ms: int, answer: Callable[[list[ErrorCode]], T]
+    ) -> T | asyncio.Future[T]:
+        """The waiting part of an acks=all produce whose batches were appended at the base offsets ``appended``:
+        ``answer(outcomes)`` (one per partition, in order: NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        NOT_LEADER_OR_FOLLOWER, or REQUEST_TIMED_OUT at the timeout) now when the high watermark already passed every
+        batch (a partition with no follower in its ISR), else a future of it completed from the produce purgatory."""
+
+        def current() -> list[ErrorCode | None]:
+            return [self._replication_outcome(tp, base_offset) for tp, base_offset in appended.items()]
+
+        def check() -> T | None:
+            found = current()
+            return None if None in found else answer(cast(list[ErrorCode], found))
+
+        def final() -> T:
+            return answer([ErrorCode.REQUEST_TIMED_OUT if o is None else o for o in current()])
+
+        return answer_or_wait(self.produce_purgatory, appended, timeout_ms, check, final)
+
     async def append_records(
         self, entries: Mapping[TopicPartition, Buffer], required_acks: int, timeout_ms: int
     ) -> dict[TopicPartition, ProduceResult]:
+        """Append every entry (``append_to_leader``) and, for acks=all, wait for their replication."""
         results: dict[TopicPartition, ProduceResult] = {}
         appended: dict[TopicPartition, AppendResult] = {}
         for tp, records in entries.items():
-            try:
-                partition = self.leader_partition(tp)
-                min_isr = self.topic_config(tp.topic).min_insync_replicas
-                high_watermark = partition.high_watermark
-                try:
-                    appended[tp] = partition.append_records_to_leader(records, required_acks, min_isr)
-                except OSError as exc:
-                    raise self.log_manager.storage_error(partition.log, exc) from exc
-                self._appended(tp, partition.high_watermark != high_watermark)
-                if partition.log.flush_due:
-                    self.flush_requested(partition)
-            except KafkaError as exc:
-                results[tp] = ProduceResult(exc.code, message=str(exc), record_errors=exc.record_errors)
-            except Exception as exc:
-                log.exception("append to %s failed", tp)
-                results[tp] = ProduceResult(error_code_of(exc), message=str(exc))
-        outcomes: dict[TopicPartition, ErrorCode | None] = dict.fromkeys(appended, ErrorCode.NONE)
+            result = self.append_to_leader(tp, records, required_acks)
+            if isinstance(result, ProduceResult):
+                results[tp] = result
+            else:
+                appended[tp] = result
+        outcomes = [ErrorCode.NONE] * len(appended)
         if required_acks == -1 and appended:
-
-            def current() -> dict[TopicPartition, ErrorCode | None]:
-                return {tp: self._replication_outcome(tp, result.base_offset) for tp, result in appended.items()}
-
-            def done() -> dict[TopicPartition, ErrorCode | None] | None:
-                found = current()
-                return None if None in found.values() else found
-
-            outcomes = await wait_for_answer(self.produce_purgatory, appended, timeout_ms, done, current)
-        for tp, result in appended.items():
-            outcome = outcomes[tp]
-            error = ErrorCode.REQUEST_TIMED_OUT if outcome is None else outcome
+            base_offsets = {tp: result.base_offset for tp, result in appended.items()}
+            replicated = self.when_replicated(base_offsets, timeout_ms, lambda found: found)
+            outcomes = await replicated if isinstance(replicated, asyncio.Future) else replicated
+        for (tp, result), error in zip(appended.items(), outcomes, strict=True):
             results[tp] = ProduceResult(error, result.base_offset, result.log_append_time_ms, result.log_start_offset)
         return results
 

@@ -295,7 +295,7 @@ class Log:
 
     # --- appends -----------------------------------------------------------------------------------------------
 
-    def _validate(self, data: Buffer, *, from_producer: bool) -> list[BatchHeader]:
+    def _validate(self, data: Buffer, *, from_producer: bool, parsed: BatchHeader | None = None) -> list[BatchHeader]:
         """Headers of every entry of ``data``, each checked: size within max.message.bytes, whole, CRC; a
         producer's entries also record by record (``validate_records``: framing, keys on compacted topics, timestamps
         within message.timestamp.difference.max.ms on CreateTime topics, no LogAppendTime entries on LogAppendTime
@@ -305,7 +305,7 @@ class Log:
         max_message = self.config.max_message_bytes
         rules = self._record_rules() if from_producer else None
         while position < end:
-            header = parse_header(data, position, complete=False)
+            header = parsed if position == 0 and parsed is not None else parse_header(data, position, complete=False)
             if header is None or position + header.size > end:
                 raise CorruptRecordError(f"record set ends with {end - position} bytes of a partial entry")
             if header.size > max_message:
@@ -337,13 +337,16 @@ class Log:
         timed = limit < LONG_MAX and create_time
         return RecordRules(self.config.compact, self.time_ms(), limit if timed else None, not create_time)
 
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, parsed: BatchHeader | None = None
+    ) -> LogAppendInfo:
         """Validate, assign offsets from the log end by patching ``records`` (in place when it is a writable
-        buffer, such as a produce request's own frame; else a copy), and append the set with one write. Raises
-        (MessageTooLargeError, RecordListTooLargeError, CorruptRecordError, InvalidRecordError,
-        InvalidTimestampError) with the log unchanged."""
+        buffer, such as a produce request's own frame; else a copy), and append the set with one write. ``parsed`` is
+        the header of the entry at position 0 when the caller has parsed it already. Raises (MessageTooLargeError,
+        RecordListTooLargeError, CorruptRecordError, InvalidRecordError, InvalidTimestampError) with the log
+        unchanged."""
         data = _writable(records)
-        headers = self._validate(data, from_producer=True)
+        headers = self._validate(data, from_producer=True, parsed=parsed)
         now = self.time_ms()
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         with self._lock:

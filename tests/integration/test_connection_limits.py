@@ -111,7 +111,7 @@ def open_many(broker: BrokerProcess, count: int, source: str = "127.0.0.1") -> l
 @pytest.fixture
 def more_files() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 16384)), hard))
 
 
 def test_size_prefixes_without_bodies_cost_no_memory(broker_factory: Callable[..., BrokerProcess]) -> None:
@@ -162,6 +162,37 @@ def test_at_max_connections_new_connections_wait_until_one_closes(
     time.sleep(0.5)
     assert collect(now_answered, waiting) == 100  # one accepted for each that closed
     assert "max.connections (200) are open" in broker.stderr()
+
+
+def socket_count(pid: int) -> int:
+    return sum(1 for fd in Path(f"/proc/{pid}/fd").iterdir() if fd.readlink().name.startswith("socket:"))
+
+
+def test_five_thousand_idle_connections_against_max_connections_of_a_thousand(
+    broker_factory: Callable[..., BrokerProcess], more_files: None
+) -> None:
+    broker = broker_factory(overrides=["max.connections=1000"]).start()
+    assert broker.process is not None
+    pid = broker.process.pid
+    established = connect(broker)
+    assert api_versions(established) == 0
+    sockets_before, rss_before = socket_count(pid), rss_bytes(pid)
+    flood = []
+    for _ in range(5000):  # idle: they connect (or keep trying, once the backlog is full) and send nothing
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", broker.port))
+        flood.append(sock)
+    assert wait_for(lambda: socket_count(pid) - sockets_before >= 999)  # up to the limit, with the one it has
+    time.sleep(1)
+    assert socket_count(pid) - sockets_before == 999
+    for _ in range(10):
+        assert api_versions(established) == 0
+    assert rss_bytes(pid) - rss_before < 100 * MB
+    for sock in flood:
+        sock.close()
+    assert wait_for(lambda: new_client_served(broker))
+    assert wait_for(lambda: socket_count(pid) <= sockets_before + 1)
 
 
 def test_max_connections_per_ip_and_its_overrides(broker_factory: Callable[..., BrokerProcess]) -> None:

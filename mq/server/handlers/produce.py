@@ -2,62 +2,160 @@
 
 Internal topics (``__consumer_offsets``) take appends only from their coordinators, not from clients: as in Kafka,
 only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
+
+Both paths share the answering code, so they answer the same frame with the same bytes. The immediate path reads a
+one-topic, one-partition frame with ``read_one_partition`` (no entity), appends synchronously and answers acks=0/1
+at once; acks=all answers at once when the high watermark already covers the batch, else through a future the
+produce purgatory completes with the response frame. Other shapes are decoded in full and answered the same way.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.produce_request import ProduceRequest, decode_produce_request
-from mq.protocol.produce_response import PartitionResponse, encode_produce_response
-from mq.server.api_dispatch import Api, RequestContext
-from mq.server.replica_manager import ReplicaManager
+from mq.protocol.produce_request import ProduceRequest, decode_produce_request, read_one_partition
+from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
+from mq.server.api_dispatch import Api, NowResult, RequestContext
+from mq.server.network import ClientAddress
+from mq.server.partition import AppendResult
+from mq.server.replica_manager import ProduceResult, ReplicaManager
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 
 ADMIN_CLIENT_ID = "__admin_client"
 
+Answer = bytes | None | asyncio.Future[bytes | None]
+
+
+def _refusal(acks: int, transactional: bool, topic: str, internal_allowed: bool) -> ErrorCode | None:
+    """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended."""
+    if acks not in (-1, 0, 1):
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    if transactional:
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if topic in INTERNAL_TOPICS and not internal_allowed:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    return None
+
 
 def produce_api(replica_manager: ReplicaManager) -> Api:
-    async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
-        acks = request.acks
-        internal_allowed = context.header.client_id == ADMIN_CLIENT_ID
-        entries: dict[TopicPartition, memoryview] = {}
-        invalid: dict[TopicPartition, ErrorCode] = {}
-        for topic in request.topic_data:
-            for p in topic.partition_data:
-                tp = TopicPartition(topic.name, p.index)
-                if acks not in (-1, 0, 1):
-                    invalid[tp] = ErrorCode.INVALID_REQUIRED_ACKS
-                elif request.transactional_id is not None:
-                    invalid[tp] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-                elif topic.name in INTERNAL_TOPICS and not internal_allowed:
-                    invalid[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
-                elif p.records is None or not p.records:
-                    invalid[tp] = ErrorCode.CORRUPT_MESSAGE
-                else:
-                    entries[tp] = p.records
-        results = await replica_manager.append_records(entries, acks, request.timeout_ms) if entries else {}
+    def answer_one(
+        version: int,
+        correlation_id: int,
+        client_id: str | None,
+        transactional: bool,
+        acks: int,
+        timeout_ms: int,
+        topic: str,
+        index: int,
+        records: memoryview | None,
+    ) -> Answer:
+        """The answer to a request for one topic with one partition."""
+        refusal = _refusal(acks, transactional, topic, client_id == ADMIN_CLIENT_ID)
+        if refusal is not None or not records:
+            if acks == 0:
+                return None
+            code = ErrorCode.CORRUPT_MESSAGE if refusal is None else refusal
+            return encode_produce_response(version, correlation_id, [(topic, [PartitionResponse(index, code)])])
+        tp = TopicPartition(topic, index)
+        result = replica_manager.append_to_leader(tp, records, acks)
         if acks == 0:
             return None
-        by_topic: dict[str, list[PartitionResponse]] = {}
+        if isinstance(result, ProduceResult):
+            answer = PartitionResponse(
+                index, result.error, error_message=result.message, record_errors=result.record_errors
+            )
+            return encode_produce_response(version, correlation_id, [(topic, [answer])])
+        base_offset, log_append_time_ms, log_start_offset = result
+        if acks == 1:
+            return encode_one_partition(
+                version, correlation_id, topic, index, 0, base_offset, log_append_time_ms, log_start_offset
+            )
+
+        def encoded(found: list[ErrorCode]) -> bytes:
+            return encode_one_partition(
+                version, correlation_id, topic, index, found[0], base_offset, log_append_time_ms, log_start_offset
+            )
+
+        return replica_manager.when_replicated({tp: base_offset}, timeout_ms, encoded)
+
+    def answer_many(version: int, correlation_id: int, client_id: str | None, request: ProduceRequest) -> Answer:
+        """The answer to a request of any shape: partitions named twice are appended once (the last record set)
+        and answered each time; a topic named twice is answered once, with all its partitions."""
+        acks = request.acks
+        internal_allowed = client_id == ADMIN_CLIENT_ID
+        transactional = request.transactional_id is not None
+        entries: dict[TopicPartition, memoryview] = {}
+        refused: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
-                if tp in invalid:
-                    answer = PartitionResponse(p.index, invalid[tp])
+                refusal = _refusal(acks, transactional, topic.name, internal_allowed)
+                if refusal is not None:
+                    refused[tp] = refusal
+                elif p.records is None or not p.records:
+                    refused[tp] = ErrorCode.CORRUPT_MESSAGE
                 else:
-                    r = results[tp]
-                    answer = PartitionResponse(
-                        p.index,
-                        r.error,
-                        r.base_offset,
-                        r.log_append_time_ms,
-                        r.log_start_offset,
-                        r.message,
-                        r.record_errors,
-                    )
-                by_topic.setdefault(topic.name, []).append(answer)
-        return encode_produce_response(context.version, context.header.correlation_id, list(by_topic.items()))
+                    entries[tp] = p.records
+        results: dict[TopicPartition, ProduceResult | AppendResult] = {
+            tp: replica_manager.append_to_leader(tp, records, acks) for tp, records in entries.items()
+        }
+        if acks == 0:
+            return None
+
+        def encoded(outcomes: dict[TopicPartition, ErrorCode]) -> bytes:
+            by_topic: dict[str, list[PartitionResponse]] = {}
+            for topic in request.topic_data:
+                for p in topic.partition_data:
+                    tp = TopicPartition(topic.name, p.index)
+                    r = refused.get(tp) or results[tp]
+                    if isinstance(r, ErrorCode):
+                        answer = PartitionResponse(p.index, r)
+                    elif isinstance(r, ProduceResult):
+                        answer = PartitionResponse(
+                            p.index, r.error, error_message=r.message, record_errors=r.record_errors
+                        )
+                    else:
+                        answer = PartitionResponse(
+                            p.index, outcomes[tp], r.base_offset, r.log_append_time_ms, r.log_start_offset
+                        )
+                    by_topic.setdefault(topic.name, []).append(answer)
+            return encode_produce_response(version, correlation_id, list(by_topic.items()))
+
+        appended = {tp: r.base_offset for tp, r in results.items() if isinstance(r, AppendResult)}
+        if acks == 1 or not appended:
+            return encoded(dict.fromkeys(appended, ErrorCode.NONE))
+        return replica_manager.when_replicated(
+            appended, request.timeout_ms, lambda found: encoded(dict(zip(appended, found, strict=True)))
+        )
+
+    def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        one = read_one_partition(frame, version)
+        if one is None:
+            header, request = decode_produce_request(frame)
+            return answer_many(version, correlation_id, header.client_id, request)
+        return answer_one(version, correlation_id, *one)
+
+    async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
+        header = context.header
+        topics = request.topic_data
+        if len(topics) == 1 and len(topics[0].partition_data) == 1:
+            p = topics[0].partition_data[0]
+            answer = answer_one(
+                header.api_version,
+                header.correlation_id,
+                header.client_id,
+                request.transactional_id is not None,
+                request.acks,
+                request.timeout_ms,
+                topics[0].name,
+                p.index,
+                p.records,
+            )
+        else:
+            answer = answer_many(header.api_version, header.correlation_id, header.client_id, request)
+        return await answer if isinstance(answer, asyncio.Future) else answer
 
     def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> bytes | None:
         if request.acks == 0:
@@ -65,4 +163,4 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
         topics = [(t.name, [PartitionResponse(p.index, code) for p in t.partition_data]) for t in request.topic_data]
         return encode_produce_response(context.version, context.header.correlation_id, topics)
 
-    return Api(ApiKey.PRODUCE, 3, 9, handle, error, decode_produce_request)
+    return Api(ApiKey.PRODUCE, 3, 9, handle, error, decode_produce_request, now)

@@ -1,31 +1,20 @@
 from __future__ import annotations
 
-import datetime
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.codec import InvalidRequestError, RequestHeader, encode_request, request_schema
-from mq.protocol.entities import build
+from mq.protocol.codec import InvalidRequestError
 from mq.protocol.produce_request import decode_produce_request
+from tests.produce_frames import produce_frame
 
 names = st.text(alphabet="abc-é", min_size=1, max_size=8)
 partitions = st.lists(st.tuples(st.integers(0, 2**31 - 1), st.none() | st.binary(max_size=40)), max_size=3)
 
 
 def _frame(version: int, transactional_id: str | None, acks: int, timeout_ms: int, topics: list) -> bytearray:
-    values = {
-        "transactional_id": transactional_id,
-        "acks": acks,
-        "timeout": datetime.timedelta(milliseconds=timeout_ms),
-        "topic_data": [
-            {"name": name, "partition_data": [{"index": i, "records": r} for i, r in parts]} for name, parts in topics
-        ],
-    }
-    body = build(request_schema(ApiKey.PRODUCE, version), values)
-    return bytearray(encode_request(RequestHeader(ApiKey.PRODUCE, version, 7, "client-é", 0), body)[4:])
+    return produce_frame(version, topics, acks=acks, transactional_id=transactional_id, timeout_ms=timeout_ms)
 
 
 @settings(max_examples=150, deadline=None)

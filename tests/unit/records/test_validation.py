@@ -21,6 +21,7 @@ from mq.records.validation import (
     UNIFORM_MIN_RECORDS,
     VECTOR_MIN_RECORDS,
     RecordRules,
+    _uniform,
     _walk,
     validate_records,
 )
@@ -115,6 +116,24 @@ def test_uniform_batches_pass(count: int) -> None:
     check(batch(late))  # same sizes but for a longer timestamp delta from the middle on
     late[-1] = record(count - 1, b"v" * 100, ts_delta=100_000, offset_delta=0)
     assert index_of(refused(batch(late))) == count - 1
+
+
+@pytest.mark.parametrize("count", [UNIFORM_MIN_RECORDS, 64, 65, 8192, 8193])
+def test_the_uniform_check_takes_same_size_records_and_declines_any_changed_framing_byte(count: int) -> None:
+    records = [record(i, b"v" * 20, b"k", ts_delta=i % 60) for i in range(count)]
+    area = b"".join(records)
+    frame = bytearray(b"head" + area + b"tail")  # as a produce request's record set lies in its frame
+    assert _uniform(memoryview(frame)[4:-4], count) == (1, bytes(2 * (i % 60) for i in range(count)))
+    last = len(area) - len(records[-1])
+    value_at = len(records[-1]) - 1 - 20 - 1  # the value length varint, before 20 value bytes and the header count
+    framing = [0, 2, 3, len(records[0]) - 1, last, last + 2, last + 3, last + value_at, len(area) - 1]
+    for position in framing:  # length, timestamp and offset deltas, value length, header count of first and last
+        changed = bytearray(area)
+        changed[position] ^= 0x80 if position in (2, last + 2) else 0x01
+        assert _uniform(memoryview(changed), count) is None, position
+    changed = bytearray(area)
+    changed[len(records[0]) - 2] ^= 0x01  # a value byte: not framing
+    assert _uniform(bytes(changed), count) is not None
 
 
 @pytest.mark.parametrize("magic", [0, 1])

@@ -21,7 +21,7 @@ from mq.server.handlers.groups import group_apis, offsets_topic_creator
 from mq.server.handlers.produce import produce_api
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.server.network import ClientAddress
-from mq.server.replica_manager import ProduceResult
+from mq.server.partition import AppendResult
 from mq.topic_partition import TopicPartition
 from tests.unit.server.group_fakes import make
 
@@ -198,9 +198,9 @@ def test_clients_cannot_produce_to_the_offsets_topic(client_id: str, expected: E
     appended: list[Any] = []
 
     class ReplicaManagerStub:
-        async def append_records(self, entries: dict[Any, bytes], acks: int, timeout_ms: int) -> dict[Any, Any]:
-            appended.extend(entries)
-            return {tp: ProduceResult(ErrorCode.NONE, 0) for tp in entries}
+        def append_to_leader(self, tp: TopicPartition, records: bytes, acks: int) -> AppendResult:
+            appended.append(tp)
+            return AppendResult(0, -1, 0)
 
     dispatcher = ApiDispatcher([produce_api(ReplicaManagerStub())])  # type: ignore[arg-type]
     values = {

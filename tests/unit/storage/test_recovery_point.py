@@ -85,7 +85,7 @@ def test_an_unclean_start_trusts_the_indexes_below_the_recovery_point(
 
     with caplog.at_level(logging.INFO, logger="mq.storage.partition_log"):
         recovered = Log(crashed, CONFIG, recovery_point=recovery_point)
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("mq.")] == []
     assert f"Recovering unflushed segments from {recovery_point} " in caplog.text
     assert recovered.log_end_offset == end
     after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in index_files(crashed)}
@@ -131,7 +131,7 @@ def test_rebuilt_indexes_stay_sparse_and_trimmed(tmp_path: Path, caplog: pytest.
     allocated_before = sum(p.stat().st_blocks for p in crashed.iterdir())
     with caplog.at_level(logging.WARNING, logger="mq.storage.partition_log"):
         recovered = Log(crashed, CONFIG, recovery_point=0)
-    assert caplog.records == []
+    assert [r for r in caplog.records if r.name.startswith("mq.")] == []
     allocated_after = sum(p.stat().st_blocks for p in crashed.iterdir())
     assert allocated_after <= allocated_before
     for path in index_files(crashed):

@@ -1,0 +1,147 @@
+"""The immediate path's Produce reader and encoder against the full decoder and the general encoder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import InvalidRequestError
+from mq.protocol.produce_request import decode_produce_request, read_one_partition
+from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
+from tests.fuzz_requests import malformed_frames
+from tests.produce_frames import Topics, produce_frame
+
+names = st.text(alphabet="abc-é_", min_size=1, max_size=8) | st.just("t" * 200)
+records = st.none() | st.binary(max_size=40) | st.just(b"r" * 300)
+
+
+def frame(
+    version: int,
+    topics: Topics,
+    client_id: str | None = "client-é",
+    transactional_id: str | None = None,
+    acks: int = 1,
+) -> bytearray:
+    return produce_frame(version, topics, acks=acks, client_id=client_id, transactional_id=transactional_id)
+
+
+def full(data: bytearray) -> tuple[Any, ...]:
+    """What decode_produce_request reads, in read_one_partition's shape."""
+    header, request = decode_produce_request(data)
+    (topic,) = request.topic_data
+    (partition,) = topic.partition_data
+    return (
+        header.client_id,
+        request.transactional_id is not None,
+        request.acks,
+        request.timeout_ms,
+        topic.name,
+        partition.index,
+        partition.records,
+    )
+
+
+def outcome(read: Any, data: bytearray) -> Any:
+    """The value read (record sets as bytes), or the refusal."""
+    try:
+        found = read(data)
+    except InvalidRequestError:
+        return "refused"
+    except ValueError:  # the full decoder's shape check: not one topic with one partition
+        return "many"
+    if found is None:
+        return "many"
+    *fields, last = found
+    return (*fields, None if last is None else bytes(last))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    version=st.integers(3, 9),
+    name=names,
+    index=st.integers(0, 2**31 - 1),
+    records=records,
+    client_id=st.none() | st.text(max_size=20) | st.just("__admin_client"),
+    transactional_id=st.none() | names,
+    acks=st.sampled_from([-1, 0, 1, 5]),
+)
+def test_one_partition_reads_as_the_full_decoder_reads_it(
+    version: int,
+    name: str,
+    index: int,
+    records: bytes | None,
+    client_id: str | None,
+    transactional_id: str | None,
+    acks: int,
+) -> None:
+    data = frame(version, [(name, [(index, records)])], client_id, transactional_id, acks)
+    assert outcome(lambda d: read_one_partition(d, version), data) == outcome(full, data)
+    assert outcome(lambda d: read_one_partition(d, version), data) != "refused"
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+@pytest.mark.parametrize(
+    "topics",
+    [[], [("a", [])], [("a", [(0, b"x"), (1, b"y")])], [("a", [(0, b"x")]), ("b", [(0, b"y")])]],
+)
+def test_other_shapes_are_left_to_the_full_decoder(version: int, topics: list[Any]) -> None:
+    assert read_one_partition(frame(version, topics), version) is None
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+def test_record_sets_are_writable_slices_of_the_frame(version: int) -> None:
+    data = frame(version, [("t", [(0, b"batch-bytes")])])
+    found = read_one_partition(data, version)
+    assert found is not None and found[-1] is not None and not found[-1].readonly
+    found[-1][:5] = b"BATCH"
+    assert b"BATCH-bytes" in data
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+@pytest.mark.parametrize("shape", ["one", "many"])
+@pytest.mark.parametrize("transactional_id", [None, "tx"])
+def test_every_truncation_is_refused_where_the_full_decoder_refuses_it(
+    version: int, shape: str, transactional_id: str | None
+) -> None:
+    parts = [(0, b"x" * 20)] if shape == "one" else [(0, b"x" * 20), (1, None)]
+    data = frame(version, [("topic", parts)], transactional_id=transactional_id)
+    for end in range(8, len(data) + 1):
+        cut = data[:end]
+        fast = outcome(lambda d: read_one_partition(d, version), cut)
+        slow = outcome(full, cut)
+        assert fast == slow or (fast == "many" and shape == "many"), (end, fast, slow)
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+def test_malformed_frames_are_refused_alike(version: int) -> None:
+    @settings(max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(malformed_frames(ApiKey.PRODUCE, version, 7))
+    def check(mutated: tuple[str, bytes]) -> None:
+        data = bytearray(mutated[1])
+        fast = outcome(lambda d: read_one_partition(d, version), data)
+        if fast != "many":
+            assert fast == outcome(full, data), mutated
+
+    check()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    version=st.integers(3, 9),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    name=names,
+    index=st.integers(0, 2**31 - 1),
+    error_code=st.sampled_from([0, 6, 7, 19]),
+    offsets=st.tuples(st.integers(-1, 2**63 - 1), st.sampled_from([-1, 1_795_000_000_000]), st.integers(-1, 2**40)),
+)
+def test_the_cached_layout_encodes_as_the_general_encoder(
+    version: int, correlation_id: int, name: str, index: int, error_code: int, offsets: tuple[int, int, int]
+) -> None:
+    general = encode_produce_response(
+        version, correlation_id, [(name, [PartitionResponse(index, error_code, *offsets)])]
+    )
+    assert encode_one_partition(version, correlation_id, name, index, error_code, *offsets) == general
