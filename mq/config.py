@@ -194,7 +194,7 @@ class BrokerConfig:
         "queued.max.requests",
         500,
         "requests of one connection that may wait to be handled or have their responses unsent; at the limit the"
-        " connection is not read until they drain (Kafka counts them across connections)",
+        " connection is not read until half of them are done (Kafka counts them across connections)",
         minimum=1,
     )
     event_loop: str = _key(
