@@ -190,6 +190,20 @@ class BrokerConfig:
         " largest requests fit at once; at least socket.request.max.bytes",
         minimum=-1,
     )
+    queued_max_requests: int = _key(
+        "queued.max.requests",
+        500,
+        "requests of one connection that may wait to be handled or have their responses unsent; at the limit the"
+        " connection is not read until half of them are done (Kafka counts them across connections)",
+        minimum=1,
+    )
+    event_loop: str = _key(
+        "event.loop",
+        "uvloop",
+        "mq only (Kafka has none): the broker's event loop, uvloop or asyncio; uvloop falls back to asyncio where it"
+        " is not installed",
+        choices=("uvloop", "asyncio"),
+    )
     max_connections: int = _key(
         "max.connections",
         INT_MAX,

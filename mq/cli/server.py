@@ -57,10 +57,11 @@ def start(
     if daemon:
         _start_daemon(config_file, overrides, log_file or str(config.log_dir_paths[0].parent / "server.log"), config)
         return
-    from mq.server.broker import run
+    from mq.server.broker import new_event_loop, run
 
     _configure_logging(log_file)
-    asyncio.run(run(config))
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(config.event_loop)) as runner:
+        runner.run(run(config))
 
 
 def _start_daemon(config_file: str | None, overrides: tuple[str, ...], log_file: str, config: BrokerConfig) -> None:

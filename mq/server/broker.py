@@ -351,9 +351,11 @@ class KafkaServer:
             listener.host,
             listener.port,
             dispatcher,
+            now_handler=dispatcher.now,
             max_request_bytes=config.socket_request_max_bytes,
             limits=ConnectionLimits(
                 queued_max_request_bytes=config.request_memory_bytes,
+                queued_max_requests=config.queued_max_requests,
                 max_connections=config.max_connections,
                 max_connections_per_ip=config.max_connections_per_ip,
                 max_connections_per_ip_overrides=parse_ip_counts(config.max_connections_per_ip_overrides),
@@ -648,6 +650,18 @@ class KafkaServer:
         with contextlib.suppress(FileNotFoundError):
             pid_file(self.config).unlink()
         log.info("mq broker %d stopped", self.broker_id)
+
+
+def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
+    """The broker's event loop (``event.loop``): uvloop's where chosen and installed, else asyncio's."""
+    if name == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            log.warning("event.loop=uvloop, but uvloop is not installed: running on asyncio's loop")
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
 
 
 async def run(config: BrokerConfig, ready: Callable[[Listener], None] | None = None) -> None:

@@ -2,14 +2,22 @@
 
 A connection receives into buffers it owns (asyncio's BufferedProtocol), so a large request is copied once, by the
 kernel, into the array that becomes its frame. It cuts its byte stream into frames (refusing an oversized frame
-from its size prefix alone), hands them one at a time, in arrival order, to the request handler, and writes each
-response before the next request is handled, as Kafka's brokers do. A response is ``bytes`` or a list of ``bytes`` and file slices; slices go out with
-``loop.sendfile`` so record data never passes through Python. A malformed frame closes only its own connection.
+from its size prefix alone) and handles them one at a time, in arrival order, as Kafka's brokers do: each frame goes
+first to the immediate path (``now_handler``, called in the loop turn that received it), which answers at once, later
+through an awaitable, or leaves the frame to the general path (``handler``, a coroutine run as a task); while a frame
+is pending, the frames after it wait. Responses are ``bytes`` or a list of ``bytes`` and file slices; the responses
+to the frames of one read (or of a run of frames the general path handles without waiting) leave in one write, and
+slices go out with ``os.sendfile`` so record data never passes through Python (a chunk of a slice is copied to the
+transport only when the socket is full, to be sent once it is writable). A malformed frame closes only its own
+connection.
 
 Hostile or broken clients are bounded: requests too large for a connection's receive buffer grow, as their bytes
 arrive, into memory reserved from one ``MemoryPool`` (``queued.max.request.bytes``; a connection whose frame cannot
 grow is not read until memory is released, it is never dropped for it; smaller requests are bounded per connection
-by the receive buffer and ``MAX_QUEUED_FRAMES``). As Kafka's acceptor, the accept loop stops accepting while
+by the receive buffer and ``MAX_WAITING_FRAMES``. A connection whose waiting requests and unsent responses number
+``queued.max.requests`` is not read until half of them are done, so a client that pipelines without reading its responses holds
+its own socket buffers, not the broker's memory; nor does a connection handle a request while its unsent responses
+exceed ``WRITE_HIGH`` bytes). As Kafka's acceptor, the accept loop stops accepting while
 ``max.connections`` are open (new connections wait in the listen backlog; a peer broker's liveness ping then times
 out, which proves nothing, where a closed connection would look like a dead broker) and closes a connection over
 ``max.connections.per.ip`` at once; when accept fails for want of file descriptors or memory it stops accepting
@@ -24,13 +32,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
+import inspect
 import ipaddress
 import logging
+import os
 import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from mq.errors import KafkaError
 from mq.protocol.framing import UNBOUNDED, FrameReceiver, MemoryPool
@@ -38,8 +50,15 @@ from mq.protocol.response_writer import FileRegion
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED_FRAMES = 16
-"""Reading from a socket pauses while this many of its requests wait to be handled."""
+MAX_WAITING_FRAMES = 16
+"""Reading from a socket pauses while this many of its frames wait behind a pending one (their memory is bounded by
+this and the receive buffer; the memory pool holds only frames too large for the buffer)."""
+
+WRITE_HIGH = 262144
+"""A connection handles no further request while more than this many bytes of its responses are unsent."""
+
+SENDFILE_CHUNK = 65536
+"""Bytes of a file region copied to the transport when the socket is full (it sends them once writable)."""
 
 
 ACCEPT_BATCH = 128
@@ -73,6 +92,7 @@ class ConnectionLimits:
     """
 
     queued_max_request_bytes: int = -1
+    queued_max_requests: int = 500
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
@@ -101,12 +121,34 @@ class _Report:
 
 
 RequestHandler = Callable[[bytearray, ClientAddress], Awaitable[Response | None]]
-"""Handles one request frame, which it owns and may modify; None means no response (acks=0). Raising KafkaError
+"""The general path: handles one request frame, which it owns and may modify; None means no response (acks=0).
+Raising KafkaError closes the connection."""
+
+NowHandler = Callable[[bytearray, ClientAddress], object]
+"""The immediate path, called in the loop turn that received the frame: a Response, None (no response), an awaitable
+of either, or any other value (the dispatcher's ``LATER``): the frame takes the general path. Raising KafkaError
 closes the connection."""
+
+Piece = bytes | memoryview | FileRegion
+
+
+_GENERAL = object()
+"""Stands for the immediate path's answer when the server has none: every frame takes the general path."""
 
 
 class Connection(asyncio.BufferedProtocol):
-    """One client socket: frames in, responses out, strictly in order."""
+    """One client socket: frames in, responses out, strictly in request order.
+
+    Frames are handled one at a time: while a frame is pending (an awaitable answer, or the general path), the
+    frames after it wait, unhandled, in ``_frames``, and are handed to the immediate path again once it is done.
+    Responses go to ``_out`` and are written once the frames at hand are handled (``_handle_frames``): bytes
+    together in one transport write, file regions with ``os.sendfile`` on the socket. The transport's high-water mark is 0, so
+    ``pause_writing`` means it holds bytes the socket has not taken: ``_out`` then waits for ``resume_writing``.
+    Invariants: ``_out`` holds, in order, the unsent pieces of the last ``_unsent`` responses; no frame is handled
+    while ``_out_bytes`` > ``WRITE_HIGH``; reading is paused while the frames waiting, the one pending and the
+    responses unsent number ``queued.max.requests``, or the frames waiting ``MAX_WAITING_FRAMES`` (until both fall to
+    half), while the receiver waits for pool memory, and once the connection is closing.
+    """
 
     def __init__(self, server: SocketServer, connection_id: int, host: str) -> None:
         self._server = server
@@ -114,31 +156,36 @@ class Connection(asyncio.BufferedProtocol):
         self.host = host  # the address its per-IP count is kept under
         self._receiver = FrameReceiver(server.max_request_bytes, server.pool)
         self._frames: deque[bytearray] = deque()
-        self.handling = False  # a request is in the handler or its response is being sent
+        self._pending = False  # a frame's answer is awaited or it is on the general path
+        self._later: tuple[bytearray, int] | None = None  # the frame handed to the general path, and its size
+        self._worker: asyncio.Task[None] | None = None  # the general path, started with the first frame for it
+        self._wake: asyncio.Future[None] | None = None  # set to hand the waiting general path a frame
+        self._out: deque[Piece] = deque()
+        self._out_bytes = 0
+        self._unsent = 0
+        self._dirty = False  # in the server's list of connections to flush
+        self._write_paused = False  # the transport holds unsent bytes
         self.last_active = time.monotonic()  # when a request last arrived or was answered
         self.frame_started = 0.0  # when the partial frame in the receiver started arriving; 0 = none
         self._memory_paused = False
-        self._wakeup = asyncio.Event()
-        self._can_write = asyncio.Event()
-        self._can_write.set()
-        self._transport: asyncio.Transport | None = None
+        self._muted = False
         self._reading_paused = False
+        self._transport: asyncio.Transport | None = None
+        self._fd = -1  # the socket's descriptor, for os.sendfile; -1 once closed
         self._closing = False
-        self._task: asyncio.Task[None] | None = None
         self.made = False
         self.address = ClientAddress("", 0, connection_id)
 
     # --- asyncio.BufferedProtocol ------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is not asyncio's subclass
         peer = transport.get_extra_info("peername") or ("", 0)
         self.address = ClientAddress(str(peer[0]), int(peer[1]), self._connection_id)
         sock = transport.get_extra_info("socket")
-        if sock is not None:
-            self._server.tune_socket(sock)
-        self._task = asyncio.get_running_loop().create_task(self._process())
+        self._fd = sock.fileno()
+        self._server.tune_socket(sock)
+        transport.set_write_buffer_limits(high=0)  # pause_writing as soon as the socket does not take everything
         self._server.connections.add(self)
         self.made = True
 
@@ -155,17 +202,14 @@ class Connection(asyncio.BufferedProtocol):
             return
         if frames:
             self._frames.extend(frames)
-            self._wakeup.set()
             self.last_active = now = time.monotonic()
             self.frame_started = now if receiver.buffered_bytes else 0.0
-            if len(self._frames) >= MAX_QUEUED_FRAMES and self._transport is not None:
-                self._transport.pause_reading()
-                self._reading_paused = True
+            self._handle_frames()
         elif not self.frame_started:
             self.frame_started = time.monotonic()
         if receiver.waiting_for_memory and self._transport is not None:
-            self._transport.pause_reading()
             self._memory_paused = True
+            self._update_reading()
             self._server.pool.wait(self._memory_released)
 
     def _memory_released(self) -> bool:
@@ -175,31 +219,34 @@ class Connection(asyncio.BufferedProtocol):
         if not self._receiver.grow():
             return False
         self._memory_paused = False
-        if not self._reading_paused:
-            self._transport.resume_reading()
+        self._update_reading()
         return True
 
     def eof_received(self) -> bool | None:
         self._closing = True
-        self._wakeup.set()
+        self._close_when_done()
         return True  # keep the write side open until queued requests are answered
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self._transport = None
-        self._wakeup.set()
-        self._can_write.set()
+        self._forget_output()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)  # the general path ends
         self._server.pool.cancel(self._memory_released)
         self._receiver.discard()
+        self._discard_frames()
         self._server.connection_closed(self)
 
-    def pause_writing(self) -> None:
-        self._can_write.clear()
+    def _discard_frames(self) -> None:
+        """Drop the frames received and not handled, returning their pool memory."""
+        pool, pooled = self._server.pool, self._receiver.min_pooled_frame
+        while self._frames:
+            size = len(self._frames.popleft())
+            if size >= pooled:
+                pool.release(size)
 
-    def resume_writing(self) -> None:
-        self._can_write.set()
-
-    # --- request loop ------------------------------------------------------------------------------------------
+    # --- handling requests -------------------------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
@@ -207,67 +254,153 @@ class Connection(asyncio.BufferedProtocol):
 
     def drain_and_close(self) -> None:
         """Read no more requests; answer those already received, then close."""
-        if self._transport is not None:
-            self._transport.pause_reading()
         self._closing = True
-        self._wakeup.set()
+        self._update_reading()
+        self._close_when_done()
 
-    async def _process(self) -> None:
-        try:
-            await self._serve()
-        finally:
-            pool, pooled = self._server.pool, self._receiver.min_pooled_frame
-            while self._frames:  # received but never handled: the connection closed first
-                size = len(self._frames.popleft())
-                if size >= pooled:
-                    pool.release(size)
-
-    async def _serve(self) -> None:
-        pool, pooled = self._server.pool, self._receiver.min_pooled_frame
+    def _handle_frames(self, from_general: bool = False) -> None:
+        """Hand waiting frames, in order, to the immediate path until one is pending or writes back up, then write
+        the responses: now, or at the end of the loop turn when the general path (``from_general``) goes on with the
+        next frame at once (so that the answers of a run of frames it handles without waiting leave together)."""
+        frames, server = self._frames, self._server
+        now, pooled = server.now_handler, self._receiver.min_pooled_frame
         while True:
-            while not self._frames:
-                if self._closing or self._transport is None:
-                    self.close()
+            while frames and not self._pending and self._out_bytes <= WRITE_HIGH and self._transport is not None:
+                if not self._handle(frames.popleft(), now, pooled):
                     return
-                self._wakeup.clear()
-                await self._wakeup.wait()
-            frame = self._frames.popleft()
-            size = len(frame)  # the handler owns the frame and may resize it
-            if self._reading_paused and len(self._frames) < MAX_QUEUED_FRAMES // 2 and self._transport is not None:
-                self._reading_paused = False
-                if self.frame_started:  # a frame left half-read while requests queued was not slow to arrive
-                    self.frame_started = time.monotonic()
-                if not self._memory_paused:
-                    self._transport.resume_reading()
-            self.handling = True
+            if not self._out or self._write_paused:
+                break
+            if from_general and self._later is not None:
+                if not self._dirty:
+                    self._dirty = True
+                    server.flush_soon(self)
+                break
+            self._write()
+            if not frames or self._pending or self._write_paused or self._fd < 0:
+                break
+        self._update_reading()
+        self._close_when_done()
+
+    def _handle(self, frame: bytearray, now: NowHandler | None, pooled: int) -> bool:
+        """Hand one frame to the immediate path; False if that failed and the connection is closing."""
+        server = self._server
+        size = len(frame)  # the handler owns the frame and may resize it
+        try:
+            result = now(frame, self.address) if now is not None else _GENERAL
+            if result is None or type(result) is bytes or type(result) is list:
+                if size >= pooled:
+                    server.pool.release(size)
+                if result is not None:
+                    self._respond(result)
+                return True
+            self._pending = True
+            if inspect.isawaitable(result):
+                future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
+                future.add_done_callback(functools.partial(self._answered, frame, size))
+            else:
+                self._later = (frame, size)
+                if self._wake is not None:
+                    self._wake.set_result(None)
+                elif self._worker is None:
+                    self._worker = server.loop.create_task(self._general())
+                    server.tasks.add(self._worker)
+                    self._worker.add_done_callback(server.tasks.discard)
+        except Exception as exc:
+            self._pending = False
+            if size >= pooled:
+                server.pool.release(size)
+            self._failed(exc)
+            return False
+        return True
+
+    async def _general(self) -> None:
+        """The connection's general path: handles ``_later``, then the frames after it, until the connection is
+        lost; it waits on ``_wake`` while no frame is handed to it (a frame handed to it while it runs, by its own
+        ``_handle_frames``, is taken without waking it)."""
+        handler = self._server.handler
+        while True:
+            if self._later is None:
+                if self._transport is None:
+                    return
+                self._wake = self._server.loop.create_future()
+                await self._wake
+                self._wake = None
+                continue
+            frame, size = self._later
+            self._later = None
             try:
-                try:
-                    response = await self._server.handler(frame, self.address)
-                finally:  # the frame is done with (a produce request's records are appended by now)
-                    del frame
-                    if size >= pooled:
-                        pool.release(size)
-                if response is not None:
-                    await self._send(response)  # a client that does not read holds its connection, not the pool
-            except KafkaError as exc:
-                log.warning("closing connection from %s:%s: %s", self.address.host, self.address.port, exc)
-                self.close()
-                return
-            except (ConnectionError, OSError):
-                self.close()
-                return
-            except Exception:
-                log.exception("unexpected error answering %s:%s", self.address.host, self.address.port)
-                self.close()
-                return
-            finally:
-                self.handling = False
-                self.last_active = time.monotonic()
-                self._server.request_done.set()
+                response = await handler(frame, self.address)
+            except Exception as exc:
+                self._done(size)
+                self._failed(exc)
+                continue
+            del frame
+            self._done(size)
+            if response is not None:
+                self._respond(response)
+            self._handle_frames(from_general=True)
+
+    def _answered(self, frame: bytearray, size: int, future: asyncio.Future[Response | None]) -> None:
+        del frame  # held until the answer is complete
+        self._done(size)
+        if future.cancelled():
+            self.close()
+            return
+        exc = future.exception()
+        if exc is not None:
+            self._failed(exc)
+            return
+        response = future.result()
+        if response is not None:
+            self._respond(response)
+        self._handle_frames()
+
+    def _done(self, size: int) -> None:
+        """The pending frame is done with (a produce request's records are appended by now)."""
+        self._pending = False
+        if size >= self._receiver.min_pooled_frame:
+            self._server.pool.release(size)
+        self.last_active = time.monotonic()
+        self._server.request_done.set()
+
+    def _failed(self, exc: BaseException) -> None:
+        if isinstance(exc, KafkaError):
+            log.warning("closing connection from %s:%s: %s", self.address.host, self.address.port, exc)
+        elif not isinstance(exc, OSError):
+            log.error("unexpected error answering %s:%s", self.address.host, self.address.port, exc_info=exc)
+        self.close()
+
+    def _update_reading(self) -> None:
+        """Pause or resume reading for pool memory, ``queued.max.requests``, ``MAX_WAITING_FRAMES`` and closing."""
+        transport = self._transport
+        if transport is None:
+            return
+        waiting = len(self._frames)
+        queued = waiting + self._pending + self._unsent
+        limit = self._server.queued_max_requests
+        if queued >= limit or waiting >= MAX_WAITING_FRAMES:
+            self._muted = True
+        elif self._muted and queued <= limit // 2 and waiting <= MAX_WAITING_FRAMES // 2:
+            self._muted = False
+        pause = self._memory_paused or self._muted or self._closing
+        if pause != self._reading_paused:
+            self._reading_paused = pause
+            if pause:
+                transport.pause_reading()
+            else:
+                if self.frame_started:  # a frame left half-read while reading was paused was not slow to arrive
+                    self.frame_started = time.monotonic()
+                transport.resume_reading()
+
+    def _close_when_done(self) -> None:
+        if self._closing and not self._frames and not self._pending and not self._out and self._fd >= 0:
+            if self._transport is not None:
+                self._transport.close()  # after what it holds is sent
+            self._forget_output()
 
     def expired(self, now: float, max_idle: float, receive_timeout: float) -> str | None:
         """Why the sweep should close this connection now, if it should (a timeout <= 0 is off)."""
-        if self.handling or self._frames:
+        if self._pending or self._frames or self._out:
             return None
         if self.frame_started:
             if receive_timeout > 0 and now - self.frame_started > receive_timeout:
@@ -277,35 +410,128 @@ class Connection(asyncio.BufferedProtocol):
             return "it was idle"
         return None
 
-    async def _send(self, response: Response) -> None:
-        transport = self._transport
-        if transport is None or transport.is_closing():
+    # --- writing -----------------------------------------------------------------------------------------------
+
+    def _respond(self, response: Response) -> None:
+        """Queue a response; ``_handle_frames`` writes it."""
+        if self._fd < 0:
             return
         if isinstance(response, bytes):
-            transport.write(response)
+            self._out.append(response)
+            self._out_bytes += len(response)
         else:
-            loop = asyncio.get_running_loop()
             for piece in response:
-                if isinstance(piece, bytes):
-                    transport.write(piece)
-                    continue
-                with open(piece.fd, "rb", closefd=False, buffering=0) as file:
-                    await loop.sendfile(transport, file, piece.position, piece.length)
-        if not self._can_write.is_set():
-            await self._can_write.wait()
+                self._out.append(piece)
+                self._out_bytes += len(piece) if isinstance(piece, bytes) else piece.length
+        self._unsent += 1
+
+    def flush(self) -> None:
+        """Write what the general path answered in this loop turn (the server's flush at its end)."""
+        self._dirty = False
+        self._handle_frames()
+
+    def _write(self) -> None:
+        """Hand ``_out`` to the socket in order until the transport holds unsent bytes (``pause_writing``)."""
+        out, transport = self._out, self._transport
+        if transport is None or self._fd < 0:
+            return
+        try:
+            while out and not self._write_paused:
+                head = out[0]
+                if isinstance(head, bytes | memoryview):
+                    pieces: list[bytes | memoryview] = []
+                    while out:
+                        piece = out[0]
+                        if not isinstance(piece, bytes | memoryview):
+                            break
+                        out.popleft()
+                        self._out_bytes -= len(piece)
+                        pieces.append(piece)
+                    self._send(transport, pieces)
+                else:
+                    self._send_region(transport, head)
+        except (ConnectionError, BrokenPipeError):
+            self.abort()
+            return
+        except (OSError, EOFError) as exc:
+            log.warning("closing connection from %s:%s: %s", self.address.host, self.address.port, exc)
+            self.abort()
+            return
+        if not out and not self._write_paused:
+            self._unsent = 0
+            self.last_active = time.monotonic()
+            self._server.request_done.set()
+
+    def _send(self, transport: asyncio.Transport, pieces: list[bytes | memoryview]) -> None:
+        """One write for the pieces (the transport sends what the socket takes at once and keeps the rest)."""
+        if len(pieces) == 1:
+            transport.write(pieces[0])
+        else:
+            transport.writelines(pieces)
+
+    def _send_region(self, transport: asyncio.Transport, region: FileRegion) -> None:
+        """Send the file region at the head of ``_out`` with ``os.sendfile`` while the socket takes it; when it is
+        full, hand the transport a chunk of the region's bytes instead: it sends them once the socket is writable,
+        and ``resume_writing`` goes on with the rest (a loop-independent way to wait for writability)."""
+        fd, position, length = region.fd, region.position, region.length
+        while length:
+            try:
+                sent = os.sendfile(self._fd, fd, position, length)
+            except BlockingIOError:
+                chunk = os.pread(fd, min(length, SENDFILE_CHUNK), position)
+                transport.write(chunk)
+                sent = len(chunk)
+            if sent == 0:
+                raise EOFError("a file region ends past the end of its file")
+            position += sent
+            length -= sent
+            self._out_bytes -= sent
+            if self._write_paused:
+                break
+        if length:
+            self._out[0] = _Region(fd, position, length)
+        else:
+            self._out.popleft()
+
+    def pause_writing(self) -> None:
+        """The transport holds bytes the socket has not taken (its high-water mark is 0)."""
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        """The transport's buffer is empty again."""
+        self._write_paused = False
+        self._handle_frames()
+
+    def _forget_output(self) -> None:
+        self._fd = -1
+        self._out.clear()
+        self._out_bytes = self._unsent = 0
 
     def abort(self) -> None:
         """Drop the socket now, without flushing what the peer has not read."""
         self._closing = True
-        self._wakeup.set()
+        self._discard_frames()
         if self._transport is not None:
             self._transport.abort()
+        self._forget_output()
 
     def close(self) -> None:
+        """Handle no more requests; close once the responses already queued are sent."""
         self._closing = True
-        self._wakeup.set()
-        if self._transport is not None:
-            self._transport.close()
+        self._discard_frames()
+        if self._out and not self._write_paused:
+            self._write()
+        self._update_reading()
+        self._close_when_done()
+
+
+@dataclass(frozen=True)
+class _Region:
+    """The unsent rest of a file region."""
+
+    fd: int
+    position: int
+    length: int
 
 
 class SocketServer:
@@ -317,6 +543,7 @@ class SocketServer:
         port: int,
         handler: RequestHandler,
         *,
+        now_handler: NowHandler | None = None,
         max_request_bytes: int,
         limits: ConnectionLimits | None = None,
         send_buffer_bytes: int = -1,
@@ -325,6 +552,7 @@ class SocketServer:
         self.host = host
         self.port = port
         self.handler = handler
+        self.now_handler = now_handler
         self.max_request_bytes = max_request_bytes
         self.limits = limits = limits if limits is not None else ConnectionLimits()
         queued = limits.queued_max_request_bytes
@@ -341,7 +569,10 @@ class SocketServer:
         self._next_connection_id = 0
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._resume_timers: dict[socket.socket, asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks: set[asyncio.Task[None]] = set()  # connections being set up and requests on the general path
+        self.loop: asyncio.AbstractEventLoop  # the running loop, from ``start``
+        self.queued_max_requests = limits.queued_max_requests
+        self._dirty: list[Connection] = []  # connections with responses to flush at the end of this loop turn
         self._accepting = True  # False while max.connections are open
         self._full = _Report(
             logging.WARNING,
@@ -367,7 +598,7 @@ class SocketServer:
 
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port) — port 0 picks a free one."""
-        loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         limits = self.limits
         for name, limit in limits.max_connections_per_ip_overrides.items():
             for address in await _addresses(name):
@@ -381,6 +612,17 @@ class SocketServer:
         bound = self._listeners[0].getsockname()
         self.port = int(bound[1])
         return str(bound[0]), self.port
+
+    def flush_soon(self, connection: Connection) -> None:
+        """Send ``connection``'s responses at the end of this loop turn, with those that follow in the same turn."""
+        if not self._dirty:
+            self.loop.call_soon(self._flush)
+        self._dirty.append(connection)
+
+    def _flush(self) -> None:
+        dirty, self._dirty = self._dirty, []
+        for connection in dirty:
+            connection.flush()
 
     def _accept(self, listener: socket.socket) -> None:
         for _ in range(ACCEPT_BATCH):
@@ -435,8 +677,8 @@ class SocketServer:
         self._next_connection_id += 1
         connection = Connection(self, self._next_connection_id, host)
         task = asyncio.get_running_loop().create_task(self._set_up(sock, connection))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def _set_up(self, sock: socket.socket, connection: Connection) -> None:
         try:

@@ -8,6 +8,7 @@ parts is slow, and what its timeouts do; the broker must stay responsive for the
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -15,8 +16,11 @@ from dataclasses import dataclass
 import pytest
 
 from mq.config import BrokerConfig
-from mq.server.broker import KafkaServer
+from mq.server.broker import KafkaServer, new_event_loop
 from mq.server.clock import ManualClock
+
+EVENT_LOOP_OVERRIDE = [f"event.loop={loop}"] if (loop := os.environ.get("MQ_TEST_EVENT_LOOP")) else []
+"""The brokers' event loop is the configured default unless MQ_TEST_EVENT_LOOP names one (uvloop or asyncio)."""
 
 
 @dataclass
@@ -49,8 +53,8 @@ def in_process_broker() -> Iterator[Callable[..., InProcessBroker]]:
     started: list[tuple[InProcessBroker, threading.Thread]] = []
 
     def start(overrides: list[str], clock: ManualClock | None = None) -> InProcessBroker:
-        config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *overrides])
-        loop = asyncio.new_event_loop()
+        config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *EVENT_LOOP_OVERRIDE, *overrides])
+        loop = new_event_loop(config.event_loop)
         thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
         thread.start()
         server = KafkaServer(config, clock)

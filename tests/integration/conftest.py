@@ -19,6 +19,9 @@ from waiting import wait_for
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
 
+EVENT_LOOP_OVERRIDE = [f"event.loop={loop}"] if (loop := os.environ.get("MQ_TEST_EVENT_LOOP")) else []
+"""The brokers' event loop is the configured default unless MQ_TEST_EVENT_LOOP names one (uvloop or asyncio)."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -56,6 +59,7 @@ class BrokerProcess:
             "group.initial.rebalance.delay.ms=0",
             "offsets.topic.replication.factor=1",
             "controlled.shutdown.retry.backoff.ms=500",  # a stopping cluster's last brokers retry without waiting 5 s
+            *EVENT_LOOP_OVERRIDE,
             *self.overrides,
         ]:
             args += ["--override", item]

@@ -1,4 +1,6 @@
-"""The socket server in-process: ordering, framing errors, sendfile regions, graceful stop."""
+"""The socket server in-process, on each event loop: ordering on the immediate and general paths, responses of one
+loop turn coalesced into one write, framing errors, sendfile regions, graceful stop, request memory and
+``queued.max.requests``, connection limits."""
 
 from __future__ import annotations
 
@@ -6,15 +8,24 @@ import asyncio
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mq.protocol.codec import InvalidRequestError
 from mq.protocol.framing import MIN_GROWTH, frame
-from mq.server.network import ClientAddress, ConnectionLimits, Response, SocketServer
+from mq.server.broker import new_event_loop
+from mq.server.network import (
+    MAX_WAITING_FRAMES,
+    ClientAddress,
+    Connection,
+    ConnectionLimits,
+    Response,
+    SocketServer,
+)
 
 
 @dataclass(frozen=True)
@@ -64,11 +75,21 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-def run(coro: object) -> None:
-    asyncio.run(asyncio.wait_for(coro, 60))  # type: ignore[arg-type]
+Runner = Callable[[Coroutine[Any, Any, None]], None]
 
 
-def test_responses_come_back_in_request_order(data_fd: int) -> None:
+@pytest.fixture(params=["asyncio", "uvloop"])
+def run(request: pytest.FixtureRequest) -> Runner:
+    """Runs a scenario on each event loop the broker can run on."""
+
+    def run(coro: Coroutine[Any, Any, None]) -> None:
+        with asyncio.Runner(loop_factory=lambda: new_event_loop(request.param)) as runner:
+            runner.run(asyncio.wait_for(coro, 30))
+
+    return run
+
+
+def test_responses_come_back_in_request_order(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         server = await start(Echo(data_fd))
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -82,7 +103,7 @@ def test_responses_come_back_in_request_order(data_fd: int) -> None:
     run(scenario())
 
 
-def test_oversized_frame_closes_only_that_connection(data_fd: int) -> None:
+def test_oversized_frame_closes_only_that_connection(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         handler = Echo(data_fd)
         server = await start(handler, max_request_bytes=100)
@@ -99,7 +120,7 @@ def test_oversized_frame_closes_only_that_connection(data_fd: int) -> None:
     run(scenario())
 
 
-def test_malformed_request_closes_only_that_connection(data_fd: int) -> None:
+def test_malformed_request_closes_only_that_connection(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         server = await start(Echo(data_fd))
         good_reader, good_writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -114,7 +135,7 @@ def test_malformed_request_closes_only_that_connection(data_fd: int) -> None:
     run(scenario())
 
 
-def test_stop_answers_requests_already_received(data_fd: int) -> None:
+def test_stop_answers_requests_already_received(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         server = await start(Echo(data_fd))
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -131,7 +152,7 @@ def test_stop_answers_requests_already_received(data_fd: int) -> None:
     run(scenario())
 
 
-def test_large_region_is_sent_whole(tmp_path: Path) -> None:
+def test_large_region_is_sent_whole(run: Runner, tmp_path: Path) -> None:
     path = tmp_path / "big"
     payload = os.urandom(8 * 1024 * 1024)
     path.write_bytes(payload)
@@ -170,7 +191,7 @@ class Holding(Echo):
         return await super().__call__(request, client)
 
 
-def test_a_frame_waits_unread_for_pool_memory_and_is_answered_once_it_is_released(data_fd: int) -> None:
+def test_a_frame_waits_unread_for_pool_memory_and_is_answered_once_it_is_released(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         handler = Holding(data_fd)
         size = 3 * MIN_GROWTH
@@ -206,7 +227,9 @@ async def is_closed_by_server(reader: asyncio.StreamReader) -> bool:
         return False
 
 
-def test_accept_waits_at_max_connections_and_closes_connections_over_the_per_ip_limit(data_fd: int) -> None:
+def test_accept_waits_at_max_connections_and_closes_connections_over_the_per_ip_limit(
+    run: Runner, data_fd: int
+) -> None:
     async def scenario() -> None:
         limits = ConnectionLimits(
             max_connections=4, max_connections_per_ip=2, max_connections_per_ip_overrides={"127.0.0.1": 3}
@@ -228,7 +251,7 @@ def test_accept_waits_at_max_connections_and_closes_connections_over_the_per_ip_
     run(scenario())
 
 
-def test_idle_connections_and_slow_requests_are_closed(data_fd: int) -> None:
+def test_idle_connections_and_slow_requests_are_closed(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         limits = ConnectionLimits(connections_max_idle_ms=300, request_receive_timeout_ms=300)
         server = await start(Echo(data_fd), limits=limits)
@@ -240,6 +263,205 @@ def test_idle_connections_and_slow_requests_are_closed(data_fd: int) -> None:
         assert await asyncio.wait_for(idle_reader.read(), 5) == b""
         assert await asyncio.wait_for(slow_reader.read(), 5) == b""
         assert await read_frame(busy_reader) == b"sleep:700"
+        await server.stop()
+
+    run(scenario())
+
+
+LATER = object()
+"""What the test's immediate path answers for a frame it leaves to the general path."""
+
+
+class Handlers:
+    """The immediate path answers b"now:<x>" with <x>, b"none" with nothing, b"wait:<x>" with a future the test
+    resolves (``futures[x]``), b"file:<p>" with 10 bytes of the data file at <p>, b"whole" with all of it,
+    b"big:<n>" with <n> zero bytes; anything
+    else goes to the general path, which answers with the request after a loop turn. ``calls`` is the order in
+    which requests were handed to either path."""
+
+    def __init__(self, fd: int = -1) -> None:
+        self.fd = fd
+        self.calls: list[bytes] = []
+        self.futures: dict[bytes, asyncio.Future[Response | None]] = {}
+
+    def now(self, request: bytearray, client: ClientAddress) -> object:
+        self.calls.append(bytes(request))
+        kind, _, arg = bytes(request).partition(b":")
+        if kind == b"now":
+            return frame(arg)
+        if kind == b"none":
+            return None
+        if kind == b"wait":
+            future = self.futures[arg] = asyncio.get_running_loop().create_future()
+            return future
+        if kind == b"file":
+            return [struct.pack(">i", 10), Region(self.fd, int(arg), 10)]
+        if kind == b"whole":
+            return [struct.pack(">i", os.fstat(self.fd).st_size), Region(self.fd, 0, os.fstat(self.fd).st_size)]
+        if kind == b"big":
+            return frame(bytes(int(arg)))
+        return LATER
+
+    async def general(self, request: bytearray, client: ClientAddress) -> Response | None:
+        self.calls.append(b"general " + bytes(request))
+        await asyncio.sleep(0)
+        return frame(bytes(request))
+
+
+async def start_paths(handlers: Handlers, limits: ConnectionLimits | None = None) -> SocketServer:
+    server = SocketServer(
+        "127.0.0.1", 0, handlers.general, now_handler=handlers.now, max_request_bytes=1 << 20, limits=limits
+    )
+    await server.start()
+    return server
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.001)
+
+
+def test_later_frames_wait_behind_a_pending_answer_and_everything_is_answered_in_order(
+    run: Runner,
+) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        server = await start_paths(handlers)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        requests = [b"now:1", b"wait:a", b"now:2", b"wait:b", b"none", b"general", b"now:3"]
+        writer.write(b"".join(frame(r) for r in requests))
+        assert await read_frame(reader) == b"1"
+        await until(lambda: b"a" in handlers.futures)
+        await asyncio.sleep(0.05)
+        assert handlers.calls == [b"now:1", b"wait:a"]  # nothing after a pending answer is handled
+        handlers.futures[b"a"].set_result(frame(b"answer a"))
+        await until(lambda: b"b" in handlers.futures)
+        assert handlers.calls == [b"now:1", b"wait:a", b"now:2", b"wait:b"]
+        handlers.futures[b"b"].set_result(frame(b"answer b"))
+        assert [await read_frame(reader) for _ in range(5)] == [b"answer a", b"2", b"answer b", b"general", b"3"]
+        # the general path ran before the frame after it was handed to the immediate path
+        assert handlers.calls[4:] == [b"none", b"general", b"general general", b"now:3"]
+        writer.close()
+        await server.stop()
+
+    run(scenario())
+
+
+def test_a_failed_answer_closes_the_connection_after_the_earlier_answers(
+    run: Runner,
+) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        server = await start_paths(handlers)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(frame(b"now:first") + frame(b"wait:x") + frame(b"now:never"))
+        await until(lambda: b"x" in handlers.futures)
+        handlers.futures[b"x"].set_exception(ConnectionResetError())
+        assert await read_frame(reader) == b"first"
+        assert await reader.read() == b""
+        assert b"now:never" not in handlers.calls
+        await server.stop()
+
+    run(scenario())
+
+
+def test_responses_ready_in_one_loop_turn_leave_in_one_send(
+    run: Runner, data_fd: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sends: list[int] = []
+    send = Connection._send
+
+    def counting(self: Connection, transport: asyncio.Transport, pieces: list[bytes | memoryview]) -> None:
+        sends.append(len(pieces))
+        send(self, transport, pieces)
+
+    monkeypatch.setattr(Connection, "_send", counting)
+
+    async def scenario() -> None:
+        handlers = Handlers(data_fd)
+        server = await start_paths(handlers)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"".join(frame(b"now:%d" % i) for i in range(5)))
+        assert [await read_frame(reader) for _ in range(5)] == [b"%d" % i for i in range(5)]
+        assert sends == [5]
+        sends.clear()
+        writer.write(frame(b"now:a") + frame(b"file:5") + frame(b"now:b") + frame(b"file:300") + frame(b"now:c"))
+        data = bytes(range(256)) * 4
+        expected = [b"a", data[5:15], b"b", data[300:310], b"c"]
+        assert [await read_frame(reader) for _ in range(5)] == expected
+        assert sends == [2, 2, 1]  # the bytes before each region go together, then the region, in order
+        writer.close()
+        await server.stop()
+
+    run(scenario())
+
+
+def test_a_client_that_does_not_read_is_muted_at_queued_max_requests_and_resumed(
+    run: Runner,
+) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        server = await start_paths(handlers, ConnectionLimits(queued_max_requests=8))
+        client = socket.create_connection(("127.0.0.1", server.port))
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        client.setblocking(False)
+        count, size = 200, 100_000
+        request = frame(b"big:%d" % size)
+        loop = asyncio.get_running_loop()
+        await loop.sock_sendall(client, request * count)  # 200 requests pipelined, no response read
+        await asyncio.sleep(0.3)
+        (connection,) = server.connections
+        assert connection._reading_paused
+        assert len(handlers.calls) < count  # the rest wait in the client's socket, not in the broker
+        received = 0
+        while received < count * (size + 4):
+            received += len(await loop.sock_recv(client, 1 << 20))
+        assert received == count * (size + 4)
+        assert len(handlers.calls) == count
+        await until(lambda: not connection._reading_paused)
+        client.close()
+        await server.stop()
+
+    run(scenario())
+
+
+def test_a_region_larger_than_the_socket_takes_is_sent_whole_between_bytes_to_a_slow_reader(
+    run: Runner, tmp_path: Path
+) -> None:
+    path = tmp_path / "big"
+    payload = os.urandom(16 * 1024 * 1024)
+    path.write_bytes(payload)
+    fd = os.open(path, os.O_RDONLY)
+
+    async def scenario() -> None:
+        server = await start_paths(Handlers(fd))
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(frame(b"now:before") + frame(b"whole") + frame(b"now:after") + frame(b"whole"))
+        await asyncio.sleep(0.2)  # the socket fills up before anything is read
+        assert [await read_frame(reader) for _ in range(4)] == [b"before", payload, b"after", payload]
+        writer.close()
+        await server.stop()
+
+    try:
+        run(scenario())
+    finally:
+        os.close(fd)
+
+
+def test_frames_waiting_behind_a_pending_one_stop_the_reading_until_it_is_answered(run: Runner) -> None:
+    async def scenario() -> None:
+        handlers = Handlers()
+        server = await start_paths(handlers)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(frame(b"wait:x") + b"".join(frame(b"now:%d" % i) for i in range(MAX_WAITING_FRAMES)))
+        await until(lambda: b"x" in handlers.futures)
+        (connection,) = server.connections
+        await until(lambda: connection._reading_paused)
+        handlers.futures[b"x"].set_result(frame(b"x"))
+        expected = [b"x", *(b"%d" % i for i in range(MAX_WAITING_FRAMES))]
+        assert [await read_frame(reader) for _ in expected] == expected
+        await until(lambda: not connection._reading_paused)
+        writer.close()
         await server.stop()
 
     run(scenario())
