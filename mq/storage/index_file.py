@@ -127,7 +127,10 @@ class IndexFile:
         self.resize(self.entries * self.ENTRY.size)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        """fsync the file; nothing once it is closed."""
+        fd = self._fd
+        if fd >= 0:
+            os.fsync(fd)
 
     @property
     def is_open(self) -> bool:

@@ -332,8 +332,10 @@ class LogSegment:
         self.time_index.expand()
 
     def flush(self) -> None:
-        """fsync the ``.log`` and msync both indexes."""
-        os.fsync(self.fd)
+        """fsync the ``.log`` and both indexes (those still open)."""
+        fd = self.fd
+        if fd >= 0:
+            os.fsync(fd)
         self.index.flush()
         self.time_index.flush()
 

@@ -531,7 +531,8 @@ class Log:
 
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync the segments holding offsets from the recovery point up to ``up_to_offset`` (default: the log
-        end) and advance the recovery point to it. The fsyncs run outside the log's lock."""
+        end) and advance the recovery point to it. The fsyncs run outside the log's lock; a segment removed meanwhile
+        is skipped, any other OSError raised (the log manager then takes the dir offline)."""
         with self._lock:
             target = self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
             if target <= self.recovery_point:
@@ -540,8 +541,13 @@ class Log:
             dirty = [s for s in self.segments[first:] if s.base_offset < target or s is self.segments[first]]
             truncations = self.truncations
         for segment in dirty:
-            if segment.fd >= 0:
+            try:
                 segment.flush()
+            except OSError:
+                with self._lock:
+                    if segment in self.segments:
+                        raise
+                # retention or the cleaner removed it meanwhile (its files closed): nothing of it to keep
         with self._lock:
             if self.truncations == truncations:  # else offsets below target may be new, unflushed data
                 self.recovery_point = max(self.recovery_point, target)

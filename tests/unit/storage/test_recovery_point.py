@@ -181,3 +181,36 @@ def test_a_truncation_during_a_flush_keeps_the_recovery_point(tmp_path: Path, mo
     log.flush(target)
     assert log.recovery_point == 0
     log.close()
+
+
+def test_a_segment_retention_removes_while_a_roll_is_flushed_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsyncs run outside the lock: retention may delete (and close the indexes of) a segment meanwhile. That is
+    no I/O error of the log dir; any other failure still is."""
+    manager = LogManager([tmp_path], TopicConfig(segment_bytes=2000, index_interval_bytes=150, retention_bytes=2000))
+    manager.startup()
+    log = manager.get_or_create_log(TopicPartition("t", 0), CONFIG)
+    fill(log, 60)
+    first = log.segments[0]
+    real_flush = first.flush
+
+    def flush_after_retention() -> None:
+        log.update_config(TopicConfig(segment_bytes=2000, index_interval_bytes=150, retention_bytes=0))
+        assert log.delete_old_segments() > 0 and first not in log.segments
+        real_flush()
+
+    monkeypatch.setattr(first, "flush", flush_after_retention)
+    target = log.active.base_offset
+    manager.flush_rolled(log)
+    assert not manager.offline_dirs
+    assert log.recovery_point == target > 0
+
+    def failing_flush() -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(log.segments[0], "flush", failing_flush)
+    fill(log, 30)
+    manager.flush_rolled(log)
+    assert manager.offline_dirs == {tmp_path}
+    manager.shutdown()
