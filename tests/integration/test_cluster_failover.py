@@ -147,7 +147,7 @@ def cluster_with_topic(
     replicas = [controller] + [b for b in (1, 2, 3) if b != controller] if led_by_controller else [1, 2, 3]
     admin = AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in brokers)})
     topic = NewTopic(TOPIC, 1, replica_assignment=[replicas], config={"min.insync.replicas": "2"})
-    admin.create_topics([topic])[TOPIC].result(30)
+    admin.create_topics([topic])[TOPIC].result(60)
     assert wait_for(lambda: (s := view.state()) is not None and len(s.isr) == 3 and s.leader == replicas[0])
     return brokers, view
 

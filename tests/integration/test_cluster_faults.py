@@ -155,6 +155,8 @@ def test_produce_and_fetch_are_served_while_zookeeper_is_frozen(private_zookeepe
     errors: list[str] = []
     consumed: dict[int, float] = {}
     stop = threading.Event()
+    produced_all = threading.Event()
+    """The producer is done: every delivery report has come."""
 
     def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
         if err is None:
@@ -171,13 +173,14 @@ def test_produce_and_fetch_are_served_while_zookeeper_is_frozen(private_zookeepe
             producer.poll(0.02)
             i += 1
         producer.flush(60)
+        produced_all.set()
 
     def consume() -> None:
         consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap(), group_id=None, fetch_max_wait_ms=100)
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        while not stop.is_set() or len(consumed) < len(acked):
+        while not produced_all.is_set() or not acked.keys() <= consumed.keys():  # every acknowledged record
             for records in consumer.poll(timeout_ms=200).values():
                 for record in records:
                     consumed[int(record.value)] = time.monotonic()
