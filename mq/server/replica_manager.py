@@ -338,21 +338,11 @@ class ReplicaManager:
                     if record_follower:
                         self._follower_fetched(partition, replica_id, request.fetch_offset)
                     if self._leader_throttled(partition, replica_id):
-                        results[request.tp] = FetchResult(
-                            ErrorCode.NONE,
-                            partition.high_watermark,
-                            partition.last_stable_offset,
-                            partition.log_start_offset,
-                        )
+                        results[request.tp] = _answer(partition)
                         continue
                 elif request.fetch_offset == partition.high_watermark >= partition.log_start_offset:
                     # a consumer at the high watermark: what the log would answer (no records), without asking it
-                    results[request.tp] = FetchResult(
-                        ErrorCode.NONE,
-                        partition.high_watermark,
-                        partition.last_stable_offset,
-                        partition.log_start_offset,
-                    )
+                    results[request.tp] = _answer(partition)
                     continue
                 limit = min(request.max_bytes, max(remaining, 0))
                 try:
@@ -367,13 +357,7 @@ class ReplicaManager:
                     raise self.log_manager.storage_error(partition.log, exc) from exc
                 records = info.records
                 remaining -= records.length if records is not None else 0
-                results[request.tp] = FetchResult(
-                    ErrorCode.NONE,
-                    partition.high_watermark,
-                    partition.last_stable_offset,
-                    partition.log_start_offset,
-                    records,
-                )
+                results[request.tp] = _answer(partition, records)
             except KafkaError as exc:
                 results[request.tp] = FetchResult(exc.code)
         return results
@@ -460,3 +444,10 @@ class ReplicaManager:
 
 def _same(results: dict[TopicPartition, FetchResult]) -> dict[TopicPartition, FetchResult]:
     return results
+
+
+def _answer(partition: Partition, records: FileSlice | None = None) -> FetchResult:
+    """A successful fetch of ``partition``: its offsets as they stand, with ``records`` (none when nothing was read)."""
+    return FetchResult(
+        ErrorCode.NONE, partition.high_watermark, partition.last_stable_offset, partition.log_start_offset, records
+    )
