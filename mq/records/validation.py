@@ -135,8 +135,10 @@ def _validate_batch(buf: Buffer, header: BatchHeader, rules: RecordRules) -> Non
     if uniform is not None:
         key_length, timestamp_bytes = uniform
         keys_missing = list(range(count)) if rules.require_keys and key_length == -1 else []
-        raw = np.frombuffer(timestamp_bytes, np.uint8).astype(np.int64)
-        timestamp_deltas = (raw >> 1) ^ -(raw & 1)
+        timestamp_deltas = None
+        if rules.max_timestamp_difference is not None:
+            raw = np.frombuffer(timestamp_bytes, np.uint8).astype(np.int64)
+            timestamp_deltas = (raw >> 1) ^ -(raw & 1)
     elif count < VECTOR_MIN_RECORDS:
         data = bytes(area)
         want_times = rules.max_timestamp_difference is not None
@@ -207,6 +209,9 @@ def _check_timestamps(timestamps: Ints, base_offset: int, now: int, limit: int) 
 def _varint(data: bytes, position: int, max_bytes: int = 5) -> tuple[int, int]:
     """The zigzag varint at ``position`` and the position after it; _Fault when it takes over ``max_bytes`` bytes
     or (``max_bytes`` 5) does not fit 32 bits. IndexError when the data ends inside it."""
+    byte = data[position]
+    if byte < 0x80:  # most fields of most records
+        return (byte >> 1) ^ -(byte & 1), position + 1
     result = 0
     shift = 0
     while True:
@@ -227,41 +232,20 @@ def _walk(
     data: bytes, position: int, index: int, stop: int, null_keys: list[int] | None, deltas: list[int] | None
 ) -> int:
     """Walk records ``index`` .. ``stop - 1`` of a records area from ``position``; return the position after them.
-    InvalidRecordError (with the record's index) at the first record that does not parse. One-byte varints (most
-    fields of most records) are decoded inline: a call per field would double the walk."""
+    InvalidRecordError (with the record's index) at the first record that does not parse."""
     varint = _varint
     end = len(data)
     try:
         while index < stop:
-            byte = data[position]
-            if byte < 0x80:
-                length = (byte >> 1) ^ -(byte & 1)
-                position += 1
-            else:
-                length, position = varint(data, position)
+            length, position = varint(data, position)
             record_end = position + length
             if length < MIN_RECORD_SIZE - 1 or record_end > end:
                 raise _Fault(f"invalid record size {length}, {end - position} bytes remain")
-            byte = data[position + 1]  # after the attributes
-            if byte < 0x80:
-                delta = (byte >> 1) ^ -(byte & 1)
-                position += 2
-            else:
-                delta, position = varint(data, position + 1, 10)
-            byte = data[position]
-            if byte < 0x80:
-                offset_delta = (byte >> 1) ^ -(byte & 1)
-                position += 1
-            else:
-                offset_delta, position = varint(data, position)
+            delta, position = varint(data, position + 1, 10)  # after the attributes
+            offset_delta, position = varint(data, position)
             if offset_delta != index:
                 raise _Fault(f"offset delta {offset_delta} where {index} is expected")
-            byte = data[position]
-            if byte < 0x80:
-                key_length = (byte >> 1) ^ -(byte & 1)
-                position += 1
-            else:
-                key_length, position = varint(data, position)
+            key_length, position = varint(data, position)
             if key_length < -1:
                 raise _Fault(f"invalid key length {key_length}")
             if key_length >= 0:
@@ -273,12 +257,7 @@ def _walk(
                 raise _Fault(f"invalid value length {value_length}")
             if value_length > 0:
                 position += value_length
-            byte = data[position]
-            if byte == 0:
-                headers = 0
-                position += 1
-            else:
-                headers, position = varint(data, position)
+            headers, position = varint(data, position)
             if headers < 0 or headers * 2 > record_end - position:
                 raise _Fault(f"invalid number of record headers {headers}")
             for _ in range(headers):

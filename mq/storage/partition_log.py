@@ -18,7 +18,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -131,6 +131,7 @@ class Log:
         """Called (under the log's lock, on the appending thread) after a roll left segments above the recovery
         point: it must only hand ``flush_rolled`` to another thread, as Kafka schedules its flush on roll."""
         self.config = config
+        self._rules = _record_rules(config)
         self.time_ms = time_ms
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
@@ -287,6 +288,7 @@ class Log:
         """Take a new topic config; it applies to later appends and to segments rolled from now on."""
         with self._lock:
             self.config = config
+            self._rules = _record_rules(config)
             for segment in self.segments:
                 segment.index_interval_bytes = config.index_interval_bytes
 
@@ -331,11 +333,10 @@ class Log:
         return headers
 
     def _record_rules(self) -> RecordRules:
-        """What a producer's records must satisfy on this topic besides their framing."""
-        limit = self.config.message_timestamp_difference_max_ms
-        create_time = self.config.message_timestamp_type == "CreateTime"
-        timed = limit < LONG_MAX and create_time
-        return RecordRules(self.config.compact, self.time_ms(), limit if timed else None, not create_time)
+        """What a producer's records must satisfy on this topic besides their framing, ``now`` set when a
+        timestamp rule needs it."""
+        rules = self._rules
+        return rules if rules.max_timestamp_difference is None else replace(rules, now=self.time_ms())
 
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, parsed: BatchHeader | None = None
@@ -730,3 +731,11 @@ class Log:
         """Close and remove the whole partition directory."""
         self.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _record_rules(config: TopicConfig) -> RecordRules:
+    """The rules ``config`` sets, ``now`` left at 0."""
+    limit = config.message_timestamp_difference_max_ms
+    create_time = config.message_timestamp_type == "CreateTime"
+    timed = limit < LONG_MAX and create_time
+    return RecordRules(config.compact, 0, limit if timed else None, not create_time)
