@@ -23,10 +23,9 @@ from typing import Any, cast
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import DecodeError
-from kio.serial.readers import read_unsigned_varint
 
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.frame_fields import FIELD_ERRORS, Frame, skip_tagged_fields
 from mq.protocol.framing import SIZE_PREFIX
 from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 from mq.protocol.length_guard import check_lengths
@@ -100,7 +99,7 @@ def _writer(schema: type[Any]) -> Writer:
     return writer
 
 
-def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHeader:
+def parse_request_header(frame: Frame, flexible: bool) -> RequestHeader:
     """The header of a request frame; ``flexible`` says whether a tagged-field section follows client_id."""
     if len(frame) < _HEADER_FIXED.size:
         raise InvalidRequestError(f"request header truncated: {len(frame)} bytes")
@@ -123,25 +122,11 @@ def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHe
     return RequestHeader(api_key, api_version, correlation_id, client_id, position)
 
 
-def _skip_tagged_fields(frame: bytes | memoryview, position: int) -> int:
+def _skip_tagged_fields(frame: Frame, position: int) -> int:
     try:
-        count, position = read_uvarint(frame, position)
-        for _ in range(count):
-            _, position = read_uvarint(frame, position)
-            size, position = read_uvarint(frame, position)
-            position += size
-    except (IndexError, ValueError, DecodeError):
+        return skip_tagged_fields(frame, position, len(frame))
+    except FIELD_ERRORS:
         raise InvalidRequestError("request header truncated inside tagged fields") from None
-    if position > len(frame):
-        raise InvalidRequestError("request header truncated inside tagged fields")
-    return position
-
-
-def read_uvarint(frame: bytes | memoryview, position: int) -> tuple[int, int]:
-    """(value, position after it) of the unsigned varint at ``position`` of a read-only buffer; kio raises
-    BufferUnderflow past the end and ValueError beyond 5 bytes."""
-    value, size = read_unsigned_varint(frame, position)
-    return int(value), position + size
 
 
 def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:

@@ -24,13 +24,12 @@ import struct
 
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import InvalidRequestError, RequestHeader, parse_request_header, peek_api
+from mq.protocol.frame_fields import FIELD_ERRORS, MalformedField, count, string, uvarint
 
 MIN_VERSION = 4
 MAX_VERSION = 12
 FLEXIBLE_FROM = 12
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _COMMON = struct.Struct(">iiiib")
 _COMMON_V7 = struct.Struct(">iiiibii")
 """... then session_id, session_epoch."""
@@ -93,85 +92,39 @@ class FetchRequest:
         self.rack_id = rack_id
 
 
-class _Malformed(Exception):
-    pass
-
-
-def _uvarint(data: bytes, position: int) -> tuple[int, int]:
-    """(value, position after it); at most 5 bytes, as kio reads them."""
-    value = data[position]
-    if value < 0x80:
-        return value, position + 1
-    value = shift = 0
-    for i in range(5):
-        byte = data[position + i]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position + i + 1
-        shift += 7
-    raise _Malformed("an unsigned varint longer than 5 bytes")
-
-
-def _length(data: bytes, position: int, flexible: bool, legacy: struct.Struct) -> tuple[int, int]:
-    """(length, position after its prefix) of a string (``legacy`` int16) or array (int32); -1 means null."""
-    if flexible:
-        length, position = _uvarint(data, position)
-        return length - 1, position
-    return legacy.unpack_from(data, position)[0], position + legacy.size
-
-
-def _count(data: bytes, position: int, flexible: bool) -> tuple[int, int]:
-    """An array's element count (never null in a Fetch request)."""
-    count, position = _length(data, position, flexible, _I32)
-    if count < 0:
-        raise _Malformed("a null array")
-    return count, position
-
-
-def _string(data: bytes, position: int, flexible: bool, end: int) -> tuple[str, int]:
-    """A non-null string whose bytes end by ``end``."""
-    size, position = _length(data, position, flexible, _I16)
-    if size < 0:
-        raise _Malformed("a null string")
-    stop = position + size
-    if stop > end:
-        raise _Malformed("a string runs past the end")
-    return data[position:stop].decode("utf-8"), stop
-
-
 def _no_tagged_fields(data: bytes, position: int) -> int:
     """A tagged-field section of an entity with no known tags: kio refuses any tag in it."""
     if data[position] == 0:
         return position + 1
-    count, position = _uvarint(data, position)
-    if count:
-        raise _Malformed("an unknown tagged field")
+    fields, position = uvarint(data, position)
+    if fields:
+        raise MalformedField("an unknown tagged field")
     return position
 
 
 def _body_tagged_fields(data: bytes, position: int) -> None:
     """The body's tagged fields, walked by their sizes (the length guard) and by their values (kio)."""
     end = len(data)
-    count, start = _uvarint(data, position)
+    fields, start = uvarint(data, position)
     position = start
-    for _ in range(count):  # by sizes: each field within the frame, cluster_id's string within its field
-        tag, position = _uvarint(data, position)
-        size, position = _uvarint(data, position)
+    for _ in range(fields):  # by sizes: each field within the frame, cluster_id's string within its field
+        tag, position = uvarint(data, position)
+        size, position = uvarint(data, position)
         value_end = position + size
         if value_end > end:
-            raise _Malformed("a tagged field runs past the end")
+            raise MalformedField("a tagged field runs past the end")
         if tag == 0:
-            length, after = _uvarint(data, position)
+            length, after = uvarint(data, position)
             if length - 1 > value_end - after:
-                raise _Malformed("cluster_id runs past its tagged field")
+                raise MalformedField("cluster_id runs past its tagged field")
         position = value_end
     position = start
-    for _ in range(count):  # by values: only cluster_id is known, and the next tag follows its string
-        tag, position = _uvarint(data, position)
-        _, position = _uvarint(data, position)
+    for _ in range(fields):  # by values: only cluster_id is known, and the next tag follows its string
+        tag, position = uvarint(data, position)
+        _, position = uvarint(data, position)
         if tag != 0:
-            raise _Malformed(f"unknown tagged field {tag}")
-        _, position = _string(data, position, True, end)
+            raise MalformedField(f"unknown tagged field {tag}")
+        _, position = string(data, position, True, end)
 
 
 def decode_fetch_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, FetchRequest]:
@@ -184,7 +137,7 @@ def decode_fetch_request(frame: bytes | bytearray | memoryview) -> tuple[Request
     header = parse_request_header(data, flexible)
     try:
         return header, _body(data, header.size, version, flexible)
-    except (_Malformed, IndexError, struct.error, UnicodeDecodeError) as exc:
+    except FIELD_ERRORS as exc:
         raise InvalidRequestError(f"malformed FetchRequest v{version}: {exc}") from None
 
 
@@ -200,11 +153,11 @@ def _body(data: bytes, position: int, version: int, flexible: bool) -> FetchRequ
     layout = _PARTITION_LAYOUT[version]
     unpack, size = layout.unpack_from, layout.size
     topics: list[tuple[str, list[FetchPartitionRequest]]] = []
-    count, position = _count(data, position, flexible)
-    for _ in range(count):
-        topic, position = _string(data, position, flexible, end)
+    topic_count, position = count(data, position, flexible)
+    for _ in range(topic_count):
+        topic, position = string(data, position, flexible, end)
         partitions: list[FetchPartitionRequest] = []
-        n, position = _count(data, position, flexible)
+        n, position = count(data, position, flexible)
         for _ in range(n):
             fields = unpack(data, position)
             position += size
@@ -227,18 +180,18 @@ def _body(data: bytes, position: int, version: int, flexible: bool) -> FetchRequ
     forgotten: list[tuple[str, list[int]]] = []
     rack_id = ""
     if version >= 7:
-        count, position = _count(data, position, flexible)
-        for _ in range(count):
-            topic, position = _string(data, position, flexible, end)
-            n, position = _count(data, position, flexible)
+        topic_count, position = count(data, position, flexible)
+        for _ in range(topic_count):
+            topic, position = string(data, position, flexible, end)
+            n, position = count(data, position, flexible)
             if position + 4 * n > end:
-                raise _Malformed("forgotten partitions run past the end")
+                raise MalformedField("forgotten partitions run past the end")
             forgotten.append((topic, list(struct.unpack_from(f">{n}i", data, position))))
             position += 4 * n
             if flexible:
                 position = _no_tagged_fields(data, position)
         if version >= 11:
-            rack_id, position = _string(data, position, flexible, end)
+            rack_id, position = string(data, position, flexible, end)
     if flexible:
         _body_tagged_fields(data, position)
     return FetchRequest(

@@ -20,14 +20,12 @@ Layouts (``flexible`` = compact encodings, unsigned varint N meaning length N-1 
 from __future__ import annotations
 
 import dataclasses
-import struct
 import types
 import typing
 from dataclasses import dataclass
 from typing import Any
 
-from kio.serial.errors import DecodeError
-from kio.serial.readers import read_unsigned_varint
+from mq.protocol.frame_fields import FIELD_ERRORS, I16, I32, length, uvarint
 
 _FIXED_SIZES = {
     "bool": 1,
@@ -43,8 +41,6 @@ _FIXED_SIZES = {
     "float64": 8,
     "uuid": 16,
 }
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _STRING, _BYTES = -1, -2
 """Element kinds besides a fixed size in bytes (a positive int) or a nested entity (a ``_Layout``)."""
 
@@ -136,21 +132,8 @@ def check_lengths(schema: type[Any], frame: bytes, position: int) -> None:
         _entity(_layout(schema, bool(schema.__flexible__)), frame, position, len(frame))
     except LengthError:
         raise
-    except (IndexError, ValueError, DecodeError, struct.error):
+    except FIELD_ERRORS:
         raise LengthError(f"{schema.__name__} ends inside a length") from None
-
-
-def _uvarint(frame: bytes, position: int) -> tuple[int, int]:
-    value, size = read_unsigned_varint(frame, position)
-    return int(value), position + size
-
-
-def _length(frame: bytes, position: int, flexible: bool, legacy: struct.Struct) -> tuple[int, int]:
-    """(length, position after the prefix); negative means null."""
-    if flexible:
-        value, position = _uvarint(frame, position)
-        return value - 1, position
-    return int(legacy.unpack_from(frame, position)[0]), position + legacy.size
 
 
 def _entity(layout: _Layout, frame: bytes, position: int, end: int) -> int:
@@ -164,10 +147,10 @@ def _entity(layout: _Layout, frame: bytes, position: int, end: int) -> int:
 def _tagged_fields(layout: _Layout, frame: bytes, position: int, end: int) -> int:
     if frame[position] == 0:  # no tagged fields, the usual case
         return position + 1
-    count, position = _uvarint(frame, position)
+    count, position = uvarint(frame, position)
     for _ in range(count):
-        tag, position = _uvarint(frame, position)
-        size, position = _uvarint(frame, position)
+        tag, position = uvarint(frame, position)
+        size, position = uvarint(frame, position)
         value_end = position + size
         if value_end > end:
             raise LengthError(f"a tagged field of {size} bytes runs past the end")
@@ -181,7 +164,7 @@ def _tagged_fields(layout: _Layout, frame: bytes, position: int, end: int) -> in
 def _field(step: _Step, flexible: bool, frame: bytes, position: int, end: int) -> int:
     if not step.array:
         return _value(step.kind, step.nullable, flexible, frame, position, end)
-    count, position = _length(frame, position, flexible, _I32)
+    count, position = length(frame, position, flexible, I32)
     if count < 0 and not step.nullable:
         raise LengthError("a null array where none is allowed")
     if count > end - position:
@@ -217,7 +200,7 @@ def _value(kind: int | _Layout, nullable: bool, flexible: bool, frame: bytes, po
         return _entity(kind, frame, position, end)
     if kind > 0:
         return position + kind
-    size, position = _length(frame, position, flexible, _I16 if kind == _STRING else _I32)
+    size, position = length(frame, position, flexible, I16 if kind == _STRING else I32)
     if size < 0 and not nullable:
         raise LengthError("a null string or bytes where none is allowed")
     if size > end - position:

@@ -4,9 +4,10 @@ Internal topics (``__consumer_offsets``) take appends only from their coordinato
 only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
 
 Both paths share the answering code, so they answer the same frame with the same bytes. The immediate path reads a
-one-topic, one-partition frame with ``read_one_partition`` (no entity), appends synchronously and answers acks=0/1
-at once; acks=all answers at once when the high watermark already covers the batch, else through a future the
-produce purgatory completes with the response frame. Other shapes are decoded in full and answered the same way.
+one-topic, one-partition frame of the common layout with ``read_one_partition`` (no entity), appends synchronously
+and answers acks=0/1 at once; acks=all answers at once when the high watermark already covers the batch, else
+through a future the produce purgatory completes with the response frame. Other frames are decoded in full and
+answered the same way.
 """
 
 from __future__ import annotations
@@ -130,32 +131,35 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
             appended, request.timeout_ms, lambda found: encoded(dict(zip(appended, found, strict=True)))
         )
 
-    def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
-        one = read_one_partition(frame, version)
-        if one is None:
-            header, request = decode_produce_request(frame)
-            return answer_many(version, correlation_id, header.client_id, request)
-        return answer_one(version, correlation_id, *one)
-
-    async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
-        header = context.header
+    def answer(version: int, correlation_id: int, client_id: str | None, request: ProduceRequest) -> Answer:
         topics = request.topic_data
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             p = topics[0].partition_data[0]
-            answer = answer_one(
-                header.api_version,
-                header.correlation_id,
-                header.client_id,
-                request.transactional_id is not None,
+            transactional = request.transactional_id is not None
+            return answer_one(
+                version,
+                correlation_id,
+                client_id,
+                transactional,
                 request.acks,
                 request.timeout_ms,
                 topics[0].name,
                 p.index,
                 p.records,
             )
-        else:
-            answer = answer_many(header.api_version, header.correlation_id, header.client_id, request)
-        return await answer if isinstance(answer, asyncio.Future) else answer
+        return answer_many(version, correlation_id, client_id, request)
+
+    def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        one = read_one_partition(frame, version)
+        if one is not None:
+            return answer_one(version, correlation_id, *one)
+        header, request = decode_produce_request(frame)
+        return answer(version, correlation_id, header.client_id, request)
+
+    async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
+        header = context.header
+        found = answer(header.api_version, header.correlation_id, header.client_id, request)
+        return await found if isinstance(found, asyncio.Future) else found
 
     def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> bytes | None:
         if request.acks == 0:
