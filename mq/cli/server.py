@@ -57,9 +57,11 @@ def start(
     if daemon:
         _start_daemon(config_file, overrides, log_file or str(config.log_dir_paths[0].parent / "server.log"), config)
         return
+    from mq.server.allocator import keep_request_memory
     from mq.server.broker import new_event_loop, run
 
     _configure_logging(log_file)
+    keep_request_memory()
     with asyncio.Runner(loop_factory=lambda: new_event_loop(config.event_loop)) as runner:
         runner.run(run(config))
 
