@@ -8,7 +8,8 @@ import asyncio
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from mq.server.network import (
     ClientAddress,
     Connection,
     ConnectionLimits,
+    NowHandler,
+    RequestHandler,
     Response,
     SocketServer,
 )
@@ -56,18 +59,61 @@ class Echo:
 
 
 @pytest.fixture
-def data_fd(tmp_path: Path) -> AsyncIterator[int]:
-    path = tmp_path / "data"
-    path.write_bytes(bytes(range(256)) * 4)
-    fd = os.open(path, os.O_RDONLY)
-    yield fd
-    os.close(fd)
+def file_fd(tmp_path: Path) -> Iterator[Callable[[bytes], int]]:
+    """Writes the given bytes to a new file and returns a read-only descriptor of it; all are closed after the test."""
+    fds: list[int] = []
+
+    def open_file(content: bytes) -> int:
+        path = tmp_path / f"file{len(fds)}"
+        path.write_bytes(content)
+        fds.append(os.open(path, os.O_RDONLY))
+        return fds[-1]
+
+    yield open_file
+    for fd in fds:
+        os.close(fd)
 
 
-async def start(handler: Echo, max_request_bytes: int = 1000, limits: ConnectionLimits | None = None) -> SocketServer:
-    server = SocketServer("127.0.0.1", 0, handler, max_request_bytes=max_request_bytes, limits=limits)
+@pytest.fixture
+def data_fd(file_fd: Callable[[bytes], int]) -> int:
+    return file_fd(bytes(range(256)) * 4)
+
+
+client_writers: dict[SocketServer, list[asyncio.StreamWriter]] = {}
+"""The connections ``connect`` opened to each server ``serving`` runs; closed before it stops."""
+
+
+@asynccontextmanager
+async def serving(
+    handler: RequestHandler | Echo,
+    *,
+    now_handler: NowHandler | None = None,
+    max_request_bytes: int = 1000,
+    limits: ConnectionLimits | None = None,
+) -> AsyncIterator[SocketServer]:
+    """A server started on a free port of 127.0.0.1; on the way out, also when the scenario fails, the connections
+    ``connect`` opened to it are closed and it is stopped (again, if the scenario stopped it: stopping twice is
+    harmless)."""
+    server = SocketServer(
+        "127.0.0.1", 0, handler, now_handler=now_handler, max_request_bytes=max_request_bytes, limits=limits
+    )
     await server.start()
-    return server
+    client_writers[server] = []
+    try:
+        yield server
+    finally:
+        for writer in client_writers.pop(server):
+            writer.close()
+        await server.stop()
+
+
+async def connect(
+    server: SocketServer, local_addr: tuple[str, int] | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A client connection to ``server``, closed when ``serving`` ends."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, local_addr=local_addr)
+    client_writers[server].append(writer)
+    return reader, writer
 
 
 async def read_frame(reader: asyncio.StreamReader) -> bytes:
@@ -91,14 +137,12 @@ def run(request: pytest.FixtureRequest) -> Runner:
 
 def test_responses_come_back_in_request_order(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
-        server = await start(Echo(data_fd))
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(b"sleep:50") + frame(b"silent") + frame(b"quick") + frame(b"file"))
-        assert await read_frame(reader) == b"sleep:50"
-        assert await read_frame(reader) == b"quick"
-        assert await read_frame(reader) == (bytes(range(256)) * 4)[5:15]
-        writer.close()
-        await server.stop()
+        async with serving(Echo(data_fd)) as server:
+            reader, writer = await connect(server)
+            writer.write(frame(b"sleep:50") + frame(b"silent") + frame(b"quick") + frame(b"file"))
+            assert await read_frame(reader) == b"sleep:50"
+            assert await read_frame(reader) == b"quick"
+            assert await read_frame(reader) == (bytes(range(256)) * 4)[5:15]
 
     run(scenario())
 
@@ -106,74 +150,63 @@ def test_responses_come_back_in_request_order(run: Runner, data_fd: int) -> None
 def test_oversized_frame_closes_only_that_connection(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         handler = Echo(data_fd)
-        server = await start(handler, max_request_bytes=100)
-        good_reader, good_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        bad_reader, bad_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        bad_writer.write(struct.pack(">i", 10_000_000))
-        assert await bad_reader.read() == b""  # closed without reading the body
-        good_writer.write(frame(b"still here"))
-        assert await read_frame(good_reader) == b"still here"
-        assert handler.seen == [b"still here"]
-        good_writer.close()
-        await server.stop()
+        async with serving(handler, max_request_bytes=100) as server:
+            good_reader, good_writer = await connect(server)
+            bad_reader, bad_writer = await connect(server)
+            bad_writer.write(struct.pack(">i", 10_000_000))
+            assert await bad_reader.read() == b""  # closed without reading the body
+            good_writer.write(frame(b"still here"))
+            assert await read_frame(good_reader) == b"still here"
+            assert handler.seen == [b"still here"]
 
     run(scenario())
 
 
 def test_malformed_request_closes_only_that_connection(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
-        server = await start(Echo(data_fd))
-        good_reader, good_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        bad_reader, bad_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        bad_writer.write(frame(b"bad") + frame(b"never answered"))
-        assert await bad_reader.read() == b""
-        good_writer.write(frame(b"ok"))
-        assert await read_frame(good_reader) == b"ok"
-        good_writer.close()
-        await server.stop()
+        async with serving(Echo(data_fd)) as server:
+            good_reader, good_writer = await connect(server)
+            bad_reader, bad_writer = await connect(server)
+            bad_writer.write(frame(b"bad") + frame(b"never answered"))
+            assert await bad_reader.read() == b""
+            good_writer.write(frame(b"ok"))
+            assert await read_frame(good_reader) == b"ok"
 
     run(scenario())
 
 
 def test_stop_answers_requests_already_received(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
-        server = await start(Echo(data_fd))
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(b"sleep:100") + frame(b"second"))
-        await asyncio.sleep(0.03)
-        stopping = asyncio.create_task(server.stop())
-        assert await read_frame(reader) == b"sleep:100"
-        assert await read_frame(reader) == b"second"
-        await stopping
-        assert await reader.read() == b""
-        with pytest.raises(OSError):
-            socket.create_connection(("127.0.0.1", server.port), timeout=1)
+        async with serving(Echo(data_fd)) as server:
+            reader, writer = await connect(server)
+            writer.write(frame(b"sleep:100") + frame(b"second"))
+            await asyncio.sleep(0.03)
+            stopping = asyncio.create_task(server.stop())
+            assert await read_frame(reader) == b"sleep:100"
+            assert await read_frame(reader) == b"second"
+            await stopping
+            assert await reader.read() == b""
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", server.port), timeout=1)
 
     run(scenario())
 
 
-def test_large_region_is_sent_whole(run: Runner, tmp_path: Path) -> None:
-    path = tmp_path / "big"
+def test_large_region_is_sent_whole(run: Runner, file_fd: Callable[[bytes], int]) -> None:
     payload = os.urandom(8 * 1024 * 1024)
-    path.write_bytes(payload)
-    fd = os.open(path, os.O_RDONLY)
+    fd = file_fd(payload)
 
     class Big(Echo):
         async def __call__(self, request: bytes, client: ClientAddress) -> Response | None:
             return [struct.pack(">i", len(payload) - 1), Region(self.fd, 1, len(payload) - 1)]
 
     async def scenario() -> None:
-        server = await start(Big(fd))
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(b"go"))
-        assert await read_frame(reader) == payload[1:]
-        writer.close()
-        await server.stop()
+        async with serving(Big(fd)) as server:
+            reader, writer = await connect(server)
+            writer.write(frame(b"go"))
+            assert await read_frame(reader) == payload[1:]
 
-    try:
-        run(scenario())
-    finally:
-        os.close(fd)
+    run(scenario())
 
 
 class Holding(Echo):
@@ -195,27 +228,26 @@ def test_a_frame_waits_unread_for_pool_memory_and_is_answered_once_it_is_release
     async def scenario() -> None:
         handler = Holding(data_fd)
         size = 3 * MIN_GROWTH
-        server = await start(handler, max_request_bytes=size, limits=ConnectionLimits(queued_max_request_bytes=size))
-        first_reader, first_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        first_writer.write(frame(b"hold" + bytes(size - 4)))
-        while handler.seen != [b"hold"]:
-            await asyncio.sleep(0.01)
-        assert server.pool.available == 0
-        second_reader, second_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        second_writer.write(frame(b"hold" + bytes(size - 4)))
-        small_reader, small_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        small_writer.write(frame(b"small requests are still read"))
-        assert await read_frame(small_reader) == b"small requests are still read"
-        while server.pool.waiting == 0:
-            await asyncio.sleep(0.01)
-        assert handler.seen == [b"hold", b"small requests are still read"]  # the second frame is not whole
-        handler.let_go.set()
-        assert await read_frame(first_reader) == b"held %d" % size
-        assert await read_frame(second_reader) == b"held %d" % size  # resumed, not dropped
-        assert server.pool.available == size
-        for writer in (first_writer, second_writer, small_writer):
-            writer.close()
-        await server.stop()
+        async with serving(
+            handler, max_request_bytes=size, limits=ConnectionLimits(queued_max_request_bytes=size)
+        ) as server:
+            first_reader, first_writer = await connect(server)
+            first_writer.write(frame(b"hold" + bytes(size - 4)))
+            while handler.seen != [b"hold"]:
+                await asyncio.sleep(0.01)
+            assert server.pool.available == 0
+            second_reader, second_writer = await connect(server)
+            second_writer.write(frame(b"hold" + bytes(size - 4)))
+            small_reader, small_writer = await connect(server)
+            small_writer.write(frame(b"small requests are still read"))
+            assert await read_frame(small_reader) == b"small requests are still read"
+            while server.pool.waiting == 0:
+                await asyncio.sleep(0.01)
+            assert handler.seen == [b"hold", b"small requests are still read"]  # the second frame is not whole
+            handler.let_go.set()
+            assert await read_frame(first_reader) == b"held %d" % size
+            assert await read_frame(second_reader) == b"held %d" % size  # resumed, not dropped
+            assert server.pool.available == size
 
     run(scenario())
 
@@ -234,19 +266,18 @@ def test_accept_waits_at_max_connections_and_closes_connections_over_the_per_ip_
         limits = ConnectionLimits(
             max_connections=4, max_connections_per_ip=2, max_connections_per_ip_overrides={"127.0.0.1": 3}
         )
-        server = await start(Echo(data_fd), limits=limits)
-        clients = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(4)]
-        assert [await is_closed_by_server(reader) for reader, _ in clients] == [False, False, False, True]
-        other = [await asyncio.open_connection("127.0.0.1", server.port, local_addr=("127.0.0.2", 0)) for _ in range(2)]
-        assert not await is_closed_by_server(other[0][0])
-        other[1][1].write(frame(b"waits in the backlog"))  # four are open: it is not accepted yet
-        assert not await is_closed_by_server(other[1][0]) and len(server.connections) == 4
-        reader, writer = clients[0]
-        writer.write(frame(b"served"))
-        assert await read_frame(reader) == b"served"
-        writer.close()
-        assert await read_frame(other[1][0]) == b"waits in the backlog"  # accepted once a place was free
-        await server.stop()
+        async with serving(Echo(data_fd), limits=limits) as server:
+            clients = [await connect(server) for _ in range(4)]
+            assert [await is_closed_by_server(reader) for reader, _ in clients] == [False, False, False, True]
+            other = [await connect(server, local_addr=("127.0.0.2", 0)) for _ in range(2)]
+            assert not await is_closed_by_server(other[0][0])
+            other[1][1].write(frame(b"waits in the backlog"))  # four are open: it is not accepted yet
+            assert not await is_closed_by_server(other[1][0]) and len(server.connections) == 4
+            reader, writer = clients[0]
+            writer.write(frame(b"served"))
+            assert await read_frame(reader) == b"served"
+            writer.close()
+            assert await read_frame(other[1][0]) == b"waits in the backlog"  # accepted once a place was free
 
     run(scenario())
 
@@ -254,16 +285,15 @@ def test_accept_waits_at_max_connections_and_closes_connections_over_the_per_ip_
 def test_idle_connections_and_slow_requests_are_closed(run: Runner, data_fd: int) -> None:
     async def scenario() -> None:
         limits = ConnectionLimits(connections_max_idle_ms=300, request_receive_timeout_ms=300)
-        server = await start(Echo(data_fd), limits=limits)
-        idle_reader, _ = await asyncio.open_connection("127.0.0.1", server.port)
-        slow_reader, slow_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", server.port)
-        slow_writer.write(frame(b"never finished")[:-1])
-        busy_writer.write(frame(b"sleep:700"))  # a request being handled is not idle
-        assert await asyncio.wait_for(idle_reader.read(), 5) == b""
-        assert await asyncio.wait_for(slow_reader.read(), 5) == b""
-        assert await read_frame(busy_reader) == b"sleep:700"
-        await server.stop()
+        async with serving(Echo(data_fd), limits=limits) as server:
+            idle_reader, _ = await connect(server)
+            slow_reader, slow_writer = await connect(server)
+            busy_reader, busy_writer = await connect(server)
+            slow_writer.write(frame(b"never finished")[:-1])
+            busy_writer.write(frame(b"sleep:700"))  # a request being handled is not idle
+            assert await asyncio.wait_for(idle_reader.read(), 5) == b""
+            assert await asyncio.wait_for(slow_reader.read(), 5) == b""
+            assert await read_frame(busy_reader) == b"sleep:700"
 
     run(scenario())
 
@@ -308,12 +338,11 @@ class Handlers:
         return frame(bytes(request))
 
 
-async def start_paths(handlers: Handlers, limits: ConnectionLimits | None = None) -> SocketServer:
-    server = SocketServer(
-        "127.0.0.1", 0, handlers.general, now_handler=handlers.now, max_request_bytes=1 << 20, limits=limits
-    )
-    await server.start()
-    return server
+def serving_paths(
+    handlers: Handlers, limits: ConnectionLimits | None = None
+) -> AbstractAsyncContextManager[SocketServer]:
+    """``serving`` with ``handlers`` on the immediate and the general path."""
+    return serving(handlers.general, now_handler=handlers.now, max_request_bytes=1 << 20, limits=limits)
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -326,23 +355,21 @@ def test_later_frames_wait_behind_a_pending_answer_and_everything_is_answered_in
 ) -> None:
     async def scenario() -> None:
         handlers = Handlers()
-        server = await start_paths(handlers)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        requests = [b"now:1", b"wait:a", b"now:2", b"wait:b", b"none", b"general", b"now:3"]
-        writer.write(b"".join(frame(r) for r in requests))
-        assert await read_frame(reader) == b"1"
-        await until(lambda: b"a" in handlers.futures)
-        await asyncio.sleep(0.05)
-        assert handlers.calls == [b"now:1", b"wait:a"]  # nothing after a pending answer is handled
-        handlers.futures[b"a"].set_result(frame(b"answer a"))
-        await until(lambda: b"b" in handlers.futures)
-        assert handlers.calls == [b"now:1", b"wait:a", b"now:2", b"wait:b"]
-        handlers.futures[b"b"].set_result(frame(b"answer b"))
-        assert [await read_frame(reader) for _ in range(5)] == [b"answer a", b"2", b"answer b", b"general", b"3"]
-        # the general path ran before the frame after it was handed to the immediate path
-        assert handlers.calls[4:] == [b"none", b"general", b"general general", b"now:3"]
-        writer.close()
-        await server.stop()
+        async with serving_paths(handlers) as server:
+            reader, writer = await connect(server)
+            requests = [b"now:1", b"wait:a", b"now:2", b"wait:b", b"none", b"general", b"now:3"]
+            writer.write(b"".join(frame(r) for r in requests))
+            assert await read_frame(reader) == b"1"
+            await until(lambda: b"a" in handlers.futures)
+            await asyncio.sleep(0.05)
+            assert handlers.calls == [b"now:1", b"wait:a"]  # nothing after a pending answer is handled
+            handlers.futures[b"a"].set_result(frame(b"answer a"))
+            await until(lambda: b"b" in handlers.futures)
+            assert handlers.calls == [b"now:1", b"wait:a", b"now:2", b"wait:b"]
+            handlers.futures[b"b"].set_result(frame(b"answer b"))
+            assert [await read_frame(reader) for _ in range(5)] == [b"answer a", b"2", b"answer b", b"general", b"3"]
+            # the general path ran before the frame after it was handed to the immediate path
+            assert handlers.calls[4:] == [b"none", b"general", b"general general", b"now:3"]
 
     run(scenario())
 
@@ -352,15 +379,14 @@ def test_a_failed_answer_closes_the_connection_after_the_earlier_answers(
 ) -> None:
     async def scenario() -> None:
         handlers = Handlers()
-        server = await start_paths(handlers)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(b"now:first") + frame(b"wait:x") + frame(b"now:never"))
-        await until(lambda: b"x" in handlers.futures)
-        handlers.futures[b"x"].set_exception(ConnectionResetError())
-        assert await read_frame(reader) == b"first"
-        assert await reader.read() == b""
-        assert b"now:never" not in handlers.calls
-        await server.stop()
+        async with serving_paths(handlers) as server:
+            reader, writer = await connect(server)
+            writer.write(frame(b"now:first") + frame(b"wait:x") + frame(b"now:never"))
+            await until(lambda: b"x" in handlers.futures)
+            handlers.futures[b"x"].set_exception(ConnectionResetError())
+            assert await read_frame(reader) == b"first"
+            assert await reader.read() == b""
+            assert b"now:never" not in handlers.calls
 
     run(scenario())
 
@@ -379,19 +405,17 @@ def test_responses_ready_in_one_loop_turn_leave_in_one_send(
 
     async def scenario() -> None:
         handlers = Handlers(data_fd)
-        server = await start_paths(handlers)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"".join(frame(b"now:%d" % i) for i in range(5)))
-        assert [await read_frame(reader) for _ in range(5)] == [b"%d" % i for i in range(5)]
-        assert sends == [5]
-        sends.clear()
-        writer.write(frame(b"now:a") + frame(b"file:5") + frame(b"now:b") + frame(b"file:300") + frame(b"now:c"))
-        data = bytes(range(256)) * 4
-        expected = [b"a", data[5:15], b"b", data[300:310], b"c"]
-        assert [await read_frame(reader) for _ in range(5)] == expected
-        assert sends == [2, 2, 1]  # the bytes before each region go together, then the region, in order
-        writer.close()
-        await server.stop()
+        async with serving_paths(handlers) as server:
+            reader, writer = await connect(server)
+            writer.write(b"".join(frame(b"now:%d" % i) for i in range(5)))
+            assert [await read_frame(reader) for _ in range(5)] == [b"%d" % i for i in range(5)]
+            assert sends == [5]
+            sends.clear()
+            writer.write(frame(b"now:a") + frame(b"file:5") + frame(b"now:b") + frame(b"file:300") + frame(b"now:c"))
+            data = bytes(range(256)) * 4
+            expected = [b"a", data[5:15], b"b", data[300:310], b"c"]
+            assert [await read_frame(reader) for _ in range(5)] == expected
+            assert sends == [2, 2, 1]  # the bytes before each region go together, then the region, in order
 
     run(scenario())
 
@@ -401,67 +425,57 @@ def test_a_client_that_does_not_read_is_muted_at_queued_max_requests_and_resumed
 ) -> None:
     async def scenario() -> None:
         handlers = Handlers()
-        server = await start_paths(handlers, ConnectionLimits(queued_max_requests=8))
-        client = socket.create_connection(("127.0.0.1", server.port))
-        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-        client.setblocking(False)
-        count, size = 200, 100_000
-        request = frame(b"big:%d" % size)
-        loop = asyncio.get_running_loop()
-        await loop.sock_sendall(client, request * count)  # 200 requests pipelined, no response read
-        await asyncio.sleep(0.3)
-        (connection,) = server.connections
-        assert connection._reading_paused
-        assert len(handlers.calls) < count  # the rest wait in the client's socket, not in the broker
-        received = 0
-        while received < count * (size + 4):
-            received += len(await loop.sock_recv(client, 1 << 20))
-        assert received == count * (size + 4)
-        assert len(handlers.calls) == count
-        await until(lambda: not connection._reading_paused)
-        client.close()
-        await server.stop()
+        async with serving_paths(handlers, ConnectionLimits(queued_max_requests=8)) as server:
+            client = socket.create_connection(("127.0.0.1", server.port))
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            client.setblocking(False)
+            count, size = 200, 100_000
+            request = frame(b"big:%d" % size)
+            loop = asyncio.get_running_loop()
+            await loop.sock_sendall(client, request * count)  # 200 requests pipelined, no response read
+            await asyncio.sleep(0.3)
+            (connection,) = server.connections
+            assert connection._reading_paused
+            assert len(handlers.calls) < count  # the rest wait in the client's socket, not in the broker
+            received = 0
+            while received < count * (size + 4):
+                received += len(await loop.sock_recv(client, 1 << 20))
+            assert received == count * (size + 4)
+            assert len(handlers.calls) == count
+            await until(lambda: not connection._reading_paused)
+            client.close()
 
     run(scenario())
 
 
 def test_a_region_larger_than_the_socket_takes_is_sent_whole_between_bytes_to_a_slow_reader(
-    run: Runner, tmp_path: Path
+    run: Runner, file_fd: Callable[[bytes], int]
 ) -> None:
-    path = tmp_path / "big"
     payload = os.urandom(16 * 1024 * 1024)
-    path.write_bytes(payload)
-    fd = os.open(path, os.O_RDONLY)
+    fd = file_fd(payload)
 
     async def scenario() -> None:
-        server = await start_paths(Handlers(fd))
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(b"now:before") + frame(b"whole") + frame(b"now:after") + frame(b"whole"))
-        await asyncio.sleep(0.2)  # the socket fills up before anything is read
-        assert [await read_frame(reader) for _ in range(4)] == [b"before", payload, b"after", payload]
-        writer.close()
-        await server.stop()
+        async with serving_paths(Handlers(fd)) as server:
+            reader, writer = await connect(server)
+            writer.write(frame(b"now:before") + frame(b"whole") + frame(b"now:after") + frame(b"whole"))
+            await asyncio.sleep(0.2)  # the socket fills up before anything is read
+            assert [await read_frame(reader) for _ in range(4)] == [b"before", payload, b"after", payload]
 
-    try:
-        run(scenario())
-    finally:
-        os.close(fd)
+    run(scenario())
 
 
 def test_frames_waiting_behind_a_pending_one_stop_the_reading_until_it_is_answered(run: Runner) -> None:
     async def scenario() -> None:
         handlers = Handlers()
-        server = await start_paths(handlers)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(frame(b"wait:x") + b"".join(frame(b"now:%d" % i) for i in range(MAX_WAITING_FRAMES)))
-        await until(lambda: b"x" in handlers.futures)
-        (connection,) = server.connections
-        await until(lambda: connection._reading_paused)
-        handlers.futures[b"x"].set_result(frame(b"x"))
-        expected = [b"x", *(b"%d" % i for i in range(MAX_WAITING_FRAMES))]
-        assert [await read_frame(reader) for _ in expected] == expected
-        await until(lambda: not connection._reading_paused)
-        writer.close()
-        await server.stop()
+        async with serving_paths(handlers) as server:
+            reader, writer = await connect(server)
+            writer.write(frame(b"wait:x") + b"".join(frame(b"now:%d" % i) for i in range(MAX_WAITING_FRAMES)))
+            await until(lambda: b"x" in handlers.futures)
+            (connection,) = server.connections
+            await until(lambda: connection._reading_paused)
+            handlers.futures[b"x"].set_result(frame(b"x"))
+            expected = [b"x", *(b"%d" % i for i in range(MAX_WAITING_FRAMES))]
+            assert [await read_frame(reader) for _ in expected] == expected
+            await until(lambda: not connection._reading_paused)
 
     run(scenario())
