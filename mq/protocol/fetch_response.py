@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mq.protocol.response_writer import I16, I32, I64, FileRegion, ResponseWriter
+from mq.protocol.frame_fields import I16, I32, I64
+from mq.protocol.response_writer import FileRegion, ResponseWriter
 
 MIN_VERSION = 4
 MAX_VERSION = 16

@@ -19,6 +19,7 @@ Frame = bytes | bytearray | memoryview
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
+I64 = struct.Struct(">q")
 
 
 class MalformedField(ValueError):
@@ -63,6 +64,8 @@ def nullable_string(data: Frame, position: int, flexible: bool, end: int) -> tup
     """A string whose bytes end by ``end``, or None."""
     size, position = length(data, position, flexible, I16)
     if size < 0:
+        if size < -1:
+            raise MalformedField(f"a string of length {size}")
         return None, position
     stop = position + size
     if stop > end:

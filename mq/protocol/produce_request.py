@@ -92,6 +92,8 @@ def _body(view: memoryview, position: int, flexible: bool) -> ProduceRequest:
             (index,) = I32.unpack_from(view, position)
             size, position = length(view, position + I32.size, flexible, I32)
             records = None
+            if size < -1:
+                raise MalformedField(f"a record set of length {size}")
             if size >= 0:
                 if position + size > end:
                     raise MalformedField("a record set runs past the end")
@@ -157,7 +159,7 @@ def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
         else:
             partitions, index, size = _LEGACY_PARTITION.unpack_from(frame, at)
             at += _LEGACY_PARTITION.size
-            common = partitions == 1 and at + size <= end
+            common = partitions == 1 and size >= -1 and at + size <= end
     except FIELD_ERRORS:
         return None
     if not common:

@@ -22,7 +22,8 @@ import struct
 from dataclasses import dataclass
 
 from mq.errors import RecordError
-from mq.protocol.response_writer import I16, I32, I64, ResponseWriter
+from mq.protocol.frame_fields import I16, I32, I64
+from mq.protocol.response_writer import ResponseWriter
 from mq.records.varint import encode_unsigned_varint
 
 MIN_VERSION = 3

@@ -6,14 +6,10 @@ flexible ones, where 0 means null and every structure ends with a tagged-field s
 
 from __future__ import annotations
 
-import struct
 from typing import Protocol
 
+from mq.protocol.frame_fields import I16, I32
 from mq.records.varint import encode_unsigned_varint
-
-I16 = struct.Struct(">h")
-I32 = struct.Struct(">i")
-I64 = struct.Struct(">q")
 
 
 class FileRegion(Protocol):

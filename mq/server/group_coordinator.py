@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
@@ -40,6 +40,7 @@ from mq.server.purgatory import DelayedCall, Purgatory, Watch
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300000
 """How long a new member may wait for its first JoinGroup answer before it is dropped."""
@@ -693,22 +694,24 @@ class GroupCoordinator:
 
     # --- offsets -----------------------------------------------------------------------------------------------
 
-    async def commit_offsets(
+    def commit_offsets(
         self,
         group_id: str,
         member_id: str,
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[TopicPartition, OffsetCommitValue],
-    ) -> ErrorCode:
-        """Store ``offsets`` for the group; one error for all of them (the handler adds per-partition checks)."""
+        answer: Callable[[ErrorCode], T],
+    ) -> T | asyncio.Future[T]:
+        """Store ``offsets`` for the group: ``answer(error)``, one error for all of them (the handler adds
+        per-partition checks), now or (while the write waits for the ISR) as a future."""
         error = self._status(group_id, allow_empty=True)
         if error != ErrorCode.NONE:
-            return error
+            return answer(error)
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                return ErrorCode.ILLEGAL_GENERATION
+                return answer(ErrorCode.ILLEGAL_GENERATION)
             group = GroupMetadata(group_id, self.partition_for(group_id), state_timestamp_ms=self.time_ms())
             self.groups[group_id] = group
         standalone_commit = (
@@ -719,16 +722,20 @@ class GroupCoordinator:
         if not standalone_commit:
             error = self._member_error(group, member_id, group_instance_id, generation_id)
             if error != ErrorCode.NONE:
-                return error
+                return answer(error)
             if group.is_in(GroupState.COMPLETING_REBALANCE):
-                return ErrorCode.REBALANCE_IN_PROGRESS
+                return answer(ErrorCode.REBALANCE_IN_PROGRESS)
             self._schedule_heartbeat(group, group.members[member_id])
         if not offsets:
-            return ErrorCode.NONE
-        error = await self.manager.store_offsets(group, offsets)
-        if error == ErrorCode.NONE and self._current(group):
-            group.offsets.update(offsets)
-        return error
+            return answer(ErrorCode.NONE)
+        stored_group = group
+
+        def stored(error: ErrorCode) -> T:
+            if error == ErrorCode.NONE and self._current(stored_group):
+                stored_group.offsets.update(offsets)
+            return answer(error)
+
+        return self.manager.store_offsets(group, offsets, stored)
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

@@ -9,10 +9,12 @@ wins and a tombstone (null value) removes the key. Loading decodes every record,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
@@ -34,11 +36,13 @@ from mq.protocol.consumer_offsets import (
 from mq.records.batch_header import iter_headers
 from mq.records.default_batch import RecordBatchBuilder, iter_batch_records
 from mq.server.group_metadata import GroupMetadata
-from mq.server.replica_manager import ReplicaManager
+from mq.server.purgatory import settled
+from mq.server.replica_manager import ProduceResult, ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
@@ -168,25 +172,41 @@ class GroupMetadataManager:
             return LoadedPartition()
         return read_partition(log_, self.config.offsets_load_buffer_size)
 
-    async def _append(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> ErrorCode:
+    def append_now(
+        self, partition: int, records: Iterable[tuple[bytes, bytes | None]], answer: Callable[[ErrorCode], T]
+    ) -> T | asyncio.Future[T]:
+        """Append ``records`` to ``partition`` now; ``answer(error)`` now, or (acks -1 while the ISR catches up) a
+        future of it that the produce purgatory completes."""
         builder = RecordBatchBuilder()
         now = self.time_ms()
         for key, value in records:
             builder.append(now, key, value)
         if not len(builder):
-            return ErrorCode.NONE
+            return answer(ErrorCode.NONE)
         tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
-        results = await self.replica_manager.append_records(
-            {tp: builder.build()}, self.config.offsets_commit_required_acks, self.config.offsets_commit_timeout_ms
+        acks = self.config.offsets_commit_required_acks
+        appended = self.replica_manager.append_to_leader(tp, builder.build(), acks)
+        if isinstance(appended, ProduceResult):
+            return answer(appended.error)
+        if acks != -1:
+            return answer(ErrorCode.NONE)
+        timeout_ms = self.config.offsets_commit_timeout_ms
+        return self.replica_manager.when_replicated(
+            {tp: appended.base_offset}, timeout_ms, lambda found: answer(found[0])
         )
-        return results[tp].error
+
+    async def _append(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> ErrorCode:
+        return await settled(self.append_now(partition, records, lambda code: code))
 
     async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> ErrorCode:
         key = encode_group_metadata_key(GroupMetadataKey(group.group_id))
         value = encode_group_metadata_value(group_metadata_value(group, assignment))
         return group_append_error(await self._append(group.partition, [(key, value)]))
 
-    async def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue]) -> ErrorCode:
+    def store_offsets(
+        self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue], answer: Callable[[ErrorCode], T]
+    ) -> T | asyncio.Future[T]:
+        """Write ``offsets``; ``answer(error)`` as ``append_now`` gives it."""
         records = [
             (
                 encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
@@ -194,7 +214,7 @@ class GroupMetadataManager:
             )
             for tp, value in offsets.items()
         ]
-        return offset_append_error(await self._append(group.partition, records))
+        return self.append_now(group.partition, records, lambda code: answer(offset_append_error(code)))
 
     async def write_tombstones(
         self, partition: int, group_id: str, offsets: Iterable[TopicPartition], group_too: bool

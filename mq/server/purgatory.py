@@ -181,6 +181,11 @@ def park(
     return operation
 
 
+async def settled(answer: T | asyncio.Future[T]) -> T:
+    """An answer given now or as a future (what ``answer_or_wait`` returns), once it is there."""
+    return await answer if isinstance(answer, asyncio.Future) else answer
+
+
 async def waited(operation: DelayedFuture[T]) -> T:
     """The answer of a parked operation (a cancelled waiter cancels its future, which drops the operation)."""
     return await operation.future

@@ -34,7 +34,7 @@ from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
 from mq.server.partition import AppendResult, Partition
 from mq.server.partition_state import PartitionStateInfo
-from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, waited
+from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, settled, waited
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
 from mq.storage.log_manager import LogManager
@@ -301,8 +301,7 @@ class ReplicaManager:
         outcomes = [ErrorCode.NONE] * len(appended)
         if required_acks == -1 and appended:
             base_offsets = {tp: result.base_offset for tp, result in appended.items()}
-            replicated = self.when_replicated(base_offsets, timeout_ms, lambda found: found)
-            outcomes = await replicated if isinstance(replicated, asyncio.Future) else replicated
+            outcomes = await settled(self.when_replicated(base_offsets, timeout_ms, lambda found: found))
         for (tp, result), error in zip(appended.items(), outcomes, strict=True):
             results[tp] = ProduceResult(error, result.base_offset, result.log_append_time_ms, result.log_start_offset)
         return results

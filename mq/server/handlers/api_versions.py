@@ -15,7 +15,7 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import decode_request, encode_response, response_schema
 from mq.protocol.entities import build
-from mq.protocol.response_writer import I32
+from mq.protocol.frame_fields import I32
 from mq.server.api_dispatch import Api, ApiDispatcher, NowResult, RequestContext
 from mq.server.network import ClientAddress
 

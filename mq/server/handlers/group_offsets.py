@@ -4,21 +4,35 @@ partition) and OffsetDelete, over the group coordinator.
 Per-partition checks come first (unknown topic: UNKNOWN_TOPIC_OR_PARTITION; metadata longer than
 ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE); the rest is committed together and shares one outcome.
 A partition without a committed offset fetches as offset -1 with empty metadata and no error.
+
+OffsetCommit has an immediate path: the frames clients send are read by ``read_offset_commit`` (no entity), the
+offsets are appended at once and the answer, written by ``encode_offset_commit_response``, leaves now or, while the
+write waits for the ISR, when the produce purgatory completes it. Frames it does not read take the general path
+(kio), which answers through the same code.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.consumer_offsets import OffsetCommitValue
-from mq.server.api_dispatch import Api, RequestContext
+from mq.protocol.offset_commit import (
+    OffsetCommit,
+    encode_offset_commit_response,
+    offset_commit_of,
+    read_offset_commit,
+)
+from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.metadata_cache import MetadataCache
+from mq.server.network import ClientAddress
+from mq.server.purgatory import settled
 from mq.topic_partition import TopicPartition
 
 NO_OFFSET = -1
@@ -39,50 +53,59 @@ def group_offset_apis(
 ) -> list[Api]:
     # --- OffsetCommit --------------------------------------------------------------------------------------------
 
-    async def offset_commit(context: RequestContext, request: Any) -> dict[str, Any]:
+    def commit(version: int, correlation_id: int, request: OffsetCommit) -> bytes | asyncio.Future[bytes]:
+        """The response to ``request``: now, or a future while the write waits for the ISR. A topic named twice is
+        answered once, with all its partitions."""
         now = time_ms()
-        retention = getattr(request, "retention_time", None)
-        retention_ms = -1 if retention is None else int(retention.total_seconds() * 1000)
+        retention_ms = request.retention_ms
         errors: dict[TopicPartition, ErrorCode] = {}
         valid: dict[TopicPartition, OffsetCommitValue] = {}
-        for topic in request.topics:
-            for p in topic.partitions:
-                tp = TopicPartition(topic.name, p.partition_index)
-                metadata = p.committed_metadata or NO_METADATA
-                if topic.name not in cache.topics:
+        for name, partitions in request.topics:
+            for index, offset, leader_epoch, metadata in partitions:
+                tp = TopicPartition(name, index)
+                if name not in cache.topics:
                     errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif len(metadata) > config.offset_metadata_max_bytes:
+                elif len(metadata or NO_METADATA) > config.offset_metadata_max_bytes:
                     errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 else:
                     valid[tp] = OffsetCommitValue(
-                        offset=p.committed_offset,
-                        metadata=metadata,
+                        offset=offset,
+                        metadata=metadata or NO_METADATA,
                         commit_timestamp=now,
-                        leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+                        leader_epoch=leader_epoch,
                         expire_timestamp=now + retention_ms if retention_ms >= 0 else -1,
                     )
-        if valid:
-            code = await coordinator.commit_offsets(
-                request.group_id,
-                getattr(request, "member_id", ""),
-                getattr(request, "group_instance_id", None),
-                int(getattr(request, "generation_id_or_member_epoch", -1)),
-                valid,
-            )
+
+        def answered(code: ErrorCode) -> bytes:
             errors.update(dict.fromkeys(valid, code))
-        return commit_response(request, errors)
+            return commit_response(version, correlation_id, request, errors)
 
-    def commit_response(request: Any, errors: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for topic in request.topics:
-            for p in topic.partitions:
-                code = errors[TopicPartition(topic.name, p.partition_index)]
-                topics.setdefault(topic.name, []).append({"partition_index": p.partition_index, "error_code": code})
-        return {"throttle_time": 0, "topics": _partition_answers(topics)}
+        if not valid:
+            return answered(ErrorCode.NONE)
+        return coordinator.commit_offsets(
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id, valid, answered
+        )
 
-    def offset_commit_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        everything = {TopicPartition(t.name, p.partition_index): code for t in request.topics for p in t.partitions}
-        return commit_response(request, everything)
+    def commit_response(
+        version: int, correlation_id: int, request: OffsetCommit, errors: Mapping[TopicPartition, ErrorCode]
+    ) -> bytes:
+        topics: dict[str, list[tuple[int, int]]] = {}
+        for name, partitions in request.topics:
+            answers = topics.setdefault(name, [])
+            answers.extend((p[0], errors[TopicPartition(name, p[0])]) for p in partitions)
+        return encode_offset_commit_response(version, correlation_id, list(topics.items()))
+
+    def offset_commit_now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        request = read_offset_commit(frame, version)
+        return LATER if request is None else commit(version, correlation_id, request)
+
+    async def offset_commit(context: RequestContext, request: Any) -> bytes:
+        return await settled(commit(context.version, context.header.correlation_id, offset_commit_of(request)))
+
+    def offset_commit_error(context: RequestContext, request: Any, code: ErrorCode) -> bytes:
+        everything = offset_commit_of(request)
+        errors = {TopicPartition(name, p[0]): code for name, partitions in everything.topics for p in partitions}
+        return commit_response(context.version, context.header.correlation_id, everything, errors)
 
     # --- OffsetFetch ---------------------------------------------------------------------------------------------
 
@@ -153,7 +176,7 @@ def group_offset_apis(
         return {"error_code": code, "throttle_time": 0, "topics": []}
 
     return [
-        Api(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit, offset_commit_error),
+        Api(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit, offset_commit_error, now=offset_commit_now),
         Api(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch, offset_fetch_error),
         Api(ApiKey.OFFSET_DELETE, 0, 0, offset_delete, offset_delete_error),
     ]

@@ -21,6 +21,7 @@ from mq.protocol.produce_response import PartitionResponse, encode_one_partition
 from mq.server.api_dispatch import Api, NowResult, RequestContext
 from mq.server.network import ClientAddress
 from mq.server.partition import AppendResult
+from mq.server.purgatory import settled
 from mq.server.replica_manager import ProduceResult, ReplicaManager
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 
@@ -159,7 +160,7 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
     async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
         header = context.header
         found = answer(header.api_version, header.correlation_id, header.client_id, request)
-        return await found if isinstance(found, asyncio.Future) else found
+        return await settled(found)
 
     def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> bytes | None:
         if request.acks == 0:

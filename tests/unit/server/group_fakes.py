@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
@@ -11,7 +12,10 @@ from mq.server.clock import SystemClock
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata import GroupMetadata
 from mq.server.group_metadata_manager import LoadedPartition
+from mq.server.purgatory import settled
 from mq.topic_partition import TopicPartition
+
+T = TypeVar("T")
 
 
 class FakeManager:
@@ -34,9 +38,11 @@ class FakeManager:
         self.groups.append((group.group_id, group.generation_id, dict(assignment)))
         return self.error
 
-    async def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue]) -> ErrorCode:
+    def store_offsets(
+        self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue], answer: Callable[[ErrorCode], T]
+    ) -> T:
         self.offsets.append(dict(offsets))
-        return self.error
+        return answer(self.error)
 
     async def write_tombstones(
         self, partition: int, group_id: str, offsets: list[TopicPartition], group_too: bool
@@ -69,3 +75,16 @@ def make(**overrides: Any) -> tuple[GroupCoordinator, FakeManager, Clock]:
     coordinator = GroupCoordinator(config, manager, clock)  # type: ignore[arg-type]
     coordinator.owned_partitions.add(0)
     return coordinator, manager, clock
+
+
+async def committed(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+    offsets: dict[TopicPartition, OffsetCommitValue],
+) -> ErrorCode:
+    """The error of a commit, once it is written."""
+    found = coordinator.commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets, lambda e: e)
+    return await settled(found)

@@ -15,7 +15,7 @@ from mq.protocol.consumer_offsets import GroupMetadataValue, MemberMetadataValue
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
 from mq.server.group_metadata import GroupMetadata, GroupState, JoinResult, MemberMetadata
 from mq.topic_partition import TopicPartition
-from tests.unit.server.group_fakes import make
+from tests.unit.server.group_fakes import committed, make
 
 GROUP = "g"
 SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
@@ -231,7 +231,7 @@ def test_static_member_rejoins_without_rebalance_and_fences_the_old_id() -> None
         fenced = ErrorCode.FENCED_INSTANCE_ID
         assert coordinator.heartbeat(GROUP, first.member_id, "i1", first.generation_id) == fenced
         assert (await coordinator.join_group(request(first.member_id, instance="i1"))).error == fenced
-        commit = await coordinator.commit_offsets(GROUP, first.member_id, "i1", first.generation_id, {})
+        commit = await committed(coordinator, GROUP, first.member_id, "i1", first.generation_id, {})
         assert commit == fenced
         assert coordinator.leave_group(GROUP, [(first.member_id, "i1")])[1][0][2] == fenced
         assert coordinator.leave_group(GROUP, [("", "i1")])[1][0][2] == ErrorCode.NONE
@@ -260,8 +260,8 @@ def test_simple_commits_fetch_and_delete_offsets() -> None:
         coordinator, manager, _ = make()
         tp = TopicPartition("t", 0)
         value = OffsetCommitValue(5, "meta", 1)
-        assert await coordinator.commit_offsets(GROUP, "", None, 3, {tp: value}) == ErrorCode.ILLEGAL_GENERATION
-        assert await coordinator.commit_offsets(GROUP, "", None, -1, {tp: value}) == ErrorCode.NONE
+        assert await committed(coordinator, GROUP, "", None, 3, {tp: value}) == ErrorCode.ILLEGAL_GENERATION
+        assert await committed(coordinator, GROUP, "", None, -1, {tp: value}) == ErrorCode.NONE
         assert coordinator.fetch_offsets(GROUP, None) == (ErrorCode.NONE, {tp: value})
         other = TopicPartition("t", 1)
         assert coordinator.fetch_offsets(GROUP, [tp, other]) == (ErrorCode.NONE, {tp: value, other: None})
@@ -280,7 +280,7 @@ def test_failed_offset_write_is_not_applied() -> None:
         coordinator, manager, _ = make()
         manager.error = ErrorCode.NOT_COORDINATOR
         tp = TopicPartition("t", 0)
-        code = await coordinator.commit_offsets(GROUP, "", None, -1, {tp: OffsetCommitValue(1, "", 1)})
+        code = await committed(coordinator, GROUP, "", None, -1, {tp: OffsetCommitValue(1, "", 1)})
         assert code == ErrorCode.NOT_COORDINATOR
         assert coordinator.fetch_offsets(GROUP, [tp])[1] == {tp: None}
 
@@ -294,13 +294,13 @@ def test_member_commits_need_the_current_generation_and_subscribed_offsets_stay(
         await sync(coordinator, joined)
         tp = TopicPartition("t", 0)
         value = OffsetCommitValue(3, "", 1)
-        assert await coordinator.commit_offsets(GROUP, "", None, -1, {tp: value}) == ErrorCode.UNKNOWN_MEMBER_ID
-        assert await coordinator.commit_offsets(GROUP, joined.member_id, None, 9, {tp: value}) == (
+        assert await committed(coordinator, GROUP, "", None, -1, {tp: value}) == ErrorCode.UNKNOWN_MEMBER_ID
+        assert await committed(coordinator, GROUP, joined.member_id, None, 9, {tp: value}) == (
             ErrorCode.ILLEGAL_GENERATION
         )
-        assert await coordinator.commit_offsets(GROUP, joined.member_id, None, 1, {tp: value}) == ErrorCode.NONE
+        assert await committed(coordinator, GROUP, joined.member_id, None, 1, {tp: value}) == ErrorCode.NONE
         other = TopicPartition("u", 0)
-        await coordinator.commit_offsets(GROUP, joined.member_id, None, 1, {other: value})
+        await committed(coordinator, GROUP, joined.member_id, None, 1, {other: value})
         code, results = await coordinator.delete_offsets(GROUP, [tp, other])
         assert code == ErrorCode.NONE
         assert results == {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: ErrorCode.NONE}
@@ -343,7 +343,7 @@ def test_offsets_of_long_empty_groups_expire(empty_for_ms: int) -> None:
         joined = await join_fully(coordinator)
         await sync(coordinator, joined)
         tp = TopicPartition("t", 0)
-        await coordinator.commit_offsets(GROUP, joined.member_id, None, 1, {tp: OffsetCommitValue(1, "", clock.now)})
+        await committed(coordinator, GROUP, joined.member_id, None, 1, {tp: OffsetCommitValue(1, "", clock.now)})
         coordinator.leave_group(GROUP, [(joined.member_id, None)])
         await asyncio.sleep(0.01)
         clock.now += empty_for_ms
@@ -362,7 +362,7 @@ def test_offsets_of_a_deleted_topic_are_removed() -> None:
         coordinator, manager, _ = make()
         t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
         value = OffsetCommitValue(1, "", 1)
-        await coordinator.commit_offsets(GROUP, "", None, -1, {t0: value, u0: value})
+        await committed(coordinator, GROUP, "", None, -1, {t0: value, u0: value})
         assert await coordinator.remove_offsets_of_topic("t") == 1
         assert coordinator.fetch_offsets(GROUP, None)[1] == {u0: value}
         assert manager.tombstones == [(GROUP, [t0], False)]

@@ -17,6 +17,7 @@ from mq.server.group_metadata_manager import (
     offset_append_error,
 )
 from mq.server.partition import Partition
+from mq.server.purgatory import settled
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
@@ -44,6 +45,12 @@ def stable_group() -> GroupMetadata:
     return group
 
 
+async def stored(
+    manager: GroupMetadataManager, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue]
+) -> ErrorCode:
+    return await settled(manager.store_offsets(group, offsets, lambda code: code))
+
+
 def test_writes_replay_with_last_value_winning_and_tombstones_removing(tmp_path: Path) -> None:
     manager, partition = setup(tmp_path)
     group = stable_group()
@@ -52,8 +59,14 @@ def test_writes_replay_with_last_value_winning_and_tombstones_removing(tmp_path:
     async def write() -> list[ErrorCode]:
         return [
             await manager.store_group(group, {"m-1": b"assignment"}),
-            await manager.store_offsets(group, {a: OffsetCommitValue(1, "", 5000), b: OffsetCommitValue(2, "", 5000)}),
-            await manager.store_offsets(group, {a: OffsetCommitValue(7, "m", 5000, leader_epoch=2)}),
+            await settled(
+                manager.store_offsets(
+                    group, {a: OffsetCommitValue(1, "", 5000), b: OffsetCommitValue(2, "", 5000)}, lambda e: e
+                )
+            ),
+            await settled(
+                manager.store_offsets(group, {a: OffsetCommitValue(7, "m", 5000, leader_epoch=2)}, lambda e: e)
+            ),
             await manager.write_tombstones(0, "g", [b], False),
             await manager.write_tombstones(0, "gone", [], True),
         ]
@@ -78,7 +91,7 @@ def test_writes_replay_with_last_value_winning_and_tombstones_removing(tmp_path:
 def test_records_are_keyed_in_kafkas_format_with_log_append_semantics(tmp_path: Path) -> None:
     manager, partition = setup(tmp_path)
     group = stable_group()
-    asyncio.run(manager.store_offsets(group, {TopicPartition("t", 4): OffsetCommitValue(9, "", 5000)}))
+    asyncio.run(stored(manager, group, {TopicPartition("t", 4): OffsetCommitValue(9, "", 5000)}))
     info = partition.log.read(0, 1 << 20)
     data = info.records.read()
     (header,) = list(iter_headers(data))
@@ -92,7 +105,7 @@ def test_records_are_keyed_in_kafkas_format_with_log_append_semantics(tmp_path: 
 def test_a_partition_this_broker_no_longer_leads_answers_not_coordinator(tmp_path: Path) -> None:
     manager, partition = setup(tmp_path)
     partition.leader_id = 2
-    code = asyncio.run(manager.store_offsets(stable_group(), {TopicPartition("t", 0): OffsetCommitValue(1, "", 1)}))
+    code = asyncio.run(stored(manager, stable_group(), {TopicPartition("t", 0): OffsetCommitValue(1, "", 1)}))
     assert code == ErrorCode.NOT_COORDINATOR
     manager.replica_manager.partitions.clear()
     assert asyncio.run(manager.store_group(stable_group(), {})) == ErrorCode.COORDINATOR_NOT_AVAILABLE
