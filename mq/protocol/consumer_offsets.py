@@ -26,6 +26,7 @@ A null value (tombstone) deletes the key's offset or group.
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -273,8 +274,10 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
 # --- partitioning --------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: ``h = 31 * h + c`` over UTF-16 code units, in signed 32-bit arithmetic."""
+    """Java's ``String.hashCode``: ``h = 31 * h + c`` over UTF-16 code units, in signed 32-bit arithmetic; cached,
+    as every request of a group asks for its partition again."""
     data = text.encode("utf-16-be")
     h = 0
     for i in range(0, len(data), 2):

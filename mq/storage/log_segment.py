@@ -9,6 +9,7 @@ and one append adds at most one); relative offsets (offset - base offset) fit in
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import os
@@ -28,6 +29,8 @@ from mq.storage.time_index import TimeIndex
 HEADER_READ = V2_HEADER_SIZE
 RECOVERY_CHUNK = 8 << 20
 INT_MAX = 2147483647
+RECENT_APPENDS = 256
+"""How many of its latest appends a segment remembers at least (see ``_appended_last``)."""
 
 
 def _suffixed(path: Path, suffix: str) -> Path:
@@ -92,6 +95,11 @@ class LogSegment:
         )
         self._first_batch_timestamp: int | None = None if self.size else -1
         self.created_ms = time_ms()
+        self._appended_last: list[int] = []
+        self._appended_at: list[int] = []
+        """The largest offset and the starting position of each of the latest appends (at most
+        ``2 * RECENT_APPENDS``), oldest first: a read near the end starts from the append holding its offset instead
+        of scanning headers from the index entry below it."""
 
     # --- appends -----------------------------------------------------------------------------------------------
 
@@ -129,6 +137,10 @@ class LogSegment:
         self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max
         self.size = position + written
         self.bytes_since_last_index += written
+        self._appended_last.append(largest_offset)
+        self._appended_at.append(position)
+        if len(self._appended_last) > 2 * RECENT_APPENDS:
+            del self._appended_last[:RECENT_APPENDS], self._appended_at[:RECENT_APPENDS]
 
     def should_roll(
         self,
@@ -185,7 +197,12 @@ class LogSegment:
 
     def _batch_for(self, offset: int, starting_position: int = 0) -> BatchHeader | None:
         """The first batch at or after ``starting_position`` whose last offset is >= ``offset``."""
-        _, position = self.index.lookup(offset)
+        latest = self._appended_last
+        i = bisect.bisect_left(latest, offset)
+        if 0 < i < len(latest):  # in the i-th of the latest appends: the batches before it end below ``offset``
+            position = self._appended_at[i]
+        else:
+            _, position = self.index.lookup(offset)
         for header in self.headers_from(max(position, starting_position)):
             if header.last_offset >= offset:
                 return header
@@ -297,6 +314,8 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         os.ftruncate(self.fd, header.position)
         self.size = header.position
+        self._appended_last.clear()
+        self._appended_at.clear()
         self.bytes_since_last_index = 0
         self._load_largest_timestamp()
         if self.size == 0:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from storage_batches import TS, v2_batch
 
 from mq.records.batch_header import iter_headers, set_offset
-from mq.storage.log_segment import INT_MAX, FileSlice, LogSegment
+from mq.storage.log_segment import INT_MAX, RECENT_APPENDS, FileSlice, LogSegment
 
 
 def batch_at(base_offset: int, count: int, timestamp: int = TS, value_size: int = 20) -> bytes:
@@ -150,3 +151,33 @@ def test_appends_land_at_the_end_whatever_the_descriptor_offset(tmp_path: Path) 
     assert (tmp_path / "00000000000000000000.log").read_bytes() == first_two + data
     assert [h.offset for h in iter_headers(segment.read(0, 1 << 20).read())] == [0, 3, 6]
     segment.close()
+
+
+def test_reads_near_the_end_start_from_the_latest_appends_and_find_what_the_index_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segment = LogSegment(tmp_path, 0, index_interval_bytes=4096)
+    counts = [1 + i % 3 for i in range(2 * RECENT_APPENDS + 50)]  # more appends than it remembers, then trimmed
+    fill(segment, counts)
+    end = sum(counts)
+    (tmp_path / "copy").mkdir()
+    reopened = LogSegment(tmp_path / "copy", 0, index_interval_bytes=4096)
+    fill(reopened, counts)
+    reopened._appended_last.clear()  # the index and a scan of headers only
+    reopened._appended_at.clear()
+    preads: list[int] = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: preads.append(at) or real_pread(fd, n, at))
+    for offset in range(end + 2):
+        assert segment.translate_offset(offset) == reopened.translate_offset(offset), offset
+    preads.clear()
+    segment.translate_offset(end - 1)
+    assert len(preads) == 1  # the last batch's header, found at once
+    reopened.translate_offset(end - 1)
+    assert len(preads) > 2  # the index entry below it, then a header after another
+    segment.truncate_to(end - 5)
+    reopened.truncate_to(end - 5)
+    for offset in range(end - 300, end):
+        assert segment.translate_offset(offset) == reopened.translate_offset(offset), offset
+    segment.close()
+    reopened.close()
