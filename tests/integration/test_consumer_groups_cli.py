@@ -200,8 +200,9 @@ def test_members_and_state_of_a_two_member_group(mq_command: list[str], broker: 
     for _ in range(100):
         first.poll(timeout_ms=100)
         second.poll(timeout_ms=100)
-        if first.assignment() and second.assignment() and len(first.assignment() | second.assignment()) == 3:
-            break
+        mine, theirs = first.assignment(), second.assignment()
+        if mine and theirs and not mine & theirs and len(mine | theirs) == 3:
+            break  # both hold their share of one generation: the group is stable
     members = groups("--describe --group viewers --members --verbose")
     assert members.returncode == 0, members.stderr
     lines = members.stdout.splitlines()
