@@ -34,6 +34,8 @@ DELAY_S = 0.2
 REQUESTS = 40
 BUDGET_S = 15.0
 """The requests stop after this long even if fewer than REQUESTS were made (a blocked broker takes seconds each)."""
+SLOW_FLUSHES = 3
+"""Slow flushes that must start while the requests run."""
 BOUND_S = DELAY_S / 2
 """The 90th percentile of the other dir's request latencies must stay below half the injected delay: a broker that
 waits for the slow flushes while handling requests answers most of them 0-200 ms late."""
@@ -81,10 +83,11 @@ def log_dir_of(dirs: list[Path], partition: str) -> Path:
     raise AssertionError(f"{partition} is in no log dir")
 
 
-async def timed_requests(port: int, topic: str) -> tuple[list[float], list[float]]:
-    """Seconds each of up to REQUESTS produce requests (acks=1, one record) and fetch requests (from offset 0, no
-    wait) for partition 0 of ``topic`` took, within BUDGET_S; every response must be error-free and every fetch
-    must return records."""
+async def timed_requests(port: int, topic: str, slow_flushes: Callable[[], int]) -> tuple[list[float], list[float]]:
+    """Seconds each produce request (acks=1, one record) and fetch request (from offset 0, no wait) for partition 0
+    of ``topic`` took: at least REQUESTS of each, and more until ``slow_flushes()`` reaches SLOW_FLUSHES (a window
+    with no slow flush in it would prove nothing), within BUDGET_S. Every response must be error-free and every
+    fetch must return records."""
     connection = BrokerConnection("127.0.0.1", port)
     produce_times: list[float] = []
     fetch_times: list[float] = []
@@ -94,9 +97,11 @@ async def timed_requests(port: int, topic: str) -> tuple[list[float], list[float
     try:
         await connection.connect()
         deadline = time.monotonic() + BUDGET_S
-        for i in range(REQUESTS):
+        i = 0
+        while i < REQUESTS or slow_flushes() < SLOW_FLUSHES:
             if time.monotonic() > deadline:
                 break
+            i += 1
             batch = RecordBatchBuilder()
             batch.append(int(time.time() * 1000), None, b"fast-%d" % i)
             produce = {
@@ -164,15 +169,17 @@ def test_a_slow_log_dir_does_not_delay_requests_for_the_other(
             time.sleep(0.05)
         assert disk.calls >= 2, "the slow dir is not being flushed"
         flushed_before = disk.calls
-        produce_times, fetch_times = asyncio.run(timed_requests(broker.port, "fast"))
+        produce_times, fetch_times = asyncio.run(
+            timed_requests(broker.port, "fast", lambda: disk.calls - flushed_before)
+        )
         slow_flushes = disk.calls - flushed_before
     finally:
         stop.set()
         writer.join(120)
 
-    assert slow_flushes >= 3, f"only {slow_flushes} slow flushes while the requests ran"
+    assert slow_flushes >= SLOW_FLUSHES, f"only {slow_flushes} slow flushes while the requests ran"
     produce_ms = [round(t * 1000) for t in produce_times]
     fetch_ms = [round(t * 1000) for t in fetch_times]
-    assert len(produce_times) == REQUESTS, f"{len(produce_ms)} produces in {BUDGET_S} s, latencies (ms) {produce_ms}"
+    assert len(produce_times) >= REQUESTS, f"{len(produce_ms)} produces in {BUDGET_S} s, latencies (ms) {produce_ms}"
     assert p90(produce_times) < BOUND_S, f"produce latencies (ms) on the other dir: {produce_ms}"
     assert p90(fetch_times) < BOUND_S, f"fetch latencies (ms) on the other dir: {fetch_ms}"
