@@ -63,14 +63,15 @@ def group_offset_apis(
         for name, partitions in request.topics:
             for index, offset, leader_epoch, metadata in partitions:
                 tp = TopicPartition(name, index)
+                metadata = metadata or NO_METADATA
                 if name not in cache.topics:
                     errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif len(metadata or NO_METADATA) > config.offset_metadata_max_bytes:
+                elif len(metadata) > config.offset_metadata_max_bytes:
                     errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 else:
                     valid[tp] = OffsetCommitValue(
                         offset=offset,
-                        metadata=metadata or NO_METADATA,
+                        metadata=metadata,
                         commit_timestamp=now,
                         leader_epoch=leader_epoch,
                         expire_timestamp=now + retention_ms if retention_ms >= 0 else -1,
