@@ -1,11 +1,13 @@
-"""Every broker key a Kafka release defines, 0.8.0 to 4.0: the key, the first release that reads it and the first
-release that no longer does (None: still read).
+"""Every broker key a Kafka release defines, 0.8.0 to 4.0, and many of later 4.x releases: the key, the first release
+that reads it and the first release that no longer does (None: still read).
 
 Taken from each release's broker configuration: the keys KafkaConfig.scala reads (0.8) or defines (0.9 to 3.6),
 then the keys of the ``*Config``/``*Configs`` classes merged into the broker's definition (3.7 on), plus the keys
 Kafka's own authorizers read from the broker's properties (``super.users``, ...). A release is named by its line
 (``0.8.2``, ``1.1``, ``3.9``). "4.0" is the 4.0 development line as of October 2024, with the ZooKeeper keys and
-``log.message.timestamp.difference.max.ms`` that the 4.0 release removed; keys first added after that are missing.
+``log.message.timestamp.difference.max.ms`` that the 4.0 release removed. "4.x" marks keys read from later 4.x
+sources (group, share and streams coordinator, KRaft controller and log directory keys) whose first release was not
+pinned down; keys of later releases outside those classes, and later removals, may be missing.
 Per-listener keys (``listener.name.<listener>.<key>``) are matched by ``KAFKA_BROKER_KEY_PREFIXES``.
 """
 
@@ -15,6 +17,8 @@ KAFKA_BROKER_KEY_PREFIXES: tuple[str, ...] = ("listener.name.",)
 """Prefixes under which Kafka reads any key (per-listener SSL/SASL settings)."""
 
 KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None]] = {
+    "add.partitions.to.txn.max.timeout.ms": ("4.x", None),
+    "add.partitions.to.txn.retry.backoff.ms": ("4.x", None),
     "advertised.host.name": ("0.8.1", "3.0"),
     "advertised.listeners": ("0.9.0", None),
     "advertised.port": ("0.8.1", "3.0"),
@@ -50,7 +54,10 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None]] = {
     "controlled.shutdown.max.retries": ("0.8.0", None),
     "controlled.shutdown.retry.backoff.ms": ("0.8.0", None),
     "controller.listener.names": ("2.8", None),
+    "controller.max.records.per.batch": ("4.x", None),
     "controller.message.queue.size": ("0.8.0", "0.9.0"),
+    "controller.performance.always.log.threshold.ms": ("4.x", None),
+    "controller.performance.sample.period.ms": ("4.x", None),
     "controller.quorum.append.linger.ms": ("2.8", None),
     "controller.quorum.bootstrap.servers": ("3.8", None),
     "controller.quorum.election.backoff.max.ms": ("2.8", None),
@@ -63,6 +70,7 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None]] = {
     "controller.quota.window.size.seconds": ("2.7", None),
     "controller.socket.timeout.ms": ("0.8.0", None),
     "controller_mutation_rate": ("3.9", None),
+    "cordoned.log.dirs": ("4.x", None),
     "create.topic.policy.class.name": ("0.10.2", None),
     "default.replication.factor": ("0.8.0", None),
     "delegation.token.expiry.check.interval.ms": ("1.1", None),
@@ -77,16 +85,23 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None]] = {
     "fetch.max.bytes": ("2.5", None),
     "fetch.purgatory.purge.interval.requests": ("0.8.0", None),
     "follower.replication.throttled.rate": ("3.9", None),
+    "group.consumer.assignment.interval.ms": ("4.x", None),
+    "group.consumer.assignor.offload.enable": ("4.x", None),
     "group.consumer.assignors": ("3.5", None),
     "group.consumer.heartbeat.interval.ms": ("3.5", None),
+    "group.consumer.max.assignment.interval.ms": ("4.x", None),
     "group.consumer.max.heartbeat.interval.ms": ("3.5", None),
     "group.consumer.max.session.timeout.ms": ("3.5", None),
     "group.consumer.max.size": ("3.5", None),
     "group.consumer.migration.policy": ("3.8", None),
+    "group.consumer.min.assignment.interval.ms": ("4.x", None),
     "group.consumer.min.heartbeat.interval.ms": ("3.5", None),
     "group.consumer.min.session.timeout.ms": ("3.5", None),
+    "group.consumer.regex.refresh.interval.ms": ("4.x", None),
     "group.consumer.session.timeout.ms": ("3.5", None),
     "group.coordinator.append.linger.ms": ("3.8", None),
+    "group.coordinator.background.threads": ("4.x", None),
+    "group.coordinator.cached.buffer.max.bytes": ("4.x", None),
     "group.coordinator.new.enable": ("3.5", None),
     "group.coordinator.rebalance.protocols": ("3.7", None),
     "group.coordinator.threads": ("3.5", None),
@@ -94,20 +109,42 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None]] = {
     "group.max.session.timeout.ms": ("0.9.0", None),
     "group.max.size": ("2.2", None),
     "group.min.session.timeout.ms": ("0.9.0", None),
+    "group.share.assignment.interval.ms": ("4.x", None),
+    "group.share.assignor.offload.enable": ("4.x", None),
+    "group.share.assignors": ("4.x", None),
     "group.share.delivery.count.limit": ("3.9", None),
     "group.share.enable": ("3.9", None),
     "group.share.heartbeat.interval.ms": ("3.9", None),
+    "group.share.initialize.retry.interval.ms": ("4.x", None),
+    "group.share.max.assignment.interval.ms": ("4.x", None),
     "group.share.max.groups": ("3.9", None),
     "group.share.max.heartbeat.interval.ms": ("3.9", None),
     "group.share.max.record.lock.duration.ms": ("3.9", None),
     "group.share.max.session.timeout.ms": ("3.9", None),
     "group.share.max.size": ("3.9", None),
+    "group.share.min.assignment.interval.ms": ("4.x", None),
     "group.share.min.heartbeat.interval.ms": ("3.9", None),
     "group.share.min.record.lock.duration.ms": ("3.9", None),
     "group.share.min.session.timeout.ms": ("3.9", None),
     "group.share.partition.max.record.locks": ("3.9", None),
     "group.share.record.lock.duration.ms": ("3.9", None),
     "group.share.session.timeout.ms": ("3.9", None),
+    "group.streams.assignment.interval.ms": ("4.x", None),
+    "group.streams.assignor.offload.enable": ("4.x", None),
+    "group.streams.heartbeat.interval.ms": ("4.x", None),
+    "group.streams.initial.rebalance.delay.ms": ("4.x", None),
+    "group.streams.max.assignment.interval.ms": ("4.x", None),
+    "group.streams.max.heartbeat.interval.ms": ("4.x", None),
+    "group.streams.max.session.timeout.ms": ("4.x", None),
+    "group.streams.max.size": ("4.x", None),
+    "group.streams.max.standby.replicas": ("4.x", None),
+    "group.streams.min.assignment.interval.ms": ("4.x", None),
+    "group.streams.min.heartbeat.interval.ms": ("4.x", None),
+    "group.streams.min.session.timeout.ms": ("4.x", None),
+    "group.streams.min.task.offset.interval.ms": ("4.x", None),
+    "group.streams.num.standby.replicas": ("4.x", None),
+    "group.streams.session.timeout.ms": ("4.x", None),
+    "group.streams.task.offset.interval.ms": ("4.x", None),
     "host.name": ("0.8.0", "3.0"),
     "initial.broker.registration.timeout.ms": ("2.8", None),
     "inter.broker.listener.name": ("0.10.2", None),
@@ -306,11 +343,14 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None]] = {
     "security.providers": ("2.4", None),
     "server.max.startup.time.ms": ("3.5", None),
     "share.coordinator.append.linger.ms": ("4.0", None),
+    "share.coordinator.cached.buffer.max.bytes": ("4.x", None),
+    "share.coordinator.cold.partition.snapshot.interval.ms": ("4.x", None),
     "share.coordinator.load.buffer.size": ("4.0", None),
     "share.coordinator.snapshot.update.records.per.snapshot": ("4.0", None),
     "share.coordinator.state.topic.compression.codec": ("4.0", None),
     "share.coordinator.state.topic.min.isr": ("4.0", None),
     "share.coordinator.state.topic.num.partitions": ("4.0", None),
+    "share.coordinator.state.topic.prune.interval.ms": ("4.x", None),
     "share.coordinator.state.topic.replication.factor": ("4.0", None),
     "share.coordinator.state.topic.segment.bytes": ("4.0", None),
     "share.coordinator.threads": ("4.0", None),

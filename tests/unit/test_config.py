@@ -291,4 +291,5 @@ def test_catalogue_facts() -> None:
     assert KAFKA_BROKER_KEYS["process.roles"] == ("2.8", None)
     assert KAFKA_BROKER_KEYS["transactional.id.expiration.ms"] == ("0.11.0", None)
     assert KAFKA_BROKER_KEYS["zookeeper.connect"] == ("0.8.0", "4.0")
+    assert KAFKA_BROKER_KEYS["group.streams.session.timeout.ms"] == ("4.x", None)
     assert "offsets.topic.retention.minutes" not in KAFKA_BROKER_KEYS  # only ever in 0.8's documentation
