@@ -3,7 +3,9 @@
 ``BrokerConfig`` holds every broker key mq understands; its fields are the keys with ``.`` turned into ``_``
 (``log.segment.bytes`` -> ``log_segment_bytes``). ``TopicConfig`` holds the per-topic settings (``segment.bytes`` ->
 ``segment_bytes``); ``BrokerConfig.topic_defaults()`` derives the broker-wide defaults a topic override map is laid
-over. ``config/server.properties`` is ``render_properties()`` of the defaults: ``python -m mq.config`` prints it.
+over. The other keys of every Kafka release are listed in ``mq.config_catalog``: a properties file may carry them
+(renamed ones are read as their successor), and only a key no Kafka release reads is refused.
+``config/server.properties`` is ``render_properties()``: ``python -m mq.config`` prints it.
 """
 
 from __future__ import annotations
@@ -622,7 +624,7 @@ LEGACY_LISTENER_KEYS = ("port", "host.name", "advertised.port", "advertised.host
 
 
 @functools.cache
-def known_broker_keys() -> frozenset[str]:
+def _known_broker_keys() -> frozenset[str]:
     """Every key ``BrokerConfig.load`` accepts: mq's own, every Kafka release's, and the renamed ones."""
     return (
         frozenset(f.metadata["key"] for f in config_fields(BrokerConfig))
@@ -633,10 +635,10 @@ def known_broker_keys() -> frozenset[str]:
 
 def _check_broker_key(key: str, source: str) -> None:
     """A ConfigError naming ``source`` and the closest known key unless mq or some Kafka release reads ``key``."""
-    if key in known_broker_keys() or key.startswith(KAFKA_BROKER_KEY_PREFIXES):
+    if key in _known_broker_keys() or key.startswith(KAFKA_BROKER_KEY_PREFIXES):
         return
     message = f"unknown broker config key '{key}' in {source}"
-    close = difflib.get_close_matches(key, sorted(known_broker_keys()), n=1)
+    close = difflib.get_close_matches(key, sorted(_known_broker_keys()), n=1)
     raise ConfigError(f"{message}; did you mean {close[0]}?" if close else message)
 
 
