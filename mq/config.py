@@ -507,6 +507,8 @@ class BrokerConfig:
         entries = _read_renamed_keys(entries)
         by_key = {f.metadata["key"]: f for f in config_fields(cls)}
         unused = sorted(key for key in entries if key not in by_key)
+        for key in unused:
+            _check_kafka_value(key, *entries[key])
         if unused:
             log.warning("Accepted but unused by mq: %s", ", ".join(unused))
         parsed = {
@@ -640,6 +642,27 @@ def _check_broker_key(key: str, source: str) -> None:
     message = f"unknown broker config key '{key}' in {source}"
     close = difflib.get_close_matches(key, sorted(_known_broker_keys()), n=1)
     raise ConfigError(f"{message}; did you mean {close[0]}?" if close else message)
+
+
+_KAFKA_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _check_kafka_value(key: str, text: str, source: str) -> None:
+    """A ConfigError unless ``text`` parses as the type Kafka gives ``key`` (numbers and booleans are checked; an
+    empty value leaves the key unset)."""
+    kind = KAFKA_BROKER_KEYS[key][2] if key in KAFKA_BROKER_KEYS else None
+    text = text.strip()
+    if not text:
+        return
+    if kind in ("int", "long", "short") and not _KAFKA_INTEGER.fullmatch(text):
+        raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected an integer")
+    if kind == "boolean" and text.lower() not in ("true", "false"):
+        raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected true or false")
+    if kind == "double":
+        try:
+            float(text)
+        except ValueError:
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected a number") from None
 
 
 def _read_renamed_keys(entries: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:

@@ -264,6 +264,22 @@ def test_kafka_keys_mq_does_not_use_are_listed_in_one_line(caplog: pytest.LogCap
     assert warnings_of(caplog) == []
 
 
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("zookeeper.sync.time.ms=soon", "an integer"),
+        ("zookeeper.set.acl=maybe", "true or false"),
+        ("sasl.kerberos.ticket.renew.window.factor=most", "a number"),
+    ],
+)
+def test_values_of_unused_kafka_keys_are_type_checked(override: str, expected: str) -> None:
+    key, _, value = override.partition("=")
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(overrides=[override])
+    assert str(info.value) == f"invalid value '{value}' for {key} in --override: expected {expected}"
+    BrokerConfig.load(overrides=[f"{key}="])  # empty: left unset
+
+
 def test_unknown_key_suggests_the_closest_known_one(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("log.retention.hour=1\n", encoding="utf-8")
@@ -284,12 +300,12 @@ def test_unknown_key_suggests_the_closest_known_one(tmp_path: Path) -> None:
 
 
 def test_catalogue_facts() -> None:
-    assert KAFKA_BROKER_KEYS["port"] == ("0.8.0", "3.0")
-    assert KAFKA_BROKER_KEYS["advertised.host.name"] == ("0.8.1", "3.0")
-    assert KAFKA_BROKER_KEYS["replica.lag.max.messages"] == ("0.8.0", "0.9.0")
-    assert KAFKA_BROKER_KEYS["offsets.retention.minutes"] == ("0.8.2", None)
-    assert KAFKA_BROKER_KEYS["process.roles"] == ("2.8", None)
-    assert KAFKA_BROKER_KEYS["transactional.id.expiration.ms"] == ("0.11.0", None)
-    assert KAFKA_BROKER_KEYS["zookeeper.connect"] == ("0.8.0", "4.0")
-    assert KAFKA_BROKER_KEYS["group.streams.session.timeout.ms"] == ("4.x", None)
+    assert KAFKA_BROKER_KEYS["port"] == ("0.8.0", "3.0", "int")
+    assert KAFKA_BROKER_KEYS["advertised.host.name"] == ("0.8.1", "3.0", "string")
+    assert KAFKA_BROKER_KEYS["replica.lag.max.messages"] == ("0.8.0", "0.9.0", "long")
+    assert KAFKA_BROKER_KEYS["offsets.retention.minutes"] == ("0.8.2", None, "int")
+    assert KAFKA_BROKER_KEYS["process.roles"] == ("2.8", None, "list")
+    assert KAFKA_BROKER_KEYS["transactional.id.expiration.ms"] == ("0.11.0", None, "int")
+    assert KAFKA_BROKER_KEYS["zookeeper.connect"] == ("0.8.0", "4.0", "string")
+    assert KAFKA_BROKER_KEYS["group.streams.session.timeout.ms"] == ("4.x", None, None)
     assert "offsets.topic.retention.minutes" not in KAFKA_BROKER_KEYS  # only ever in 0.8's documentation
