@@ -667,8 +667,17 @@ def _check_kafka_value(key: str, text: str, source: str) -> None:
 
 def _read_renamed_keys(entries: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
     """``entries`` (key -> (value, source)) with renamed and legacy listener keys replaced by their successors,
-    logging one deprecation warning per replacement; a successor that is set itself wins."""
+    logging one deprecation warning per replacement; a successor that is set itself wins. KRaft's ``node.id`` is
+    ``broker.id`` (as Kafka does, the two must agree when both are set)."""
     result = {k: v for k, v in entries.items() if k not in RENAMED_BROKER_KEYS and k not in LEGACY_LISTENER_KEYS}
+    if "node.id" in entries:
+        node_id, node_source = result.pop("node.id")
+        broker_id, broker_source = result.setdefault("broker.id", (node_id, node_source))
+        if broker_id.strip() != node_id.strip():
+            raise ConfigError(
+                f"node.id ({node_id.strip()}) in {node_source} and broker.id ({broker_id.strip()}) in {broker_source}"
+                " must be equal"
+            )
     for old, (new, factor, why) in RENAMED_BROKER_KEYS.items():
         if old not in entries:
             continue

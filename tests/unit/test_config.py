@@ -243,6 +243,15 @@ def test_a_set_successor_wins_over_its_old_key(caplog: pytest.LogCaptureFixture)
     ]
 
 
+def test_kraft_node_id_is_the_broker_id() -> None:
+    config = BrokerConfig.load(overrides=["node.id=4", "process.roles=broker"])
+    assert config.broker_id == 4 and "broker.id" in config.explicit_keys
+    assert BrokerConfig.load(overrides=["node.id=4", "broker.id=4"]).broker_id == 4
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(overrides=["node.id=4", "broker.id=5"])
+    assert str(info.value) == "node.id (4) in --override and broker.id (5) in --override must be equal"
+
+
 def test_renamed_key_is_converted() -> None:
     assert BrokerConfig.load(overrides=["log.cleanup.interval.mins=5"]).log_retention_check_interval_ms == 300000
     with pytest.raises(ConfigError, match="invalid value 'x' for port in --override: expected an integer"):
