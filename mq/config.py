@@ -3,12 +3,17 @@
 ``BrokerConfig`` holds every broker key mq understands; its fields are the keys with ``.`` turned into ``_``
 (``log.segment.bytes`` -> ``log_segment_bytes``). ``TopicConfig`` holds the per-topic settings (``segment.bytes`` ->
 ``segment_bytes``); ``BrokerConfig.topic_defaults()`` derives the broker-wide defaults a topic override map is laid
-over. ``config/server.properties`` is ``render_properties()`` of the defaults: ``python -m mq.config`` prints it.
+over. The other keys of every Kafka release are listed in ``mq.config_catalog``: a properties file may carry them
+(renamed ones are read as their successor), and only a key no Kafka release reads is refused.
+``config/server.properties`` is ``render_properties()``: ``python -m mq.config`` prints it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
+import logging
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -16,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mq.config_catalog import KAFKA_BROKER_KEY_PREFIXES, KAFKA_BROKER_KEYS
 from mq.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
@@ -233,9 +241,14 @@ class BrokerConfig:
         minimum=-1,
     )
     num_network_threads: int = _key(
-        "num.network.threads", 3, "accepted for compatibility; mq serves sockets from one event loop", minimum=1
+        "num.network.threads", 3, "not used: one event loop reads and writes every socket", minimum=1
     )
-    num_io_threads: int = _key("num.io.threads", 8, "worker threads for blocking disk work", minimum=1)
+    num_io_threads: int = _key(
+        "num.io.threads",
+        8,
+        "not used: requests are handled on the event loop; blocking work runs on background.threads",
+        minimum=1,
+    )
     background_threads: int = _key(
         "background.threads", 10, "scheduler threads: retention, flushes, checkpoints (never on the loop)", minimum=1
     )
@@ -327,7 +340,12 @@ class BrokerConfig:
     replica_fetch_max_bytes: int = _key("replica.fetch.max.bytes", 1048576, "follower fetch size per partition")
     replica_fetch_wait_max_ms: int = _key("replica.fetch.wait.max.ms", 500, "follower fetch long-poll time")
     replica_fetch_min_bytes: int = _key("replica.fetch.min.bytes", 1, "follower fetch minimum bytes")
-    num_replica_fetchers: int = _key("num.replica.fetchers", 1, "fetchers per source broker", minimum=1)
+    num_replica_fetchers: int = _key(
+        "num.replica.fetchers",
+        1,
+        "not used: one fetcher task per source broker fetches every partition followed there",
+        minimum=1,
+    )
     replication_quota_window_num: int = _key(
         "replication.quota.window.num", 11, "samples kept to measure replication throttle rates", minimum=1
     )
@@ -464,24 +482,41 @@ class BrokerConfig:
 
     @classmethod
     def load(cls, path: Path | str | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
-        """Defaults, then the properties file at ``path`` (if any), then ``key=value`` overrides, validated."""
-        values: dict[str, str] = {}
-        source = str(path) if path is not None else "defaults"
+        """Defaults, then the properties file at ``path`` (if any), then ``key=value`` overrides, validated.
+
+        Every key some Kafka release reads is accepted: a key Kafka renamed since (``port``, ``host.name``, ...)
+        sets its successor, with one deprecation warning; the keys mq does not use are named in one warning line.
+        A key no Kafka release reads is refused, naming its source and the closest known key.
+        """
+        entries: dict[str, tuple[str, str]] = {}
         if path is not None:
+            source = str(path)
             try:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-            values.update(parse_properties(text, source))
-        parsed = _parse_values(cls, values, source, "broker config")
-        extra: dict[str, str] = {}
+            for key, value in parse_properties(text, source).items():
+                _check_broker_key(key, source)
+                entries[key] = (value, source)
         for item in overrides:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
                 raise ConfigError(f"invalid --override '{item}': expected key=value")
-            extra[key.strip()] = value.strip()
-        parsed.update(_parse_values(cls, extra, "--override", "broker config"))
-        return cls(**parsed, explicit_keys=frozenset(values) | frozenset(extra))
+            _check_broker_key(key.strip(), "--override")
+            entries[key.strip()] = (value.strip(), "--override")
+        entries = _read_renamed_keys(entries)
+        by_key = {f.metadata["key"]: f for f in config_fields(cls)}
+        unused = sorted(key for key in entries if key not in by_key)
+        for key in unused:
+            _check_kafka_value(key, *entries[key])
+        if unused:
+            log.warning("Accepted but unused by mq: %s", ", ".join(unused))
+        parsed = {
+            by_key[key].name: _parse_value(by_key[key], text.strip(), where)
+            for key, (text, where) in entries.items()
+            if key in by_key
+        }
+        return cls(**parsed, explicit_keys=frozenset(entries) - frozenset(unused))
 
 
 @dataclass(frozen=True)
@@ -576,6 +611,110 @@ def config_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if "key" in f.metadata]
 
 
+RENAMED_BROKER_KEYS: dict[str, tuple[str, int, str]] = {
+    "log.cleanup.interval.mins": ("log.retention.check.interval.ms", 60000, "renamed in Kafka 0.8.1"),
+    "offsets.topic.retention.minutes": (
+        "offsets.retention.minutes",
+        1,
+        "a name only Kafka 0.8's documentation used",
+    ),
+}
+"""Keys read as their successor: old key -> (successor, factor applied to the value, why)."""
+
+LEGACY_LISTENER_KEYS = ("port", "host.name", "advertised.port", "advertised.host.name")
+"""Kafka 0.8's single plaintext listener (removed in 3.0), read as ``listeners`` / ``advertised.listeners``."""
+
+
+@functools.cache
+def _known_broker_keys() -> frozenset[str]:
+    """Every key ``BrokerConfig.load`` accepts: mq's own, every Kafka release's, and the renamed ones."""
+    return (
+        frozenset(f.metadata["key"] for f in config_fields(BrokerConfig))
+        | KAFKA_BROKER_KEYS.keys()
+        | RENAMED_BROKER_KEYS.keys()
+    )
+
+
+def _check_broker_key(key: str, source: str) -> None:
+    """A ConfigError naming ``source`` and the closest known key unless mq or some Kafka release reads ``key``."""
+    if key in _known_broker_keys() or key.startswith(KAFKA_BROKER_KEY_PREFIXES):
+        return
+    message = f"unknown broker config key '{key}' in {source}"
+    close = difflib.get_close_matches(key, sorted(_known_broker_keys()), n=1)
+    raise ConfigError(f"{message}; did you mean {close[0]}?" if close else message)
+
+
+_KAFKA_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _check_kafka_value(key: str, text: str, source: str) -> None:
+    """A ConfigError unless ``text`` parses as the type Kafka gives ``key`` (numbers and booleans are checked; an
+    empty value leaves the key unset)."""
+    kind = KAFKA_BROKER_KEYS[key][2] if key in KAFKA_BROKER_KEYS else None
+    text = text.strip()
+    if not text:
+        return
+    if kind in ("int", "long", "short") and not _KAFKA_INTEGER.fullmatch(text):
+        raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected an integer")
+    if kind == "boolean" and text.lower() not in ("true", "false"):
+        raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected true or false")
+    if kind == "double":
+        try:
+            float(text)
+        except ValueError:
+            raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected a number") from None
+
+
+def _read_renamed_keys(entries: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """``entries`` (key -> (value, source)) with renamed and legacy listener keys replaced by their successors,
+    logging one deprecation warning per replacement; a successor that is set itself wins. KRaft's ``node.id`` is
+    ``broker.id`` (as Kafka does, the two must agree when both are set)."""
+    result = {k: v for k, v in entries.items() if k not in RENAMED_BROKER_KEYS and k not in LEGACY_LISTENER_KEYS}
+    if "node.id" in entries:
+        node_id, node_source = result.pop("node.id")
+        broker_id, broker_source = result.setdefault("broker.id", (node_id, node_source))
+        if broker_id.strip() != node_id.strip():
+            raise ConfigError(
+                f"node.id ({node_id.strip()}) in {node_source} and broker.id ({broker_id.strip()}) in {broker_source}"
+                " must be equal"
+            )
+    for old, (new, factor, why) in RENAMED_BROKER_KEYS.items():
+        if old not in entries:
+            continue
+        text, where = entries[old]
+        if new in entries:
+            log.warning("%s in %s: deprecated (%s); ignored, %s is set", old, where, why, new)
+            continue
+        value = str(_legacy_int(old, text, where) * factor)
+        log.warning("%s in %s: deprecated (%s); read as %s=%s", old, where, why, new, value)
+        result[new] = (value, where)
+    for target, host_keys, port_keys in (
+        ("listeners", ("host.name",), ("port",)),
+        ("advertised.listeners", ("advertised.host.name", "host.name"), ("advertised.port", "port")),
+    ):
+        present = [k for k in (*port_keys[:1], *host_keys[:1]) if k in entries]
+        if not present:
+            continue
+        names = " and ".join(present)
+        where = " and ".join(dict.fromkeys(entries[k][1] for k in present))
+        if target in entries:
+            log.warning("%s in %s: deprecated (removed in Kafka 3.0); ignored, %s is set", names, where, target)
+            continue
+        host = next((entries[k][0].strip() for k in host_keys if k in entries), "")
+        port = next((_legacy_int(k, entries[k][0], entries[k][1]) for k in port_keys if k in entries), 9092)
+        value = f"PLAINTEXT://{host}:{port}"
+        log.warning("%s in %s: deprecated (removed in Kafka 3.0); read as %s=%s", names, where, target, value)
+        result[target] = (value, where)
+    return result
+
+
+def _legacy_int(key: str, text: str, source: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ConfigError(f"invalid value '{text.strip()}' for {key} in {source}: expected an integer") from None
+
+
 def _parse_values(cls: type, values: Mapping[str, str], source: str, what: str) -> dict[str, Any]:
     by_key = {f.metadata["key"]: f for f in config_fields(cls)}
     parsed: dict[str, Any] = {}
@@ -645,20 +784,24 @@ def _render(value: Any) -> str:
 
 
 def render_properties() -> str:
-    """The shipped ``config/server.properties``: every broker key, one comment line each, shipped or default value.
-
-    Keys whose default is unset are written commented out, so the file parses to exactly the shipped values.
+    """The shipped ``config/server.properties``: the keys a single local broker needs (the fields with a ``shipped``
+    value) are set; every other key mq reads is a commented ``#key=default`` line, so it keeps its default and
+    DescribeConfigs reports it as DEFAULT_CONFIG. Each key has one comment line above it.
     """
     lines = [
         "# mq broker configuration: Kafka's key names and defaults. Generated by `python -m mq.config`.",
-        "# Without zookeeper.connect the broker runs standalone on the listener below.",
+        "# Without zookeeper.connect the broker runs standalone on the listener below. Any other key a Kafka release",
+        "# (0.8 to 4.0) reads is accepted: one start-up line names those mq does not use, and keys Kafka renamed",
+        "# (port, host.name, advertised.host.name, advertised.port, ...) are read as their successors.",
+        "",
+        "############################# Set for a single local broker #############################",
     ]
-    for f in config_fields(BrokerConfig):
-        meta = f.metadata
-        value = meta["shipped"] if meta["shipped"] is not None else _render(f.default)
-        lines.append("")
-        lines.append(f"# {meta['doc']}")
-        lines.append(f"{'#' if value == '' else ''}{meta['key']}={value}")
+    fields = config_fields(BrokerConfig)
+    for f in [f for f in fields if f.metadata["shipped"] is not None]:
+        lines += ["", f"# {f.metadata['doc']}", f"{f.metadata['key']}={f.metadata['shipped']}"]
+    lines += ["", "############################# Defaults: uncomment to change #############################"]
+    for f in [f for f in fields if f.metadata["shipped"] is None]:
+        lines += ["", f"# {f.metadata['doc']}", f"#{f.metadata['key']}={_render(f.default)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -51,7 +51,9 @@ def test_bad_config_is_one_clear_line(mq_command: list[str], tmp_path: Path) -> 
     config.write_text("log.segmnt.bytes=10\n", encoding="utf-8")
     result = subprocess.run([*mq_command, "server", "start", str(config)], capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
-    assert result.stderr.strip() == f"Error: unknown broker config key 'log.segmnt.bytes' in {config}"
+    assert result.stderr.strip() == (
+        f"Error: unknown broker config key 'log.segmnt.bytes' in {config}; did you mean log.segment.bytes?"
+    )
 
 
 def test_wrong_flag_is_a_usage_error(mq_command: list[str]) -> None:

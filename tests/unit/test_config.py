@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -9,14 +10,26 @@ from mq.config import (
     TOPIC_CONFIG_KEYS,
     BrokerConfig,
     TopicConfig,
+    config_fields,
     parse_ip_counts,
     parse_properties,
     render_properties,
 )
+from mq.config_catalog import KAFKA_BROKER_KEYS
 from mq.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "config" / "server.properties"
+SEED_ERA = ROOT / "tests" / "data" / "seed_era_server.properties"
+SHIPPED_KEYS = {
+    "broker.id",
+    "listeners",
+    "log.dirs",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "group.initial.rebalance.delay.ms",
+}
 
 
 def test_shipped_file_is_the_rendered_defaults() -> None:
@@ -30,6 +43,24 @@ def test_shipped_file_starts_a_standalone_broker_on_loopback() -> None:
     assert config.log_dir_paths == [Path("data/kafka-logs")]
     assert config.offsets_topic_replication_factor == 1
     assert config.group_initial_rebalance_delay_ms == 0
+
+
+def test_shipped_file_sets_only_what_a_single_broker_needs() -> None:
+    assert set(parse_properties(SHIPPED.read_text(encoding="utf-8"))) == SHIPPED_KEYS
+    config = BrokerConfig.load(SHIPPED)
+    assert config.explicit_keys == SHIPPED_KEYS
+    assert config.topic_defaults() == TopicConfig()  # a topic on the shipped file has no broker-set topic key
+
+
+def test_shipped_file_documents_every_other_key_at_its_default() -> None:
+    lines = SHIPPED.read_text(encoding="utf-8").splitlines()
+    commented = dict(
+        line[1:].split("=", 1) for line in lines if line.startswith("#") and not line.startswith("# ") and "=" in line
+    )
+    for f in config_fields(BrokerConfig):
+        key = f.metadata["key"]
+        if key not in SHIPPED_KEYS:
+            assert getattr(BrokerConfig.load(overrides=[f"{key}={commented[key]}"]), f.name) == f.default, key
 
 
 def test_every_key_has_one_comment_line() -> None:
@@ -141,3 +172,149 @@ def test_per_ip_overrides_are_host_count_pairs() -> None:
     assert parse_ip_counts("127.0.0.1:5, broker-a:2,::1:7") == {"127.0.0.1": 5, "broker-a": 2, "::1": 7}
     with pytest.raises(ConfigError, match="expected host:count pairs"):
         BrokerConfig.load(overrides=["max.connections.per.ip.overrides=127.0.0.1"])
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "mq.config" and r.levelno == logging.WARNING]
+
+
+def test_seed_era_file_starts_with_its_keys_mapped(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    config = BrokerConfig.load(SEED_ERA)
+    assert config.listeners == "PLAINTEXT://127.0.0.1:9092"
+    assert config.advertised_listeners == "PLAINTEXT://127.0.0.1:9092"
+    assert config.offsets_retention_minutes == 1440
+    assert {"listeners", "advertised.listeners", "offsets.retention.minutes"} <= config.explicit_keys
+    assert not {"port", "host.name", "offsets.topic.retention.minutes"} & config.explicit_keys
+    assert warnings_of(caplog) == [
+        f"offsets.topic.retention.minutes in {SEED_ERA}: deprecated (a name only Kafka 0.8's documentation used); "
+        "read as offsets.retention.minutes=1440",
+        f"port and host.name in {SEED_ERA}: deprecated (removed in Kafka 3.0); "
+        "read as listeners=PLAINTEXT://127.0.0.1:9092",
+        f"advertised.port and advertised.host.name in {SEED_ERA}: deprecated (removed in Kafka 3.0); "
+        "read as advertised.listeners=PLAINTEXT://127.0.0.1:9092",
+        "Accepted but unused by mq: fetch.purgatory.purge.interval.requests, "
+        "producer.purgatory.purge.interval.requests, replica.lag.max.messages, replica.socket.receive.buffer.bytes, "
+        "replica.socket.timeout.ms, zookeeper.sync.time.ms",
+    ]
+
+
+@pytest.mark.parametrize(
+    "item", [f"{k}={v}" for k, v in parse_properties(SEED_ERA.read_text(encoding="utf-8")).items()]
+)
+def test_every_seed_era_key_is_accepted_alone(item: str) -> None:
+    BrokerConfig.load(overrides=[item])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "listeners", "advertised"),
+    [
+        (["port=9093"], "PLAINTEXT://:9093", None),
+        (["host.name=broker-a"], "PLAINTEXT://broker-a:9092", None),
+        (["host.name=a", "port=1", "advertised.port=2"], "PLAINTEXT://a:1", "PLAINTEXT://a:2"),
+        (["advertised.host.name=b", "port=5"], "PLAINTEXT://:5", "PLAINTEXT://b:5"),
+        (["listeners=PLAINTEXT://c:7", "port=5", "advertised.port=6"], "PLAINTEXT://c:7", "PLAINTEXT://:6"),
+        (["advertised.listeners=PLAINTEXT://d:8", "advertised.port=6"], "PLAINTEXT://:9092", "PLAINTEXT://d:8"),
+    ],
+)
+def test_seed_era_listener_keys(overrides: list[str], listeners: str, advertised: str | None) -> None:
+    config = BrokerConfig.load(overrides=overrides)
+    assert (config.listeners, config.advertised_listeners) == (listeners, advertised)
+    assert ("advertised.listeners" in config.explicit_keys) == (advertised is not None)
+    set_listener = any(item.partition("=")[0] in ("listeners", "port", "host.name") for item in overrides)
+    assert ("listeners" in config.explicit_keys) == set_listener
+
+
+def test_a_set_successor_wins_over_its_old_key(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    config = BrokerConfig.load(
+        overrides=[
+            "listeners=PLAINTEXT://c:7",
+            "port=5",
+            "offsets.topic.retention.minutes=9",
+            "offsets.retention.minutes=3",
+        ]
+    )
+    assert (config.listeners, config.offsets_retention_minutes) == ("PLAINTEXT://c:7", 3)
+    assert warnings_of(caplog) == [
+        "offsets.topic.retention.minutes in --override: deprecated (a name only Kafka 0.8's documentation used); "
+        "ignored, offsets.retention.minutes is set",
+        "port in --override: deprecated (removed in Kafka 3.0); ignored, listeners is set",
+    ]
+
+
+def test_kraft_node_id_is_the_broker_id() -> None:
+    config = BrokerConfig.load(overrides=["node.id=4", "process.roles=broker"])
+    assert config.broker_id == 4 and "broker.id" in config.explicit_keys
+    assert BrokerConfig.load(overrides=["node.id=4", "broker.id=4"]).broker_id == 4
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(overrides=["node.id=4", "broker.id=5"])
+    assert str(info.value) == "node.id (4) in --override and broker.id (5) in --override must be equal"
+
+
+def test_renamed_key_is_converted() -> None:
+    assert BrokerConfig.load(overrides=["log.cleanup.interval.mins=5"]).log_retention_check_interval_ms == 300000
+    with pytest.raises(ConfigError, match="invalid value 'x' for port in --override: expected an integer"):
+        BrokerConfig.load(overrides=["port=x"])
+
+
+def test_kafka_keys_mq_does_not_use_are_listed_in_one_line(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    caplog.set_level(logging.WARNING)
+    path = tmp_path / "server.properties"
+    path.write_text("zookeeper.sync.time.ms=2000\nprocess.roles=broker\nlog.segment.bytes=2000\n", encoding="utf-8")
+    config = BrokerConfig.load(path, ["listener.name.internal.ssl.keystore.location=/k", "sasl.jaas.config=x"])
+    assert config.explicit_keys == {"log.segment.bytes"}
+    assert warnings_of(caplog) == [
+        "Accepted but unused by mq: listener.name.internal.ssl.keystore.location, process.roles, sasl.jaas.config, "
+        "zookeeper.sync.time.ms"
+    ]
+    caplog.clear()
+    BrokerConfig.load(overrides=["log.segment.bytes=2000"])
+    assert warnings_of(caplog) == []
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("zookeeper.sync.time.ms=soon", "an integer"),
+        ("zookeeper.set.acl=maybe", "true or false"),
+        ("sasl.kerberos.ticket.renew.window.factor=most", "a number"),
+    ],
+)
+def test_values_of_unused_kafka_keys_are_type_checked(override: str, expected: str) -> None:
+    key, _, value = override.partition("=")
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(overrides=[override])
+    assert str(info.value) == f"invalid value '{value}' for {key} in --override: expected {expected}"
+    BrokerConfig.load(overrides=[f"{key}="])  # empty: left unset
+
+
+def test_unknown_key_suggests_the_closest_known_one(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("log.retention.hour=1\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(path)
+    assert (
+        str(info.value)
+        == f"unknown broker config key 'log.retention.hour' in {path}; did you mean log.retention.hours?"
+    )
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(overrides=["advertized.listeners=PLAINTEXT://a:1"])
+    assert str(info.value) == (
+        "unknown broker config key 'advertized.listeners' in --override; did you mean advertised.listeners?"
+    )
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(overrides=["qqqq=1"])
+    assert str(info.value) == "unknown broker config key 'qqqq' in --override"
+
+
+def test_catalogue_facts() -> None:
+    assert KAFKA_BROKER_KEYS["port"] == ("0.8.0", "3.0", "int")
+    assert KAFKA_BROKER_KEYS["advertised.host.name"] == ("0.8.1", "3.0", "string")
+    assert KAFKA_BROKER_KEYS["replica.lag.max.messages"] == ("0.8.0", "0.9.0", "long")
+    assert KAFKA_BROKER_KEYS["offsets.retention.minutes"] == ("0.8.2", None, "int")
+    assert KAFKA_BROKER_KEYS["process.roles"] == ("2.8", None, "list")
+    assert KAFKA_BROKER_KEYS["transactional.id.expiration.ms"] == ("0.11.0", None, "int")
+    assert KAFKA_BROKER_KEYS["zookeeper.connect"] == ("0.8.0", "4.0", "string")
+    assert KAFKA_BROKER_KEYS["group.streams.session.timeout.ms"] == ("4.x", None, None)
+    assert "offsets.topic.retention.minutes" not in KAFKA_BROKER_KEYS  # only ever in 0.8's documentation
