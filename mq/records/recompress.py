@@ -55,9 +55,9 @@ def _kept(header: BatchHeader, target: Codec) -> bool:
     return codec == target or (codec == Codec.NONE and header.is_control)
 
 
-def recompress(buf: Buffer, headers: list[BatchHeader], target: Codec) -> bytes | None:
-    """The entries ``headers`` describe in ``buf`` (validated: CRCs and framing) rewritten in ``target``, or None when
-    every entry is kept as it is."""
+def recompress(buf: Buffer, headers: list[BatchHeader], target: Codec) -> bytearray | None:
+    """The entries ``headers`` describe in ``buf`` (validated: CRCs and framing) rewritten in ``target`` (a buffer the
+    caller patches offsets into), or None when every entry is kept as it is."""
     if all(_kept(h, target) for h in headers):
         return None
     out: list[bytes] = []
@@ -80,7 +80,7 @@ def recompress(buf: Buffer, headers: list[BatchHeader], target: Codec) -> bytes 
             out.append(_batch(buf, header, target))
     if pending:
         out.append(_legacy_set(pending_magic, pending, target))
-    return b"".join(out)
+    return bytearray().join(out)
 
 
 def _batch(buf: Buffer, header: BatchHeader, target: Codec) -> bytes:

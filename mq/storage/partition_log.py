@@ -357,7 +357,7 @@ class Log:
         if target is not None:
             rewritten = recompress(data, headers, target)
             if rewritten is not None:
-                data = bytearray(rewritten)
+                data = rewritten
                 headers = self._validate(data, from_producer=False)
         now = self.time_ms()
         log_append = self.config.message_timestamp_type == "LogAppendTime"
