@@ -18,9 +18,13 @@ control records only when they were written compressed.
   LogAppendTime wrapper's timestamp for its inner messages). zstd exists only in format v2: such messages become one
   v2 batch, as Kafka's broker (storing format v2) converts them.
 
-Entries come back with offsets from 0 and CreateTime: the caller assigns offsets and stamps LogAppendTime as for any
-producer's set. The result may exceed ``max.message.bytes``: the caller checks it again (Kafka's
-RecordTooLargeException, MESSAGE_TOO_LARGE).
+Rewritten v0/v1 entries come back with offsets from 0 and CreateTime, rewritten v2 batches with the producer's
+header fields: the caller assigns offsets and stamps LogAppendTime as for any producer's set. A rewritten entry may
+exceed ``max.message.bytes``: the caller checks it again (Kafka's RecordTooLargeException, MESSAGE_TOO_LARGE).
+
+Cost, on the thread that appends (the loop, where validation decompresses too): a 1 MB batch of 100 B records takes
+about 3 ms to decompress, 4-10 ms to compress with lz4, snappy or zstd, 85 ms with gzip (zlib level 6, Kafka's
+default).
 """
 
 from __future__ import annotations

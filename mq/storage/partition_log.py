@@ -4,9 +4,10 @@ Invariants: segments are ordered by base offset, each holding offsets from its b
 only the last (active) segment is appended to; ``log_start_offset <= log_end_offset``; ``recovery_point`` is the
 first offset not yet known to be fsynced; appended batches keep their bytes except the patched base offset,
 partition leader epoch and (for LogAppendTime topics) timestamp fields — one positional write per appended set, per-batch
-work only — unless the topic's ``compression.type`` names a codec other than a produced entry's, which is then rewritten
-in that codec first (``mq.records.recompress``). A lock serialises appends, reads, rolls, truncation and retention; fsyncs run outside it. The leader
-epoch cache follows the log: epochs of appended v2 batches are recorded, and truncation at either end trims it.
+work only — unless the topic's ``compression.type`` names a codec other than a produced entry's: that entry is first
+rewritten in the topic's codec (``mq.records.recompress``, on the appending thread, as validation). A lock serialises
+appends, reads, rolls, truncation and retention; fsyncs run outside it. The leader epoch cache follows the log: epochs
+of appended v2 batches are recorded, and truncation at either end trims it.
 """
 
 from __future__ import annotations
