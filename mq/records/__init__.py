@@ -2,7 +2,8 @@
 
 ``iter_records(buf, header)`` deep-iterates one entry of any magic and codec; ``batch_header`` parses and patches
 entries shallowly (never touching records); builders live in ``legacy`` (v0/v1) and ``default_batch`` (v2);
-``validation`` checks a producer's entries record by record before they are appended.
+``validation`` checks a producer's entries record by record before they are appended; ``recompress`` rewrites them in
+the codec a topic's ``compression.type`` names.
 """
 
 from __future__ import annotations

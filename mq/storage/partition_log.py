@@ -4,8 +4,10 @@ Invariants: segments are ordered by base offset, each holding offsets from its b
 only the last (active) segment is appended to; ``log_start_offset <= log_end_offset``; ``recovery_point`` is the
 first offset not yet known to be fsynced; appended batches keep their bytes except the patched base offset,
 partition leader epoch and (for LogAppendTime topics) timestamp fields — one positional write per appended set, per-batch
-work only. A lock serialises appends, reads, rolls, truncation and retention; fsyncs run outside it. The leader
-epoch cache follows the log: epochs of appended v2 batches are recorded, and truncation at either end trims it.
+work only — unless the topic's ``compression.type`` names a codec other than a produced entry's: that entry is first
+rewritten in the topic's codec (``mq.records.recompress``, on the appending thread, as validation). A lock serialises
+appends, reads, rolls, truncation and retention; fsyncs run outside it. The leader epoch cache follows the log: epochs
+of appended v2 batches are recorded, and truncation at either end trims it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from mq.records.batch_header import (
 )
 from mq.records.crc import Buffer
 from mq.records.legacy import assign_offsets_compressed
+from mq.records.recompress import recompress, target_codec
 from mq.records.validation import RecordRules, validate_records
 from mq.storage.checkpoints import LEADER_EPOCH_FILE, LeaderEpochCheckpointFile
 from mq.storage.file_names import (
@@ -132,6 +135,7 @@ class Log:
         point: it must only hand ``flush_rolled`` to another thread, as Kafka schedules its flush on roll."""
         self.config = config
         self._rules = _record_rules(config)
+        self._target_codec = target_codec(config.compression_type)
         self.time_ms = time_ms
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
@@ -289,6 +293,7 @@ class Log:
         with self._lock:
             self.config = config
             self._rules = _record_rules(config)
+            self._target_codec = target_codec(config.compression_type)
             for segment in self.segments:
                 segment.index_interval_bytes = config.index_interval_bytes
 
@@ -341,13 +346,20 @@ class Log:
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, parsed: BatchHeader | None = None
     ) -> LogAppendInfo:
-        """Validate, assign offsets from the log end by patching ``records`` (in place when it is a writable
-        buffer, such as a produce request's own frame; else a copy), and append the set with one write. ``parsed`` is
-        the header of the entry at position 0 when the caller has parsed it already. Raises (MessageTooLargeError,
-        RecordListTooLargeError, CorruptRecordError, InvalidRecordError, InvalidTimestampError) with the log
-        unchanged."""
+        """Validate, rewrite entries in the topic's ``compression.type`` when it names another codec than theirs
+        (the rewritten entries checked against max.message.bytes again), assign offsets from the log end by patching
+        ``records`` (in place when it is a writable buffer, such as a produce request's own frame; else a copy), and
+        append the set with one write. ``parsed`` is the header of the entry at position 0 when the caller has parsed
+        it already. Raises (MessageTooLargeError, RecordListTooLargeError, CorruptRecordError, InvalidRecordError,
+        InvalidTimestampError) with the log unchanged."""
         data = _writable(records)
         headers = self._validate(data, from_producer=True, parsed=parsed)
+        target = self._target_codec
+        if target is not None:
+            rewritten = recompress(data, headers, target)
+            if rewritten is not None:
+                data = rewritten
+                headers = self._validate(data, from_producer=False)
         now = self.time_ms()
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
@@ -26,6 +27,17 @@ class Sample:
     key: bytes | None
     value: bytes | None
     headers: Headers
+
+
+samples = st.builds(
+    Sample,
+    timestamp=st.integers(min_value=0, max_value=2**41),
+    key=st.none() | st.binary(max_size=40),
+    value=st.none() | st.binary(max_size=300),
+    headers=st.lists(st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=10)), max_size=3),
+)
+sample_lists = st.lists(samples, min_size=1, max_size=12)
+"""Hypothesis: 1 to 12 records of any timestamp, key, value and headers."""
 
 
 def sample_records(n: int, big: bool = False) -> list[Sample]:

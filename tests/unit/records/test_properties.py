@@ -19,6 +19,7 @@ from records_support import (
     kafka_python_read,
     mq_build,
     mq_read,
+    sample_lists,
     sample_records,
 )
 
@@ -29,14 +30,6 @@ from mq.records.default_batch import RecordBatchBuilder
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-samples = st.builds(
-    Sample,
-    timestamp=st.integers(min_value=0, max_value=2**41),
-    key=st.none() | st.binary(max_size=40),
-    value=st.none() | st.binary(max_size=300),
-    headers=st.lists(st.tuples(st.text(max_size=8), st.none() | st.binary(max_size=10)), max_size=3),
-)
-sample_lists = st.lists(samples, min_size=1, max_size=12)
 legacy_formats = st.sampled_from([(m, Codec(c)) for m, c in MAGIC_CODECS if m < 2])
 
 
