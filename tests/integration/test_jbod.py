@@ -1,0 +1,181 @@
+"""Several log dirs per broker (JBOD): placement of new partitions, DescribeLogDirs over every dir, and moving a
+replica to another dir of its broker (AlterReplicaLogDirs, sent by kafka-python and by mq reassign-partitions) while
+a producer keeps writing: nothing is lost and the data ends in the new dir, also after a restart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition, TopicPartitionReplica
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
+from waiting import wait_for
+
+pytestmark = pytest.mark.slow
+
+RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+
+def log_dirs_document(mq_command: list[str], bootstrap: str) -> dict[str, dict[str, dict[str, object]]]:
+    """``mq log-dirs --describe`` as {log dir: {partition (with "(future)" for future replicas): entry}}."""
+    result = subprocess.run(
+        [*mq_command, "log-dirs", "--bootstrap-server", bootstrap, "--describe"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    [broker] = json.loads(result.stdout.splitlines()[2])["brokers"]
+    return {
+        d["logDir"]: {p["partition"] + (" (future)" if p["isFuture"] else ""): p for p in d["partitions"]}
+        for d in broker["logDirs"]
+    }
+
+
+class Writer:
+    """Produces numbered records to one partition from a thread until stopped, at about 100 KB/s; remembers what
+    was acknowledged."""
+
+    def __init__(self, bootstrap: str, tp: TopicPartition) -> None:
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        self.tp = tp
+        self.acked: list[bytes] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            value = f"{n:08d}".encode() + b"." * 200
+            future = self.producer.send(self.tp.topic, value, partition=self.tp.partition)
+            future.add_callback(lambda _, v=value: self.acked.append(v))
+            future.add_errback(self.errors.append)
+            n += 1
+            if n % 20 == 0:  # about 100 KB/s: slower than the copy, so the future replica catches up
+                self.producer.flush()
+                time.sleep(0.05)
+
+    def __enter__(self) -> Writer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.producer.flush()
+        self.producer.close()
+
+
+def values_in(bootstrap: str, tp: TopicPartition) -> list[bytes]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    values = [record.value for record in consumer]
+    consumer.close()
+    return values
+
+
+def test_jbod_placement_describe_and_moves(
+    mq_command: list[str], broker_factory: Callable[..., object], tmp_path: Path
+) -> None:
+    dir_a, dir_b = tmp_path / "data-a", tmp_path / "data-b"
+    broker = broker_factory(overrides=[f"log.dirs={dir_a},{dir_b}", "broker.id=0"]).start()
+    bootstrap = broker.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic("spread", 4, 1)])
+    admin.create_topics([NewTopic("moving", 2, 1)])
+
+    # placement: each new partition goes to the dir holding the fewest
+    dirs = log_dirs_document(mq_command, bootstrap)
+    assert set(dirs) == {str(dir_a), str(dir_b)}
+    assert {d: len(ps) for d, ps in dirs.items()} == {str(dir_a): 3, str(dir_b): 3}
+    for directory, partitions in dirs.items():
+        assert {p for p in partitions} == {p.name for p in Path(directory).iterdir() if p.is_dir()}
+    source = next(d for d, ps in dirs.items() if "moving-0" in ps)
+    target = str(dir_b) if source == str(dir_a) else str(dir_a)
+
+    tp = TopicPartition("moving", 0)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for n in range(3000):
+        producer.send("moving", b"old-%05d" % n + b"." * 300, partition=0)
+    producer.flush()
+    producer.close()
+
+    # a slow copy (the dynamic broker config) so the future replica is seen while the writer keeps appending
+    admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", configs={RATE_KEY: "300000"})])
+    with Writer(bootstrap, tp) as writer:
+        results = admin.alter_replica_log_dirs(
+            {
+                TopicPartitionReplica("moving", 0, 0): target,
+                TopicPartitionReplica("moving", 1, 0): str(tmp_path / "not-a-log-dir"),
+                TopicPartitionReplica("absent", 0, 0): target,
+            }
+        )
+        assert results == {
+            TopicPartitionReplica("moving", 0, 0): NoError,
+            TopicPartitionReplica("moving", 1, 0): LogDirNotFoundError,
+            TopicPartitionReplica("absent", 0, 0): ReplicaNotAvailableError,
+        }
+        during = log_dirs_document(mq_command, bootstrap)
+        future = during[target]["moving-0 (future)"]
+        assert future["isFuture"] is True and future["offsetLag"] > 0
+        assert during[source]["moving-0"]["isFuture"] is False
+        assert wait_for(lambda: "moving-0" in log_dirs_document(mq_command, bootstrap)[target], timeout=60)
+        time.sleep(0.5)  # the writer goes on writing into the moved replica
+    assert not writer.errors
+    after = log_dirs_document(mq_command, bootstrap)
+    assert "moving-0" not in after[source] and "moving-0 (future)" not in after[target]
+    expected = [b"old-%05d" % n + b"." * 300 for n in range(3000)] + writer.acked
+    assert values_in(bootstrap, tp) == expected
+    left = [p.name for p in Path(source).iterdir() if p.name.startswith("moving-0")]
+    assert all(name.endswith("-delete") for name in left)  # the retired copy, removed a minute later
+
+    # mq reassign-partitions sends AlterReplicaLogDirs for log_dirs other than "any", with the copy throttle
+    plan = tmp_path / "plan.json"
+    moving_1_dir = next(d for d, ps in after.items() if "moving-1" in ps)
+    other = str(dir_b) if moving_1_dir == str(dir_a) else str(dir_a)
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": "moving", "partition": 1, "replicas": [0], "log_dirs": [other]}]}
+        )
+    )
+    run = subprocess.run(
+        [
+            *mq_command,
+            "reassign-partitions",
+            "--bootstrap-server",
+            bootstrap,
+            "--execute",
+            "--reassignment-json-file",
+            str(plan),
+            "--replica-alter-log-dirs-throttle",
+            "1000000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert "The replica-alter-dir throttle limit was set to 1000000 B/s" in lines
+    assert lines[-1] == "Successfully started log directory move for: moving-1-0"
+    entries = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "0")])["broker"]["0"]
+    assert entries[RATE_KEY]["value"] == "1000000"
+    assert entries[RATE_KEY]["config_source"] == "DYNAMIC_BROKER_CONFIG"
+    assert wait_for(lambda: "moving-1" in log_dirs_document(mq_command, bootstrap)[other], timeout=60)
+    admin.close()
+
+    # a restart loads every dir: the moved replicas serve from their new dirs
+    broker.stop()
+    broker.start()
+    restarted = log_dirs_document(mq_command, bootstrap)
+    assert "moving-0" in restarted[target] and "moving-1" in restarted[other]
+    assert values_in(bootstrap, tp) == expected
+    assert sum(len(ps) for ps in restarted.values()) == 6
