@@ -357,19 +357,21 @@ class LogManager:
     def replace_current_with_future(self, tp: TopicPartition) -> Log:
         """Make the future log of ``tp`` (caught up with the current one: the caller lets nothing append to either
         meanwhile) the partition's log: the current directory becomes ``...-delete`` (removed after
-        RETIRED_LOG_CLOSE_DELAY_S), the future one ``<topic>-<partition>``. Returns the log now serving ``tp``."""
+        RETIRED_LOG_CLOSE_DELAY_S), the future one ``<topic>-<partition>``. Renames and opens only, no fsync (the
+        future log's rolled segments were fsynced on worker threads as any log's; its recovery point carries over).
+        Returns the log now serving ``tp``."""
         with self._mutex:
             future = self.future_logs.pop(tp)
             current = self.logs[tp]
         future.maybe_increment_log_start_offset(current.log_start_offset)
-        log_start, end = future.log_start_offset, future.log_end_offset
-        future.flush()
+        log_start, end, flushed = future.log_start_offset, future.log_end_offset, future.recovery_point
         future.close()
         target = future.dir.parent / str(tp)
         retired = current.dir.with_name(delete_dir_name(tp))
         os.rename(current.dir, retired)
         os.rename(future.dir, target)
-        promoted = self._open(tp, target, end, log_start, True)
+        promoted = self._open(tp, target, end, log_start, True)  # just closed by this process: nothing to recover
+        promoted.recovery_point = min(flushed, promoted.log_end_offset)  # what is not fsynced yet stays above it
         with self._mutex:
             self.logs[tp] = promoted
             self._hosted[retired.parent] -= 1

@@ -179,3 +179,20 @@ def test_jbod_placement_describe_and_moves(
     assert "moving-0" in restarted[target] and "moving-1" in restarted[other]
     assert values_in(bootstrap, tp) == expected
     assert sum(len(ps) for ps in restarted.values()) == 6
+
+
+def test_kafka_python_describe_and_alter_to_the_current_dir(broker) -> None:
+    """kafka-python's own integration checks: every broker reports its log dirs without error, and moving a replica
+    to the dir it is in already answers NoError."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic("here", 1, 1)])
+    described = admin.describe_log_dirs()
+    by_broker = {entry["broker"]: entry for entry in described}
+    assert set(by_broker) == {node.node_id for node in admin._manager.cluster.brokers()}
+    for entry in by_broker.values():
+        assert entry["log_dirs"] and all(d["error_code"] == 0 for d in entry["log_dirs"])
+    target = described[0]["log_dirs"][0]["log_dir"]
+    replica = TopicPartitionReplica("here", 0, described[0]["broker"])
+    assert admin.alter_replica_log_dirs({replica: target}) == {replica: NoError}
+    assert admin.alter_replica_log_dirs({}) == {}
+    admin.close()
