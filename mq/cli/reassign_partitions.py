@@ -163,7 +163,7 @@ def reassign_partitions(
             assert reassignment_json_file is not None
             text = _read(reassignment_json_file)
             target = tool.parse_reassignment(text)
-            moves = tool.parse_log_dir_moves(text) if action == "execute" else {}
+            moves = tool.parse_log_dir_moves(text) if action in ("execute", "verify") else {}
         if zookeeper is not None:
             if moves:
                 raise ToolError("bootstrap-server needs to be provided when replica reassignments are present.")
@@ -290,7 +290,7 @@ def _bootstrap(
             _echo(tool.list_lines(admin.ongoing()))
             return True
         if action == "verify":
-            lines, ok = tool.verify(admin, target, preserve_throttles)
+            lines, ok = tool.verify(admin, target, preserve_throttles, moves)
             _echo(lines)
             return ok
         if action == "cancel":
@@ -303,7 +303,7 @@ def _bootstrap(
         if not (ok and wait):
             return ok
         _follow(lambda: tool.admin_progress(admin, target, original), wait_interval)
-        lines, ok = tool.verify(admin, target)
+        lines, ok = tool.verify(admin, target, moves=moves)
         _echo(lines)
         return ok
 

@@ -404,6 +404,11 @@ class ReassignAdmin(Protocol):
     def alter_log_dirs(self, moves: ReplicaMoves) -> dict[tuple[TopicPartition, int], ErrorCode]:
         """Start moving each replica into its log dir (AlterReplicaLogDirs); the outcome per replica."""
 
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], tuple[str | None, str | None]]:
+        """The (current, future) log dir of each replica its broker holds in an online dir (DescribeLogDirs)."""
+
 
 @dataclass(frozen=True)
 class LiveState:
@@ -443,6 +448,22 @@ class SyncReassignAdmin:
 
     def alter_log_dirs(self, moves: ReplicaMoves) -> dict[tuple[TopicPartition, int], ErrorCode]:
         return self.admin.call(AsyncAdmin.alter_replica_log_dirs, moves)
+
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], tuple[str | None, str | None]]:
+        wanted = set(replicas)
+        described = self.admin.call(
+            AsyncAdmin.describe_log_dir_descriptions, sorted({b for _, b in wanted}), sorted({tp for tp, _ in wanted})
+        )
+        found: dict[tuple[TopicPartition, int], tuple[str | None, str | None]] = {}
+        for broker, dirs in described.items():
+            for d in dirs:
+                for tp, info in d.replicas:
+                    if (tp, broker) in wanted:
+                        current, future = found.get((tp, broker), (None, None))
+                        found[tp, broker] = (current, d.log_dir) if info.is_future else (d.log_dir, future)
+        return found
 
     def ongoing(self) -> dict[TopicPartition, OngoingReassignment]:
         return self.admin.call(AsyncAdmin.list_partition_reassignments)
@@ -530,6 +551,11 @@ def _replica(key: tuple[TopicPartition, int]) -> str:
     return f"{key[0]}-{key[1]}"
 
 
+def _replica_order(key: tuple[TopicPartition, int]) -> tuple[int, TopicPartition]:
+    """Kafka's order of replicas: by broker, then topic and partition."""
+    return key[1], key[0]
+
+
 def execute_log_dir_moves(
     admin: ReassignAdmin,
     moves: ReplicaMoves,
@@ -547,9 +573,10 @@ def execute_log_dir_moves(
             k: code for k, code in results.items() if code not in (ErrorCode.NONE, ErrorCode.REPLICA_NOT_AVAILABLE)
         }
         if failed:
-            key, code = sorted(failed.items())[0]
+            key = min(failed, key=_replica_order)
+            code = failed[key]
             raise ReassignCommandError(f"Failed to move replica {_replica(key)} to {pending[key]}: {code.name}")
-        completed = sorted(k for k, code in results.items() if code == ErrorCode.NONE)
+        completed = sorted((k for k, code in results.items() if code == ErrorCode.NONE), key=_replica_order)
         if completed:
             noun = "move" if len(completed) == 1 else "moves"
             lines.append(f"Successfully started log directory {noun} for: {','.join(map(_replica, completed))}")
@@ -560,7 +587,8 @@ def execute_log_dir_moves(
         if time.monotonic() >= deadline:
             noun = "move" if len(pending) == 1 else "moves"
             raise ReassignCommandError(
-                f"Timed out before log directory {noun} could be started for: {','.join(map(_replica, sorted(pending)))}"
+                f"Timed out before log directory {noun} could be started for: "
+                f"{','.join(map(_replica, sorted(pending, key=_replica_order)))}"
             )
         sleep(0.1)
 
@@ -616,14 +644,48 @@ def statuses(admin: ReassignAdmin, target: Assignment) -> list[PartitionStatus]:
     return result
 
 
-def verify(admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False) -> tuple[list[str], bool]:
-    """Status lines sorted by partition, then the throttle clearing when nothing is in progress; returns them and
-    False when some partition has no active reassignment but another replica set."""
+def verify(
+    admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False, moves: ReplicaMoves | None = None
+) -> tuple[list[str], bool]:
+    """Status lines sorted by partition, then those of the log dir ``moves``, then the throttle clearing when
+    nothing is in progress; returns them and False when some partition has no active reassignment but another
+    replica set."""
     found = statuses(admin, target)
     lines = ["Status of partition reassignment:", *map(status_line, found)]
-    if not preserve_throttles and all(s.state != "in_progress" for s in found):
+    moving = False
+    if moves:
+        move_lines, moving = log_dir_move_lines(moves, admin.replica_log_dirs(moves))
+        lines += move_lines
+    if not preserve_throttles and not moving and all(s.state != "in_progress" for s in found):
         lines += clear_throttles(admin, {tp.topic for tp in target})
     return lines, all(s.state != "different" for s in found)
+
+
+def log_dir_move_lines(
+    moves: ReplicaMoves, dirs: Mapping[tuple[TopicPartition, int], tuple[str | None, str | None]]
+) -> tuple[list[str], bool]:
+    """Kafka's line per log dir move (sorted by broker, topic, partition) from each replica's (current, future) log
+    dir (absent: the broker holds no such replica), and whether any move is still running."""
+    lines = []
+    running = False
+    for key in sorted(moves, key=_replica_order):
+        (tp, broker), wanted = key, moves[key]
+        current, future = dirs.get(key, (None, None))
+        if current is None:
+            lines.append(f"Partition {tp} cannot be found in any live log directory on broker {broker}.")
+        elif future is not None:
+            running = True
+            if future == wanted:
+                lines.append(f"Reassignment of replica {_replica(key)} is still in progress.")
+            else:
+                lines.append(
+                    f"Partition {tp} on broker {broker} is being moved to log dir {future} instead of {wanted}."
+                )
+        elif current == wanted:
+            lines.append(f"Reassignment of replica {_replica(key)} completed successfully.")
+        else:
+            lines.append(f"Partition {tp} on broker {broker} is not being moved from log dir {current} to {wanted}.")
+    return lines, running
 
 
 def cancel(admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False) -> tuple[list[str], bool]:

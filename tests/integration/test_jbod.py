@@ -170,6 +170,23 @@ def test_jbod_placement_describe_and_moves(
     assert entries[RATE_KEY]["value"] == "1000000"
     assert entries[RATE_KEY]["config_source"] == "DYNAMIC_BROKER_CONFIG"
     assert wait_for(lambda: "moving-1" in log_dirs_document(mq_command, bootstrap)[other], timeout=60)
+    verify = ["reassign-partitions", "--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", str(plan)]
+    verified = subprocess.run(
+        [*mq_command, *verify],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.splitlines() == [
+        "Status of partition reassignment:",
+        "Reassignment of partition moving-1 is complete.",
+        "Reassignment of replica moving-1-0 completed successfully.",
+        "Clearing broker-level throttles on brokers 0",
+        "Clearing topic-level throttles on topic moving",
+    ]
+    entries = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "0")])["broker"]["0"]
+    assert entries.get(RATE_KEY, {}).get("config_source") != "DYNAMIC_BROKER_CONFIG"  # cleared by the verify
     admin.close()
 
     # a restart loads every dir: the moved replicas serve from their new dirs

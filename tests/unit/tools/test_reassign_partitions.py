@@ -366,6 +366,12 @@ class FakeAdmin:
             if not path_is_unknown(moves[key])
         } | {key: ErrorCode.LOG_DIR_NOT_FOUND for key in moves if path_is_unknown(moves[key])}
 
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TP, int]]
+    ) -> dict[tuple[TP, int], tuple[str | None, str | None]]:
+        dirs = getattr(self, "dirs", {})
+        return {key: dirs[key] for key in replicas if key in dirs}
+
 
 def path_is_unknown(path: str) -> bool:
     return path.startswith("/nowhere")
@@ -582,3 +588,36 @@ def test_live_table_shows_each_partition_state() -> None:
     assert "catching up" in rows["a-0"] and "1/2" in rows["a-0"] and "140/200 B" in rows["a-0"]
     assert "done" in rows["a-1"]
     assert "moving leadership" in rows["a-2"] and "1/1" in rows["a-2"] and "?" in rows["a-2"]
+
+
+def test_log_dir_move_states_in_kafkas_words() -> None:
+    a, b = TP("a", 0), TP("b", 1)
+    moves = {(b, 1): "/d2", (a, 2): "/d2", (a, 1): "/d2", (b, 2): "/d1", (a, 3): "/d1"}
+    dirs = {(a, 1): ("/d1", "/d2"), (a, 2): ("/d2", None), (b, 1): ("/d1", "/d3"), (b, 2): ("/d2", None)}
+    lines, running = tool.log_dir_move_lines(moves, dirs)
+    assert running
+    assert lines == [
+        "Reassignment of replica a-0-1 is still in progress.",
+        "Partition b-1 on broker 1 is being moved to log dir /d3 instead of /d2.",
+        "Reassignment of replica a-0-2 completed successfully.",
+        "Partition b-1 on broker 2 is not being moved from log dir /d2 to /d1.",
+        "Partition a-0 cannot be found in any live log directory on broker 3.",
+    ]
+
+
+def test_verify_keeps_throttles_while_a_log_dir_move_runs() -> None:
+    admin = FakeAdmin({TP("foo", 0): [1]})
+    admin.set_configs(1, None, {"replica.alter.log.dirs.io.max.bytes.per.second": "10"})
+    moves = {(TP("foo", 0), 1): "/d2"}
+    admin.dirs = {(TP("foo", 0), 1): ("/d1", "/d2")}
+    lines, ok = tool.verify(admin, {TP("foo", 0): [1]}, moves=moves)
+    assert ok and lines[-1] == "Reassignment of replica foo-0-1 is still in progress."
+    assert admin.configs[(1, None)]
+    admin.dirs = {(TP("foo", 0), 1): ("/d2", None)}
+    lines, ok = tool.verify(admin, {TP("foo", 0): [1]}, moves=moves)
+    assert "Reassignment of replica foo-0-1 completed successfully." in lines
+    assert lines[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        "Clearing topic-level throttles on topic foo",
+    ]
+    assert admin.configs[(1, None)] == {}
