@@ -14,6 +14,7 @@ unlimited) limits the bytes copied per second through a token bucket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -52,11 +53,19 @@ class LogDirMover:
         self._task: asyncio.Task[None] | None = None
 
     def update_rate(self, rate: int) -> None:
-        """Bytes per second the copies may read (LONG_MAX: unlimited)."""
+        """Bytes per second the copies may read (LONG_MAX: unlimited); a copy waiting on the old rate goes on at
+        once under the new one."""
         if rate != self.rate:
             self.rate = rate
             self._bucket = None if rate >= LONG_MAX else TokenBucket(max(rate, 1))
+            self._wakeup.set()
             log.info("replica log dir move rate: %s B/s", "unlimited" if rate >= LONG_MAX else rate)
+
+    @property
+    def _chunk(self) -> int:
+        """Bytes read per step: at most a tenth of a second's worth under a limit (a read still returns at least
+        one whole batch)."""
+        return self.chunk_bytes if self._bucket is None else max(1, min(self.chunk_bytes, self.rate // 10))
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="log-dir-mover")
@@ -80,9 +89,18 @@ class LogDirMover:
             copied = sum(self.step(tp) for tp in list(self.log_manager.future_logs))
             bucket = self._bucket
             if copied and bucket is not None:
-                await asyncio.sleep(bucket.reserve(copied))
+                await self._pause(bucket.reserve(copied))
+            elif copied:
+                await asyncio.sleep(0)
             else:
-                await asyncio.sleep(0 if copied else IDLE_WAIT_S)
+                await self._pause(IDLE_WAIT_S)
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when woken (a new future log, a new rate)."""
+        self._wakeup.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wakeup.wait()
 
     def step(self, tp: TopicPartition) -> int:
         """Copy one chunk into the future log of ``tp``, or swap it in when caught up; returns the bytes copied."""
@@ -101,7 +119,7 @@ class LogDirMover:
                 partition.log = manager.replace_current_with_future(tp)
                 return 0
             try:
-                found = current.read(future.log_end_offset, self.chunk_bytes)
+                found = current.read(future.log_end_offset, self._chunk)
                 data = b"" if found.records is None else found.records.read()
             except OSError as exc:
                 manager.mark_offline(current.dir.parent, exc)
