@@ -1,10 +1,12 @@
 """Several log dirs per broker (JBOD): placement of new partitions, DescribeLogDirs over every dir, and moving a
 replica to another dir of its broker (AlterReplicaLogDirs, sent by kafka-python and by mq reassign-partitions) while
-a producer keeps writing: nothing is lost and the data ends in the new dir, also after a restart."""
+a producer keeps writing: nothing is lost and the data ends in the new dir, also after a restart, and in cluster mode
+a follower's replica moves while it replicates."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -17,15 +19,21 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
 from waiting import wait_for
 
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.zk_store import ZooKeeperStore
+
 pytestmark = pytest.mark.slow
 
 RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
-def log_dirs_document(mq_command: list[str], bootstrap: str) -> dict[str, dict[str, dict[str, object]]]:
-    """``mq log-dirs --describe`` as {log dir: {partition (with "(future)" for future replicas): entry}}."""
+def log_dirs_document(
+    mq_command: list[str], bootstrap: str, broker_id: int = 0
+) -> dict[str, dict[str, dict[str, object]]]:
+    """``mq log-dirs --describe`` of one broker as {log dir: {partition (with "(future)" for future replicas):
+    entry}}."""
     result = subprocess.run(
-        [*mq_command, "log-dirs", "--bootstrap-server", bootstrap, "--describe"],
+        [*mq_command, "log-dirs", "--bootstrap-server", bootstrap, "--describe", "--broker-list", str(broker_id)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -213,3 +221,54 @@ def test_kafka_python_describe_and_alter_to_the_current_dir(broker) -> None:
     assert admin.alter_replica_log_dirs({replica: target}) == {replica: NoError}
     assert admin.alter_replica_log_dirs({}) == {}
     admin.close()
+
+
+def test_a_follower_replica_moves_dirs_while_it_replicates(
+    mq_command: list[str], zookeeper, broker_factory: Callable[..., object], tmp_path: Path
+) -> None:
+    """Cluster mode: broker 2 follows partition 0 and moves its replica to its other log dir while the leader takes
+    writes; it stays in the ISR, and once the leader stops, broker 2 leads with every acknowledged record."""
+    connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
+    dirs = {i: (tmp_path / f"b{i}-x", tmp_path / f"b{i}-y") for i in (1, 2)}
+    brokers = {
+        i: broker_factory(
+            f"broker{i}",
+            [
+                f"zookeeper.connect={connect}",
+                f"broker.id={i}",
+                "zookeeper.session.timeout.ms=4000",
+                f"log.dirs={dirs[i][0]},{dirs[i][1]}",
+            ],
+        ).start()
+        for i in (1, 2)
+    }
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic("followed", -1, -1, replica_assignments={0: [1, 2]})])
+    assert wait_for(lambda: (state := zk.get_partition_state("followed", 0)) is not None and len(state[0].isr) == 2)
+    tp = TopicPartition("followed", 0)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for n in range(2000):
+        producer.send("followed", b"old-%05d" % n, partition=0)
+    producer.flush()
+    producer.close()
+    source = next(d for d, ps in log_dirs_document(mq_command, bootstrap, 2).items() if "followed-0" in ps)
+    target = str(dirs[2][1]) if source == str(dirs[2][0]) else str(dirs[2][0])
+
+    with Writer(bootstrap, tp) as writer:
+        moved = admin.alter_replica_log_dirs({TopicPartitionReplica("followed", 0, 2): target})
+        assert moved == {TopicPartitionReplica("followed", 0, 2): NoError}
+        assert wait_for(lambda: "followed-0" in log_dirs_document(mq_command, bootstrap, 2)[target], timeout=60)
+        time.sleep(0.5)  # the follower goes on replicating into the moved replica
+    assert not writer.errors
+    expected = [b"old-%05d" % n for n in range(2000)] + writer.acked
+    admin.close()
+    assert wait_for(lambda: (state := zk.get_partition_state("followed", 0)) is not None and len(state[0].isr) == 2)
+
+    brokers[1].stop()
+    assert wait_for(lambda: (state := zk.get_partition_state("followed", 0)) is not None and state[0].leader == 2)
+    assert values_in(brokers[2].bootstrap, tp) == expected
+    assert (Path(target) / "followed-0").is_dir()
+    store.close()
