@@ -64,3 +64,28 @@ def test_usable_version_rule() -> None:
         "\tUNKNOWN(999): 1",
         ")",
     ]
+
+
+def test_log_dirs_document_keys_errors_and_topic_filter() -> None:
+    from mq.client.admin import LogDirDescription, ReplicaLogInfo
+    from mq.tools.log_dirs import BrokerListError, brokers_to_query, log_dirs_document, render_document
+
+    a0, b0 = TopicPartition("a", 0), TopicPartition("b", 0)
+    dirs = (
+        LogDirDescription(
+            "/d1",
+            ErrorCode.NONE,
+            ((a0, ReplicaLogInfo("/d1", 10, 0)), (b0, ReplicaLogInfo("/d1", 20, 0))),
+        ),
+        LogDirDescription("/d2", ErrorCode.NONE, ((a0, ReplicaLogInfo("/d2", 4, 6, is_future=True)),)),
+        LogDirDescription("/d3", ErrorCode.KAFKA_STORAGE_ERROR, ()),
+    )
+    assert render_document(log_dirs_document({3: dirs}, {"a"})) == (
+        '{"version":1,"brokers":[{"broker":3,"logDirs":['
+        '{"logDir":"/d1","error":null,"partitions":[{"partition":"a-0","size":10,"offsetLag":0,"isFuture":false}]},'
+        '{"logDir":"/d2","error":null,"partitions":[{"partition":"a-0","size":4,"offsetLag":6,"isFuture":true}]},'
+        '{"logDir":"/d3","error":"org.apache.kafka.common.errors.KafkaStorageException","partitions":[]}]}]}'
+    )
+    assert brokers_to_query([], [2, 1]) == [1, 2]
+    with pytest.raises(BrokerListError, match="do not exist from --broker-list: 5,7. Current existent brokers: 1,2"):
+        brokers_to_query([1, 5, 7], [2, 1])
