@@ -536,6 +536,12 @@ class DynamicBrokerConfig:
         "bytes/s a follower fetches for throttled replicas",
         minimum=0,
     )
+    replica_alter_log_dirs_io_max_bytes_per_second: int = _key(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        LONG_MAX,
+        "bytes/s read to move replicas between the log dirs of a broker",
+        minimum=0,
+    )
 
     def with_overrides(self, overrides: Mapping[str, str], source: str = "broker config") -> DynamicBrokerConfig:
         """A copy with ``overrides`` applied; an unknown key or a bad value raises ConfigError."""

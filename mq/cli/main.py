@@ -47,6 +47,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.segments_to_parquet:segments_to_parquet",
         "Write the records of a copied log directory's segment files to Parquet with Spark.",
     ),
+    "delete-records": ("mq.cli.delete_records:delete_records", "Delete the records of partitions below given offsets."),
+    "log-dirs": ("mq.cli.log_dirs:log_dirs", "Describe the log directories of brokers and the replicas in them."),
+    "broker-api-versions": (
+        "mq.cli.broker_api_versions:broker_api_versions",
+        "Print the API versions each broker supports and which this client can use.",
+    ),
 }
 
 

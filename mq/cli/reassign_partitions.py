@@ -50,6 +50,7 @@ def _check_usage(action: str, options: dict[str, object], zookeeper: bool) -> No
             raise _usage(f'Missing required argument "[{name}]"')
     allowed = {
         "throttle": ("execute",),
+        "replica-alter-log-dirs-throttle": ("execute",),
         "additional": ("execute",),
         "wait": ("execute",),
         "disable-rack-aware": ("generate",),
@@ -80,6 +81,13 @@ def _check_usage(action: str, options: dict[str, object], zookeeper: bool) -> No
 @click.option("--broker-list", metavar="0,1,2", help="Brokers --generate spreads the topics over.")
 @click.option("--disable-rack-aware", is_flag=True, help="Ignore broker racks in --generate.")
 @click.option("--throttle", type=int, default=-1, show_default=True, help="Replication limit in bytes/s (execute).")
+@click.option(
+    "--replica-alter-log-dirs-throttle",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Limit in bytes/s of moving replicas between the log dirs of a broker (execute).",
+)
 @click.option("--additional", is_flag=True, help="Execute even though other reassignments are running.")
 @click.option("--preserve-throttles", is_flag=True, help="Verify or cancel without removing throttles.")
 @click.option("--wait", is_flag=True, help="After --execute, show progress until done, then verify.")
@@ -99,6 +107,7 @@ def reassign_partitions(
     broker_list: str | None,
     disable_rack_aware: bool,
     throttle: int,
+    replica_alter_log_dirs_throttle: int,
     additional: bool,
     preserve_throttles: bool,
     wait: bool,
@@ -134,6 +143,7 @@ def reassign_partitions(
         "broker-list": broker_list,
         "reassignment-json-file": reassignment_json_file,
         "throttle": throttle,
+        "replica-alter-log-dirs-throttle": replica_alter_log_dirs_throttle,
         "additional": additional,
         "wait": wait,
         "disable-rack-aware": disable_rack_aware,
@@ -143,6 +153,7 @@ def reassign_partitions(
     topics: list[str] = []
     brokers: list[int] = []
     target: Assignment = {}
+    moves: tool.ReplicaMoves = {}
     try:
         if action == "generate":
             assert topics_to_move_json_file is not None and broker_list is not None
@@ -150,8 +161,12 @@ def reassign_partitions(
             brokers = tool.parse_broker_list(broker_list)
         elif action != "list":
             assert reassignment_json_file is not None
-            target = tool.parse_reassignment(_read(reassignment_json_file))
+            text = _read(reassignment_json_file)
+            target = tool.parse_reassignment(text)
+            moves = tool.parse_log_dir_moves(text) if action in ("execute", "verify") else {}
         if zookeeper is not None:
+            if moves:
+                raise ToolError("bootstrap-server needs to be provided when replica reassignments are present.")
             ok = _zookeeper(
                 zookeeper,
                 action,
@@ -169,6 +184,8 @@ def reassign_partitions(
                 action,
                 target,
                 throttle=throttle,
+                moves=moves,
+                log_dir_throttle=replica_alter_log_dirs_throttle,
                 additional=additional,
                 preserve_throttles=preserve_throttles,
                 wait=wait,
@@ -254,6 +271,8 @@ def _bootstrap(
     target: Assignment,
     *,
     throttle: int,
+    moves: tool.ReplicaMoves,
+    log_dir_throttle: int,
     additional: bool,
     preserve_throttles: bool,
     wait: bool,
@@ -271,7 +290,7 @@ def _bootstrap(
             _echo(tool.list_lines(admin.ongoing()))
             return True
         if action == "verify":
-            lines, ok = tool.verify(admin, target, preserve_throttles)
+            lines, ok = tool.verify(admin, target, preserve_throttles, moves)
             _echo(lines)
             return ok
         if action == "cancel":
@@ -279,12 +298,12 @@ def _bootstrap(
             _echo(lines)
             return ok
         original = admin.replicas({tp.topic for tp in target})
-        lines, ok = tool.execute(admin, target, throttle, additional)
+        lines, ok = tool.execute(admin, target, throttle, additional, moves, log_dir_throttle)
         _echo(lines)
         if not (ok and wait):
             return ok
         _follow(lambda: tool.admin_progress(admin, target, original), wait_interval)
-        lines, ok = tool.verify(admin, target)
+        lines, ok = tool.verify(admin, target, moves=moves)
         _echo(lines)
         return ok
 

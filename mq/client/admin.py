@@ -8,6 +8,7 @@ and the broker's error message when it sent one.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,7 +85,28 @@ class ReplicaLogInfo:
     log_dir: str
     size_bytes: int
     offset_lag: int
-    """How far the replica's log end is behind the partition's high watermark."""
+    """How far the replica's log end is behind the partition's high watermark (a future replica: behind the current
+    replica's log end)."""
+    is_future: bool = False
+    """A copy being made in another directory of the same broker (AlterReplicaLogDirs) that replaces the current
+    replica once it caught up."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """One log directory of a broker (DescribeLogDirs): its error (KAFKA_STORAGE_ERROR when offline) and replicas."""
+
+    log_dir: str
+    error: ErrorCode
+    replicas: tuple[tuple[TopicPartition, ReplicaLogInfo], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedRecords:
+    """DeleteRecords' outcome for one partition: the new log start offset, or the error (low_watermark -1)."""
+
+    low_watermark: int
+    error: ErrorCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,35 +467,15 @@ class AsyncAdmin:
     async def describe_log_dirs(
         self, brokers: Iterable[int], partitions: Iterable[TopicPartition] | None = None
     ) -> dict[int, dict[TopicPartition, ReplicaLogInfo]]:
-        """The replicas (of ``partitions``; None: all) each of ``brokers`` holds, with their directory and size."""
-        topics: list[dict[str, Any]] | None = None
-        if partitions is not None:
-            by_topic: dict[str, list[int]] = defaultdict(list)
-            for tp in partitions:
-                by_topic[tp.topic].append(tp.partition)
-            topics = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
-        result: dict[int, dict[TopicPartition, ReplicaLogInfo]] = {}
-        for broker in brokers:
-
-            async def attempt(node: int = broker) -> Any:
-                if node not in self.cluster.brokers:
-                    await self.cluster.refresh_metadata([])
-                return await self.cluster.send(node, ApiKey.DESCRIBE_LOG_DIRS, {"topics": topics})
-
-            response = await self.cluster.with_retries(attempt)
-            code = getattr(response, "error_code", ErrorCode.NONE)
-            if code != ErrorCode.NONE:
-                raise kafka_error(code, None, f"describe log dirs of broker {broker}")
-            result[broker] = {
-                TopicPartition(t.name, int(p.partition_index)): ReplicaLogInfo(
-                    d.log_dir, int(p.partition_size), int(p.offset_lag)
-                )
-                for d in response.results
-                if d.error_code == ErrorCode.NONE
-                for t in d.topics
-                for p in t.partitions
+        """The current replicas (of ``partitions``; None: all) each of ``brokers`` holds, with their directory and
+        size (future replicas and offline directories are left out)."""
+        descriptions = await self.describe_log_dir_descriptions(brokers, partitions)
+        return {
+            broker: {
+                tp: info for d in dirs if d.error == ErrorCode.NONE for tp, info in d.replicas if not info.is_future
             }
-        return result
+            for broker, dirs in descriptions.items()
+        }
 
     async def find_coordinator(self, group_id: str) -> BrokerMetadata:
         """The broker coordinating ``group_id`` (FindCoordinator); known to the cluster's connections afterwards."""
@@ -628,6 +630,133 @@ class AsyncAdmin:
             for t in response.topics
             for p in t.partitions
         }
+
+    async def delete_records_each(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, DeletedRecords]:
+        """Delete records before ``offsets[tp]`` (-1: the high watermark), partition by partition: one partition's
+        error (unknown, beyond the high watermark, ...) is its own outcome and the others are still done. Retriable
+        errors are retried after a metadata refresh while retries last."""
+        result: dict[TopicPartition, DeletedRecords] = {}
+        pending = dict(offsets)
+        for attempt in range(self.cluster.retries + 1):
+            if attempt:
+                await asyncio.sleep(min(self.cluster.retry_backoff_ms * 2 ** (attempt - 1), 1000) / 1000)
+                refresh = functools.partial(self.cluster.refresh_metadata, {tp.topic for tp in pending})
+                await self.cluster.with_retries(refresh)
+            by_leader: dict[int, dict[str, list[dict[str, int]]]] = defaultdict(lambda: defaultdict(list))
+            for tp, offset in pending.items():
+                try:
+                    leader = await self.cluster.leader_for(tp)
+                except KafkaError as exc:
+                    result[tp] = DeletedRecords(-1, exc.code)
+                    continue
+                by_leader[leader][tp.topic].append({"partition_index": tp.partition, "offset": offset})
+            for leader, topics in by_leader.items():
+                body = {
+                    "topics": [{"name": n, "partitions": parts} for n, parts in topics.items()],
+                    "timeout": self.timeout_ms,
+                }
+                try:
+                    response = await self.cluster.send(leader, ApiKey.DELETE_RECORDS, body)
+                except KafkaError as exc:
+                    for name, parts in topics.items():
+                        for part in parts:
+                            result[TopicPartition(name, part["partition_index"])] = DeletedRecords(-1, exc.code)
+                    continue
+                for topic in response.topics:
+                    for part in topic.partitions:
+                        tp = TopicPartition(topic.name, int(part.partition_index))
+                        result[tp] = DeletedRecords(int(part.low_watermark), ErrorCode(part.error_code))
+            pending = {tp: o for tp, o in pending.items() if result[tp].error.retriable}
+            if not pending:
+                break
+        return {tp: result[tp] for tp in offsets}
+
+    async def describe_log_dir_descriptions(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[int, tuple[LogDirDescription, ...]]:
+        """Every log directory of each of ``brokers`` with its error and its replicas (current and future; of
+        ``partitions`` only when given)."""
+        topics: list[dict[str, Any]] | None = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for tp in partitions:
+                by_topic[tp.topic].append(tp.partition)
+            topics = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+        result: dict[int, tuple[LogDirDescription, ...]] = {}
+        for broker in brokers:
+
+            async def attempt(node: int = broker) -> Any:
+                if node not in self.cluster.brokers:
+                    await self.cluster.refresh_metadata([])
+                return await self.cluster.send(node, ApiKey.DESCRIBE_LOG_DIRS, {"topics": topics})
+
+            response = await self.cluster.with_retries(attempt)
+            code = getattr(response, "error_code", ErrorCode.NONE)
+            if code != ErrorCode.NONE:
+                raise kafka_error(code, None, f"describe log dirs of broker {broker}")
+            result[broker] = tuple(
+                LogDirDescription(
+                    d.log_dir,
+                    ErrorCode(d.error_code),
+                    tuple(
+                        (
+                            TopicPartition(t.name, int(p.partition_index)),
+                            ReplicaLogInfo(d.log_dir, int(p.partition_size), int(p.offset_lag), bool(p.is_future_key)),
+                        )
+                        for t in d.topics
+                        for p in t.partitions
+                    ),
+                )
+                for d in response.results
+            )
+        return result
+
+    async def broker_api_versions(self) -> dict[BrokerMetadata, dict[int, tuple[int, int]] | KafkaError]:
+        """Each broker of the cluster's metadata with the (min, max) versions it advertises per API key (its
+        ApiVersions answer), or the error that prevented asking it."""
+        await self.cluster.with_retries(lambda: self.cluster.refresh_metadata([]))
+        result: dict[BrokerMetadata, dict[int, tuple[int, int]] | KafkaError] = {}
+        for node_id in sorted(self.cluster.brokers):
+            connection = self.cluster.connection(node_id)
+            try:
+                await connection.connect()
+            except KafkaError as exc:
+                result[self.cluster.brokers[node_id]] = exc
+                continue
+            result[self.cluster.brokers[node_id]] = dict(connection.api_versions)
+        return result
+
+    async def alter_replica_log_dirs(
+        self, moves: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], ErrorCode]:
+        """Move the replica of partition ``tp`` on broker ``b`` to log directory ``moves[tp, b]`` of that broker
+        (AlterReplicaLogDirs to each broker); the outcome is per replica."""
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(list))
+        )
+        for (tp, broker), path in moves.items():
+            by_broker[broker][path][tp.topic].append(tp.partition)
+        result: dict[tuple[TopicPartition, int], ErrorCode] = {}
+        for broker, dirs in by_broker.items():
+            body = {
+                "dirs": [
+                    {"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                    for path, topics in dirs.items()
+                ]
+            }
+
+            async def attempt(node: int = broker, request: dict[str, Any] = body) -> Any:
+                if node not in self.cluster.brokers:
+                    await self.cluster.refresh_metadata([])
+                return await self.cluster.send(node, ApiKey.ALTER_REPLICA_LOG_DIRS, request)
+
+            response = await self.cluster.with_retries(attempt)
+            for topic in response.results:
+                for part in topic.partitions:
+                    result[TopicPartition(topic.topic_name, int(part.partition_index)), broker] = ErrorCode(
+                        part.error_code
+                    )
+        return result
 
 
 def _group_error(response: Any) -> int:

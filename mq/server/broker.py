@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mq.client.connection import BrokerConnection
-from mq.config import BrokerConfig, TopicConfig, parse_ip_counts, parse_properties
+from mq.config import BrokerConfig, DynamicBrokerConfig, TopicConfig, parse_ip_counts, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.server.api_dispatch import ApiDispatcher
@@ -56,6 +56,7 @@ from mq.server.handlers.produce import produce_api
 from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.isr_updates import IsrChangeWriter
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
+from mq.server.log_dir_mover import LogDirMover
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import ConnectionLimits, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
@@ -145,6 +146,7 @@ class KafkaServer:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.log_cleaner: LogCleaner | None = None
+        self.log_dir_mover: LogDirMover | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.clock: Clock = SystemClock()
         self.scheduler: Scheduler | None = None
@@ -199,6 +201,19 @@ class KafkaServer:
             self.replica_manager.update_topic_config(name)
         if rates is not None:
             self.replica_manager.quotas.update_rates(*rates)
+            self._update_log_dir_move_rate(*rates)
+
+    def _update_log_dir_move_rate(self, broker_overrides: dict[str, str], default_overrides: dict[str, str]) -> None:
+        """``replica.alter.log.dirs.io.max.bytes.per.second`` of ``/config/brokers/<id>`` over ``<default>``."""
+        key = "replica.alter.log.dirs.io.max.bytes.per.second"
+        value = broker_overrides.get(key, default_overrides.get(key))
+        try:
+            dynamic = DynamicBrokerConfig().with_overrides({} if value is None else {key: value}, "/config/brokers")
+        except ConfigError as exc:
+            log.warning("ignoring dynamic broker config: %s", exc)
+            return
+        if self.log_dir_mover is not None:
+            self.log_dir_mover.update_rate(dynamic.replica_alter_log_dirs_io_max_bytes_per_second)
 
     def _read_throttle_rates(self) -> tuple[dict[str, str], dict[str, str]]:
         """The replication throttle rates of ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
@@ -269,6 +284,7 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             config, self.broker_id, self.log_manager, self.topic_config, high_watermarks, clock=self.clock
         )
+        self.log_dir_mover = LogDirMover(log_manager, self.replica_manager.partitions.get)
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
             "flush", functools.partial(log_manager.flush, partition.log), key=partition.log
@@ -332,7 +348,7 @@ class KafkaServer:
             produce_api(self.replica_manager),
             fetch_api(self.replica_manager),
             *offsets_apis(self.replica_manager),
-            *log_dirs_apis(self.replica_manager),
+            *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
             *admin_topic_apis(admin, self.cache, config),
@@ -391,7 +407,10 @@ class KafkaServer:
             self._submit_metadata_work(lambda: self._read_config_changes(children))
             return True
 
-        self.replica_manager.quotas.update_rates(*self._read_throttle_rates())
+        rates = self._read_throttle_rates()
+        self.replica_manager.quotas.update_rates(*rates)
+        self._update_log_dir_move_rate(*rates)
+        self.log_dir_mover.start()
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
@@ -632,6 +651,8 @@ class KafkaServer:
             await self.server.stop()
         if self.replica_manager is not None and self.replica_manager.fetchers is not None:
             await self.replica_manager.fetchers.shutdown()
+        if self.log_dir_mover is not None:
+            await self.log_dir_mover.stop()
         if self.scheduler is not None:
             await self.scheduler.shutdown()
         loop = asyncio.get_running_loop()

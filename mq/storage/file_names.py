@@ -66,5 +66,14 @@ def parse_partition_dir(directory: str | Path) -> TopicPartition:
 
 def delete_dir_name(tp: TopicPartition) -> str:
     """``<topic>-<partition>.<uuid hex>-delete``, the topic part shortened so the whole name fits in 255 bytes."""
-    suffix = f"-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return _unique_dir_name(tp, DELETE_DIR_SUFFIX)
+
+
+def future_dir_name(tp: TopicPartition) -> str:
+    """``<topic>-<partition>.<uuid hex>-future``: a replica being copied into another log dir of the broker."""
+    return _unique_dir_name(tp, FUTURE_DIR_SUFFIX)
+
+
+def _unique_dir_name(tp: TopicPartition, kind: str) -> str:
+    suffix = f"-{tp.partition}.{uuid.uuid4().hex}{kind}"
     return tp.topic[: 255 - len(suffix)] + suffix

@@ -6,6 +6,13 @@ Per log dir: ``.lock`` is held (fcntl) while the broker runs; ``meta.properties`
 recovery. Plain files other components keep in a log dir are left alone; only ``<topic>-<partition>`` directories
 are logs.
 
+A replica moves to another log dir of the broker (AlterReplicaLogDirs) as in Kafka: a future log
+``<topic>-<partition>.<uuid>-future`` is created in the target dir and filled from the current log while the current
+log keeps serving; once it caught up, ``replace_current_with_future`` renames the current directory ``...-delete``
+and the future one ``<topic>-<partition>`` and opens it as the partition's log. At start a future dir beside its
+current log is loaded again as a future log (the copy resumes); one without a current log (a stop between the two
+renames) becomes the current log.
+
 A log dir where a write or read failed (ENOSPC, EIO, any OSError) goes offline, as Kafka's LogDirFailureChannel:
 ``mark_offline`` records it once (logged once, with the error, then the listener is told), its logs answer
 KAFKA_STORAGE_ERROR from then on, periodic work (retention, flush, checkpoints) skips it, and the shutdown neither
@@ -29,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mq.config import TopicConfig, parse_properties
-from mq.errors import InvalidTopicError, KafkaStorageError
+from mq.errors import ErrorCode, InvalidTopicError, KafkaError, KafkaStorageError
 from mq.storage.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_FILE,
@@ -37,7 +44,13 @@ from mq.storage.checkpoints import (
     OffsetCheckpointFile,
     write_atomically,
 )
-from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, delete_dir_name, parse_partition_dir
+from mq.storage.file_names import (
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    delete_dir_name,
+    future_dir_name,
+    parse_partition_dir,
+)
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition, topic_name_error
 
@@ -47,6 +60,9 @@ log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
 META_FILE = "meta.properties"
+RETIRED_LOG_CLOSE_DELAY_S = 60.0
+"""A log replaced by its future log is closed and removed this long after the swap, so reads and periodic work that
+still hold it finish on open files."""
 
 
 def _wall_ms() -> int:
@@ -76,6 +92,8 @@ class LogManager:
         self.recovery_threads = max(recovery_threads, 1)
         self.time_ms = time_ms
         self.logs: dict[TopicPartition, Log] = {}
+        self.future_logs: dict[TopicPartition, Log] = {}
+        """Replicas being copied into another log dir of this broker; each replaces its current log once caught up."""
         self._locks: list[int] = []
         self._hosted: Counter[Path] = Counter()
         """Logs per log dir: a new partition goes to the dir holding the fewest (the first listed on a tie)."""
@@ -95,6 +113,7 @@ class LogManager:
     def startup(self) -> None:
         started = time.monotonic()
         jobs: list[tuple[TopicPartition, Path, int, int, bool]] = []
+        futures: list[tuple[TopicPartition, Path, bool]] = []
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
             self._lock(directory)
@@ -112,6 +131,7 @@ class LogManager:
                     shutil.rmtree(child, ignore_errors=True)
                     continue
                 if child.name.endswith(FUTURE_DIR_SUFFIX):
+                    futures.append((parse_partition_dir(child), child, clean))
                     continue
                 tp = parse_partition_dir(child)
                 jobs.append((tp, child, recovery_points.get(tp, 0), start_offsets.get(tp, 0), clean))
@@ -126,12 +146,28 @@ class LogManager:
                     )
                 self.logs[tp] = partition_log
                 self._hosted[partition_log.dir.parent] += 1
+        for tp, child, clean in futures:
+            self._load_future(tp, child, clean)
         log.info(
             "loaded %d logs from %s in %d ms",
             len(self.logs),
             ", ".join(map(str, self.log_dirs)),
             (time.monotonic() - started) * 1000,
         )
+
+    def _load_future(self, tp: TopicPartition, child: Path, clean: bool) -> None:
+        if tp in self.future_logs:
+            raise KafkaStorageError(
+                f"Duplicate future log directories for {tp}: {self.future_logs[tp].dir} and {child}"
+            )
+        if tp in self.logs:
+            self.future_logs[tp] = self._open(tp, child, 0, 0, clean)
+            return
+        target = child.parent / str(tp)
+        log.warning("Future log %s has no current log: it becomes the log of %s", child, tp)
+        os.rename(child, target)
+        self.logs[tp] = self._open(tp, target, 0, 0, clean)
+        self._hosted[child.parent] += 1
 
     def topic_config(self, topic: str) -> TopicConfig:
         configs = self.topic_configs
@@ -265,12 +301,98 @@ class LogManager:
             partition_log = self.logs.pop(tp, None)
             if partition_log is not None:
                 self._hosted[partition_log.dir.parent] -= 1
+        self.abort_future_log(tp)
         if partition_log is None:
             return
         partition_log.close()
         target = partition_log.dir.with_name(delete_dir_name(tp))
         os.rename(partition_log.dir, target)
         threading.Thread(target=shutil.rmtree, args=(target, True), daemon=True).start()
+
+    # --- moving replicas between log dirs -------------------------------------------------------------------------
+
+    def log_dir_named(self, path: str) -> Path:
+        """The configured log dir ``path`` names; LOG_DIR_NOT_FOUND when it is none of them."""
+        wanted = os.path.normpath(path)
+        for directory in self.log_dirs:
+            if str(directory) == wanted:
+                return directory
+        resolved = Path(path).resolve()
+        for directory in self.log_dirs:
+            if directory.resolve() == resolved:
+                return directory
+        raise KafkaError(f"Log dir {path} is not found in the config", ErrorCode.LOG_DIR_NOT_FOUND)
+
+    def create_future_log(self, tp: TopicPartition, directory: Path) -> Log | None:
+        """Start moving the replica of ``tp`` into ``directory`` (a configured, online log dir): its future log there,
+        created unless it exists (a future log of ``tp`` in another dir is dropped first). None when the current
+        log is already in ``directory`` (any future log is dropped). REPLICA_NOT_AVAILABLE when this broker has no
+        log of ``tp``."""
+        if directory in self.offline_dirs:
+            raise KafkaStorageError(f"Log dir {directory} is offline")
+        with self._mutex:
+            current = self.logs.get(tp)
+            if current is None:
+                raise KafkaError(f"Replica of {tp} is not available on this broker", ErrorCode.REPLICA_NOT_AVAILABLE)
+            if not self.is_online(current):
+                raise self.offline_error(current)
+            future = self.future_logs.get(tp)
+            if future is not None and future.dir.parent == directory:
+                return future
+        self.abort_future_log(tp)
+        if current.dir.parent == directory:
+            return None
+        with self._mutex:
+            created = Log(directory / future_dir_name(tp), current.config, time_ms=self.time_ms, on_roll=self._rolled)
+            self.future_logs[tp] = created
+            return created
+
+    def abort_future_log(self, tp: TopicPartition) -> None:
+        """Stop moving ``tp``: its future log, if any, is closed and removed."""
+        with self._mutex:
+            future = self.future_logs.pop(tp, None)
+        if future is not None:
+            self._retire(future, delay=0.0)
+
+    def replace_current_with_future(self, tp: TopicPartition) -> Log:
+        """Make the future log of ``tp`` (caught up with the current one: the caller lets nothing append to either
+        meanwhile) the partition's log: the current directory becomes ``...-delete`` (removed after
+        RETIRED_LOG_CLOSE_DELAY_S), the future one ``<topic>-<partition>``. Renames and opens only, no fsync (the
+        future log's rolled segments were fsynced on worker threads as any log's; its recovery point carries over).
+        Returns the log now serving ``tp``."""
+        with self._mutex:
+            future = self.future_logs.pop(tp)
+            current = self.logs[tp]
+        future.maybe_increment_log_start_offset(current.log_start_offset)
+        log_start, end, flushed = future.log_start_offset, future.log_end_offset, future.recovery_point
+        future.close()
+        target = future.dir.parent / str(tp)
+        retired = current.dir.with_name(delete_dir_name(tp))
+        os.rename(current.dir, retired)
+        os.rename(future.dir, target)
+        promoted = self._open(tp, target, end, log_start, True)  # just closed by this process: nothing to recover
+        promoted.recovery_point = min(flushed, promoted.log_end_offset)  # what is not fsynced yet stays above it
+        with self._mutex:
+            self.logs[tp] = promoted
+            self._hosted[retired.parent] -= 1
+            self._hosted[target.parent] += 1
+        current.dir = retired
+        self._retire(current, delay=RETIRED_LOG_CLOSE_DELAY_S)
+        log.info("The current replica of %s moved from %s to %s", tp, retired.parent, target.parent)
+        return promoted
+
+    def _retire(self, partition_log: Log, delay: float) -> None:
+        """Close ``partition_log`` and remove its directory on another thread, after ``delay`` seconds."""
+
+        def remove() -> None:
+            try:
+                partition_log.close()
+            finally:
+                shutil.rmtree(partition_log.dir, ignore_errors=True)
+
+        timer = threading.Timer(delay, remove)
+        timer.daemon = True
+        timer.start()
 
     # --- periodic work -----------------------------------------------------------------------------------------
 
@@ -345,7 +467,7 @@ class LogManager:
             self._guarded(partition_log, partition_log.flush)
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
-        for partition_log in self.all_logs():
+        for partition_log in [*self.all_logs(), *self.future_logs.values()]:
             self._guarded(partition_log, partition_log.close)
         for directory in self.log_dirs:
             if directory not in self.offline_dirs:

@@ -9,12 +9,17 @@ worded as Kafka words them.
 Throttles (for the partitions whose replica list changes): both rate keys on every broker of the old and new replica
 sets; ``leader.replication.throttled.replicas`` = ``partition:broker`` of every pre-move replica and
 ``follower.replication.throttled.replicas`` = ``partition:broker`` of every replica being added, per topic.
+
+A ``log_dirs`` entry other than ``"any"`` moves that replica into that log dir of its broker (AlterReplicaLogDirs,
+``--bootstrap-server`` only), retried while the broker does not host the replica yet (a replica still being added);
+``--replica-alter-log-dirs-throttle`` sets ``replica.alter.log.dirs.io.max.bytes.per.second`` on those brokers.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,6 +37,10 @@ from mq.zk.store import NodeExistsError
 
 Assignment = dict[TopicPartition, list[int]]
 LogSizes = dict[tuple[int, TopicPartition], int]
+ReplicaMoves = dict[tuple[TopicPartition, int], str]
+"""The log dir a replica (partition, broker) must move to."""
+LOG_DIR_MOVE_TIMEOUT_S = 10.0
+"""How long --execute retries a log dir move whose broker does not host the replica yet (Kafka's default)."""
 """Bytes of the log of each (broker, partition) replica."""
 SizeReader = Callable[[Iterable[int], Iterable[TopicPartition]], LogSizes]
 
@@ -94,13 +103,21 @@ def _bracket(tp: TopicPartition) -> str:
 
 
 def parse_reassignment(text: str) -> Assignment:
-    """Target replicas per partition, in file order, validated as Kafka validates them.
+    """Target replicas per partition, in file order, validated as Kafka validates them."""
+    return _parse_reassignment(text)[0]
 
-    ``log_dirs`` must match ``replicas`` in length; only ``"any"`` is accepted, since mq does not move a replica
-    between the log directories of one broker.
-    """
+
+def parse_log_dir_moves(text: str) -> ReplicaMoves:
+    """The log dir each replica must move to: the entries of ``log_dirs`` other than ``"any"``, keyed by
+    (partition, broker) of the replica at the same position of ``replicas``."""
+    return _parse_reassignment(text)[1]
+
+
+def _parse_reassignment(text: str) -> tuple[Assignment, ReplicaMoves]:
+    """``log_dirs`` must match ``replicas`` in length."""
     entries = _document(text, "reassignment").get("partitions") or []
     result: Assignment = {}
+    moves: ReplicaMoves = {}
     order: list[TopicPartition] = []
     try:
         for entry in entries:
@@ -113,11 +130,9 @@ def parse_reassignment(text: str) -> Assignment:
                         f"Size of replicas list {_java_list(replicas)} is different from size of log dirs list "
                         f"{_java_list(log_dirs)} for partition {tp}"
                     )
-                moved = [d for d in log_dirs if d != "any"]
-                if moved:
-                    raise ReassignCommandError(
-                        f"Moving replicas between log directories is not supported: {tp} asks for {moved[0]}"
-                    )
+                moves.update(
+                    ((tp, broker), str(path)) for broker, path in zip(replicas, log_dirs, strict=True) if path != "any"
+                )
             order.append(tp)
             result[tp] = replicas
     except (KeyError, TypeError, ValueError):
@@ -138,7 +153,7 @@ def parse_reassignment(text: str) -> Assignment:
                 f"Partition replica lists may not contain duplicate entries: {_bracket(tp)} contains multiple "
                 f"entries for {','.join(map(str, repeated))}"
             )
-    return result
+    return result, moves
 
 
 def _java_list(items: Iterable[Any]) -> str:
@@ -386,6 +401,14 @@ class ReassignAdmin(Protocol):
     def log_sizes(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> LogSizes:
         """Size in bytes of each replica of ``partitions`` that ``brokers`` hold (DescribeLogDirs)."""
 
+    def alter_log_dirs(self, moves: ReplicaMoves) -> dict[tuple[TopicPartition, int], ErrorCode]:
+        """Start moving each replica into its log dir (AlterReplicaLogDirs); the outcome per replica."""
+
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], tuple[str | None, str | None]]:
+        """The (current, future) log dir of each replica its broker holds in an online dir (DescribeLogDirs)."""
+
 
 @dataclass(frozen=True)
 class LiveState:
@@ -423,6 +446,25 @@ class SyncReassignAdmin:
     def broker_ids(self) -> list[int]:
         return [b.node_id for b in self.admin.call(AsyncAdmin.describe_cluster).brokers]
 
+    def alter_log_dirs(self, moves: ReplicaMoves) -> dict[tuple[TopicPartition, int], ErrorCode]:
+        return self.admin.call(AsyncAdmin.alter_replica_log_dirs, moves)
+
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TopicPartition, int]]
+    ) -> dict[tuple[TopicPartition, int], tuple[str | None, str | None]]:
+        wanted = set(replicas)
+        described = self.admin.call(
+            AsyncAdmin.describe_log_dir_descriptions, sorted({b for _, b in wanted}), sorted({tp for tp, _ in wanted})
+        )
+        found: dict[tuple[TopicPartition, int], tuple[str | None, str | None]] = {}
+        for broker, dirs in described.items():
+            for d in dirs:
+                for tp, info in d.replicas:
+                    if (tp, broker) in wanted:
+                        current, future = found.get((tp, broker), (None, None))
+                        found[tp, broker] = (current, d.log_dir) if info.is_future else (d.log_dir, future)
+        return found
+
     def ongoing(self) -> dict[TopicPartition, OngoingReassignment]:
         return self.admin.call(AsyncAdmin.list_partition_reassignments)
 
@@ -440,12 +482,19 @@ class SyncReassignAdmin:
 
 
 def execute(
-    admin: ReassignAdmin, target: Assignment, throttle: int = -1, additional: bool = False
+    admin: ReassignAdmin,
+    target: Assignment,
+    throttle: int = -1,
+    additional: bool = False,
+    moves: ReplicaMoves | None = None,
+    log_dir_throttle: int = -1,
 ) -> tuple[list[str], bool]:
-    """Start the reassignment; returns the lines and whether every partition's request was accepted.
+    """Start the reassignment, then the log dir ``moves``; returns the lines and whether every partition's request
+    was accepted.
 
     Throttles cover the moves of ``target`` and of the reassignments already running (from their original
-    replicas to their targets), so an ``--additional`` execute keeps throttling those too."""
+    replicas to their targets), so an ``--additional`` execute keeps throttling those too; ``log_dir_throttle``
+    limits the copies of ``moves`` on their brokers."""
     ongoing = admin.ongoing()
     if ongoing and not additional:
         raise ReassignCommandError(
@@ -462,11 +511,13 @@ def execute(
         if broker not in brokers:
             raise ReassignCommandError(f"Unknown broker id {broker}")
     lines = _rollback_block(current, target)
-    if throttle >= 0:
+    moves = moves or {}
+    if throttle >= 0 or log_dir_throttle >= 0:
         lines.append(
             "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
             "is removed."
         )
+    if throttle >= 0:
         sources, targets = dict(current), dict(target)
         for tp, running in ongoing.items():
             sources[tp] = [b for b in running.replicas if b not in running.adding]
@@ -477,6 +528,10 @@ def execute(
         for topic, values in throttles.topics.items():
             admin.set_configs(None, topic, values)
         lines.append(f"The inter-broker throttle limit was set to {throttle} B/s")
+    if log_dir_throttle >= 0:
+        for broker in sorted({broker for _, broker in moves}):
+            admin.set_configs(broker, None, {LOG_DIRS_RATE: str(log_dir_throttle)})
+        lines.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
     results = admin.alter(target)
     failed = {tp: r for tp, r in sorted(results.items()) if r.error != ErrorCode.NONE}
     if failed:
@@ -486,7 +541,56 @@ def execute(
     started = sorted(target)
     noun = "reassignment" if len(started) == 1 else "reassignments"
     lines.append(f"Successfully started partition {noun} for {_tps(started)}")
+    if moves:
+        lines.extend(execute_log_dir_moves(admin, moves))
     return lines, True
+
+
+def _replica(key: tuple[TopicPartition, int]) -> str:
+    """Kafka's ``TopicPartitionReplica.toString``: ``topic-partition-broker``."""
+    return f"{key[0]}-{key[1]}"
+
+
+def _replica_order(key: tuple[TopicPartition, int]) -> tuple[int, TopicPartition]:
+    """Kafka's order of replicas: by broker, then topic and partition."""
+    return key[1], key[0]
+
+
+def execute_log_dir_moves(
+    admin: ReassignAdmin,
+    moves: ReplicaMoves,
+    timeout_s: float = LOG_DIR_MOVE_TIMEOUT_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Send AlterReplicaLogDirs until every move started, retrying replicas their broker does not host yet (being
+    added by the reassignment) for ``timeout_s``; Kafka's lines, one per round that started moves."""
+    lines = []
+    pending = dict(moves)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        results = admin.alter_log_dirs(pending)
+        failed = {
+            k: code for k, code in results.items() if code not in (ErrorCode.NONE, ErrorCode.REPLICA_NOT_AVAILABLE)
+        }
+        if failed:
+            key = min(failed, key=_replica_order)
+            code = failed[key]
+            raise ReassignCommandError(f"Failed to move replica {_replica(key)} to {pending[key]}: {code.name}")
+        completed = sorted((k for k, code in results.items() if code == ErrorCode.NONE), key=_replica_order)
+        if completed:
+            noun = "move" if len(completed) == 1 else "moves"
+            lines.append(f"Successfully started log directory {noun} for: {','.join(map(_replica, completed))}")
+        for key in completed:
+            pending.pop(key, None)
+        if not pending:
+            return lines
+        if time.monotonic() >= deadline:
+            noun = "move" if len(pending) == 1 else "moves"
+            raise ReassignCommandError(
+                f"Timed out before log directory {noun} could be started for: "
+                f"{','.join(map(_replica, sorted(pending, key=_replica_order)))}"
+            )
+        sleep(0.1)
 
 
 def clear_throttles(admin: ReassignAdmin, topics: Iterable[str]) -> list[str]:
@@ -540,14 +644,48 @@ def statuses(admin: ReassignAdmin, target: Assignment) -> list[PartitionStatus]:
     return result
 
 
-def verify(admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False) -> tuple[list[str], bool]:
-    """Status lines sorted by partition, then the throttle clearing when nothing is in progress; returns them and
-    False when some partition has no active reassignment but another replica set."""
+def verify(
+    admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False, moves: ReplicaMoves | None = None
+) -> tuple[list[str], bool]:
+    """Status lines sorted by partition, then those of the log dir ``moves``, then the throttle clearing when
+    nothing is in progress; returns them and False when some partition has no active reassignment but another
+    replica set."""
     found = statuses(admin, target)
     lines = ["Status of partition reassignment:", *map(status_line, found)]
-    if not preserve_throttles and all(s.state != "in_progress" for s in found):
+    moving = False
+    if moves:
+        move_lines, moving = log_dir_move_lines(moves, admin.replica_log_dirs(moves))
+        lines += move_lines
+    if not preserve_throttles and not moving and all(s.state != "in_progress" for s in found):
         lines += clear_throttles(admin, {tp.topic for tp in target})
     return lines, all(s.state != "different" for s in found)
+
+
+def log_dir_move_lines(
+    moves: ReplicaMoves, dirs: Mapping[tuple[TopicPartition, int], tuple[str | None, str | None]]
+) -> tuple[list[str], bool]:
+    """Kafka's line per log dir move (sorted by broker, topic, partition) from each replica's (current, future) log
+    dir (absent: the broker holds no such replica), and whether any move is still running."""
+    lines = []
+    running = False
+    for key in sorted(moves, key=_replica_order):
+        (tp, broker), wanted = key, moves[key]
+        current, future = dirs.get(key, (None, None))
+        if current is None:
+            lines.append(f"Partition {tp} cannot be found in any live log directory on broker {broker}.")
+        elif future is not None:
+            running = True
+            if future == wanted:
+                lines.append(f"Reassignment of replica {_replica(key)} is still in progress.")
+            else:
+                lines.append(
+                    f"Partition {tp} on broker {broker} is being moved to log dir {future} instead of {wanted}."
+                )
+        elif current == wanted:
+            lines.append(f"Reassignment of replica {_replica(key)} completed successfully.")
+        else:
+            lines.append(f"Partition {tp} on broker {broker} is not being moved from log dir {current} to {wanted}.")
+    return lines, running
 
 
 def cancel(admin: ReassignAdmin, target: Assignment, preserve_throttles: bool = False) -> tuple[list[str], bool]:

@@ -100,6 +100,7 @@ def test_throttle_rates_are_dynamic_per_broker_and_cluster_wide(broker, admin) -
     assert other == {
         FOLLOWER_RATE: ("2000", DYNAMIC_DEFAULT_BROKER_CONFIG),
         LEADER_RATE: ("3000", DYNAMIC_DEFAULT_BROKER_CONFIG),
+        "replica.alter.log.dirs.io.max.bytes.per.second": (str(LONG_MAX), DEFAULT_CONFIG),
     }
 
     # The broker applied its own rates (per-broker leader rate over the default, follower rate from the default).

@@ -51,10 +51,6 @@ def test_reassignment_json_keeps_file_order_and_accepts_any_log_dirs() -> None:
             {"partitions": [{"topic": "foo", "partition": 1, "replicas": [5, 6], "log_dirs": ["any"]}]},
             "Size of replicas list [5, 6] is different from size of log dirs list [any] for partition foo-1",
         ),
-        (
-            {"partitions": [{"topic": "foo", "partition": 1, "replicas": [5], "log_dirs": ["/data/k2"]}]},
-            "Moving replicas between log directories is not supported: foo-1 asks for /data/k2",
-        ),
         ({"partitions": [{"topic": "foo", "replicas": [5]}]}, "every entry needs topic, partition and replicas"),
     ],
 )
@@ -62,6 +58,20 @@ def test_reassignment_json_errors(document: object, message: str) -> None:
     with pytest.raises(ReassignCommandError) as caught:
         tool.parse_reassignment(json.dumps(document))
     assert message in str(caught.value)
+
+
+def test_log_dirs_other_than_any_are_replica_moves() -> None:
+    text = json.dumps(
+        {
+            "partitions": [
+                {"topic": "foo", "partition": 1, "replicas": [5, 6], "log_dirs": ["/data/k2", "any"]},
+                {"topic": "foo", "partition": 0, "replicas": [6], "log_dirs": ["/data/k1"]},
+                {"topic": "bar", "partition": 0, "replicas": [6]},
+            ]
+        }
+    )
+    assert tool.parse_reassignment(text)[TP("foo", 1)] == [5, 6]
+    assert tool.parse_log_dir_moves(text) == {(TP("foo", 1), 5): "/data/k2", (TP("foo", 0), 6): "/data/k1"}
 
 
 def test_unparsable_reassignment_json() -> None:
@@ -344,6 +354,55 @@ class FakeAdmin:
     def dynamic_broker_keys(self, broker: int, keys: Sequence[str]) -> list[str]:
         return [k for k in keys if k in self.configs.get((broker, None), {})]
 
+    def alter_log_dirs(self, moves: Mapping[tuple[TP, int], str]) -> dict[tuple[TP, int], ErrorCode]:
+        """A broker hosts a replica once it is in the partition's replica list (being added counts after one ask)."""
+        self.log_dir_asks = getattr(self, "log_dir_asks", 0) + 1
+        hosted = {(tp, b) for tp, r in self.assignment.items() for b in r}
+        if self.log_dir_asks > 1:
+            hosted |= {(tp, b) for tp, m in self.moving.items() for b in m.adding}
+        return {
+            key: ErrorCode.NONE if key in hosted else ErrorCode.REPLICA_NOT_AVAILABLE
+            for key in moves
+            if not path_is_unknown(moves[key])
+        } | {key: ErrorCode.LOG_DIR_NOT_FOUND for key in moves if path_is_unknown(moves[key])}
+
+    def replica_log_dirs(
+        self, replicas: Iterable[tuple[TP, int]]
+    ) -> dict[tuple[TP, int], tuple[str | None, str | None]]:
+        dirs = getattr(self, "dirs", {})
+        return {key: dirs[key] for key in replicas if key in dirs}
+
+
+def path_is_unknown(path: str) -> bool:
+    return path.startswith("/nowhere")
+
+
+def test_execute_moves_log_dirs_retrying_replicas_not_yet_hosted() -> None:
+    admin = FakeAdmin({TP("foo", 0): [1, 2]})
+    moves = {(TP("foo", 0), 1): "/data/b", (TP("foo", 0), 3): "/data/c"}
+    lines, ok = tool.execute(admin, {TP("foo", 0): [1, 3]}, moves=moves, log_dir_throttle=700)
+    assert ok
+    assert lines[5:] == [
+        "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is "
+        "removed.",
+        "The replica-alter-dir throttle limit was set to 700 B/s",
+        "Successfully started partition reassignment for foo-0",
+        "Successfully started log directory move for: foo-0-1",
+        "Successfully started log directory move for: foo-0-3",
+    ]
+    assert admin.configs[(1, None)] == {"replica.alter.log.dirs.io.max.bytes.per.second": "700"}
+    assert admin.configs[(3, None)] == {"replica.alter.log.dirs.io.max.bytes.per.second": "700"}
+    assert (2, None) not in admin.configs
+
+
+def test_log_dir_moves_fail_on_an_unknown_dir_and_time_out_on_a_replica_never_hosted() -> None:
+    admin = FakeAdmin({TP("foo", 0): [1, 2]})
+    with pytest.raises(ReassignCommandError, match="Failed to move replica foo-0-1 to /nowhere: LOG_DIR_NOT_FOUND"):
+        tool.execute_log_dir_moves(admin, {(TP("foo", 0), 1): "/nowhere"})
+    with pytest.raises(ReassignCommandError) as caught:
+        tool.execute_log_dir_moves(admin, {(TP("foo", 0), 7): "/data/b"}, timeout_s=0.0, sleep=lambda s: None)
+    assert str(caught.value) == "Timed out before log directory move could be started for: foo-0-7"
+
 
 def test_execute_prints_rollback_throttle_and_started_partitions() -> None:
     admin = FakeAdmin({TP("foo", 0): [1, 2], TP("foo", 1): [2, 3]})
@@ -529,3 +588,36 @@ def test_live_table_shows_each_partition_state() -> None:
     assert "catching up" in rows["a-0"] and "1/2" in rows["a-0"] and "140/200 B" in rows["a-0"]
     assert "done" in rows["a-1"]
     assert "moving leadership" in rows["a-2"] and "1/1" in rows["a-2"] and "?" in rows["a-2"]
+
+
+def test_log_dir_move_states_in_kafkas_words() -> None:
+    a, b = TP("a", 0), TP("b", 1)
+    moves = {(b, 1): "/d2", (a, 2): "/d2", (a, 1): "/d2", (b, 2): "/d1", (a, 3): "/d1"}
+    dirs = {(a, 1): ("/d1", "/d2"), (a, 2): ("/d2", None), (b, 1): ("/d1", "/d3"), (b, 2): ("/d2", None)}
+    lines, running = tool.log_dir_move_lines(moves, dirs)
+    assert running
+    assert lines == [
+        "Reassignment of replica a-0-1 is still in progress.",
+        "Partition b-1 on broker 1 is being moved to log dir /d3 instead of /d2.",
+        "Reassignment of replica a-0-2 completed successfully.",
+        "Partition b-1 on broker 2 is not being moved from log dir /d2 to /d1.",
+        "Partition a-0 cannot be found in any live log directory on broker 3.",
+    ]
+
+
+def test_verify_keeps_throttles_while_a_log_dir_move_runs() -> None:
+    admin = FakeAdmin({TP("foo", 0): [1]})
+    admin.set_configs(1, None, {"replica.alter.log.dirs.io.max.bytes.per.second": "10"})
+    moves = {(TP("foo", 0), 1): "/d2"}
+    admin.dirs = {(TP("foo", 0), 1): ("/d1", "/d2")}
+    lines, ok = tool.verify(admin, {TP("foo", 0): [1]}, moves=moves)
+    assert ok and lines[-1] == "Reassignment of replica foo-0-1 is still in progress."
+    assert admin.configs[(1, None)]
+    admin.dirs = {(TP("foo", 0), 1): ("/d2", None)}
+    lines, ok = tool.verify(admin, {TP("foo", 0): [1]}, moves=moves)
+    assert "Reassignment of replica foo-0-1 completed successfully." in lines
+    assert lines[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        "Clearing topic-level throttles on topic foo",
+    ]
+    assert admin.configs[(1, None)] == {}
