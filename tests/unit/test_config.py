@@ -5,15 +5,19 @@ from pathlib import Path
 import pytest
 
 from mq.config import (
+    CLUSTER_WIDE,
     LONG_MAX,
+    READ_ONLY,
     TOPIC_CONFIG_KEYS,
     BrokerConfig,
+    DynamicBrokerConfig,
     TopicConfig,
+    config_fields,
     parse_ip_counts,
     parse_properties,
     render_properties,
 )
-from mq.errors import ConfigError
+from mq.errors import ConfigError, ErrorCode, KafkaError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "config" / "server.properties"
@@ -141,3 +145,44 @@ def test_per_ip_overrides_are_host_count_pairs() -> None:
     assert parse_ip_counts("127.0.0.1:5, broker-a:2,::1:7") == {"127.0.0.1": 5, "broker-a": 2, "::1": 7}
     with pytest.raises(ConfigError, match="expected host:count pairs"):
         BrokerConfig.load(overrides=["max.connections.per.ip.overrides=127.0.0.1"])
+
+
+def test_update_modes_follow_kafka() -> None:
+    modes = {f.metadata["key"]: f.metadata["update"] for f in config_fields(BrokerConfig)}
+    for key in ("log.retention.ms", "log.segment.bytes", "log.cleanup.policy", "message.max.bytes", "max.connections"):
+        assert modes[key] == CLUSTER_WIDE
+    for key in ("log.retention.hours", "log.roll.hours", "log.retention.check.interval.ms", "listeners", "broker.id"):
+        assert modes[key] == READ_ONLY
+
+
+def test_dynamic_broker_config_validation() -> None:
+    DynamicBrokerConfig.validate({"log.retention.ms": "5", "leader.replication.throttled.rate": "7"}, per_broker=False)
+    with pytest.raises(KafkaError) as read_only:
+        DynamicBrokerConfig.validate({"log.retention.hours": "5", "log.dirs": "/x"}, per_broker=True)
+    assert read_only.value.code == ErrorCode.INVALID_REQUEST
+    assert str(read_only.value) == "Cannot update these configs dynamically: Set(log.retention.hours, log.dirs)"
+    with pytest.raises(ConfigError, match="invalid value 'soon' for log.retention.ms"):
+        DynamicBrokerConfig.validate({"log.retention.ms": "soon"}, per_broker=True)
+    with pytest.raises(ConfigError, match="unknown dynamic broker config key 'no.such.key'"):
+        DynamicBrokerConfig.validate({"no.such.key": "1"}, per_broker=True)
+
+
+def test_dynamic_broker_config_overlays_the_static_one() -> None:
+    static = BrokerConfig(log_retention_hours=5, explicit_keys=frozenset({"log.retention.hours"}))
+    effective = DynamicBrokerConfig.apply(
+        static,
+        {"log.retention.ms": "1000", "log.segment.bytes": "2048", "leader.replication.throttled.rate": "9"},
+        {"log.retention.ms": "3000"},
+    )
+    assert effective.topic_defaults().retention_ms == 3000
+    assert effective.topic_defaults().segment_bytes == 2048
+    assert effective.explicit_keys == static.explicit_keys
+    assert DynamicBrokerConfig.apply(static, {}, {}).topic_defaults().retention_ms == 5 * 3_600_000
+
+
+def test_an_empty_cleanup_policy_neither_deletes_nor_compacts() -> None:
+    topic = TopicConfig().with_overrides({"cleanup.policy": ""})
+    assert topic.cleanup_policy == ""
+    assert not topic.delete and not topic.compact
+    with pytest.raises(ConfigError, match="expected delete, compact or both"):
+        TopicConfig().with_overrides({"cleanup.policy": "delete,"})
