@@ -557,7 +557,9 @@ class BrokerConfig:
 @dataclass(frozen=True)
 class DynamicBrokerConfig:
     """Broker keys changed at runtime through ``/config/brokers/<id>`` and ``/config/brokers/<default>``
-    (AlterConfigs on a BROKER resource); a per-broker value wins over the cluster default."""
+    (AlterConfigs on a BROKER resource); a per-broker value wins over the cluster default. Its fields are the
+    replication throttle rates, which are not ``BrokerConfig`` keys; the ``BrokerConfig`` keys whose update mode is
+    not read-only are stored beside them (``validate``) and overlay the properties file (``apply``)."""
 
     leader_replication_throttled_rate: int = _key(
         "leader.replication.throttled.rate",

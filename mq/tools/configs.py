@@ -23,7 +23,7 @@ from typing import Any
 
 from mq.client.admin import AsyncAdmin, ConfigEntry
 from mq.client.sync import SyncAdmin
-from mq.config import DynamicBrokerConfig, parse_properties
+from mq.config import parse_properties
 from mq.errors import ConfigError
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ResourceType
 from mq.topic_partition import topic_name_error
@@ -317,8 +317,8 @@ def alter_zk(admin: AdminZkClient, entity: Entity, add: Mapping[str, str], delet
         raise ConfigCommandError(_name_required(entity), usage=True)
     _refuse_quotas_zk(entity)
     zk = admin.zk
-    broker_id = None if entity.default or entity.name is None else int(entity.name)
     if entity.entity_type == "brokers":
+        broker_id = None if entity.default or entity.name is None else int(entity.name)
         others = sorted(k for k in add if k not in THROTTLE_RATES)
         if others:
             running = broker_id in zk.get_all_brokers() if broker_id is not None else bool(zk.get_all_brokers())
@@ -343,8 +343,7 @@ def alter_zk(admin: AdminZkClient, entity: Entity, add: Mapping[str, str], delet
     if entity.entity_type == "topics":
         admin.change_topic_config(entity.zk_name(), configs)
     else:
-        DynamicBrokerConfig.validate(configs, per_broker=broker_id is not None)
-        admin.change_broker_config(broker_id, configs)
+        admin.change_broker_config(None if entity.default else int(entity.zk_name()), configs)
     return ConfigsOutcome([f"Completed updating config for entity: {_zk_entity_label(entity)}."])
 
 

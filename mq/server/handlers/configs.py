@@ -1,15 +1,19 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
 
-A topic's effective value comes from its override (source TOPIC_CONFIG), else from a broker key set in the
-properties file (STATIC_BROKER_CONFIG), else the default (DEFAULT_CONFIG); synonyms list that chain. Topic changes
-are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns of them.
+A topic's effective value comes from its override (source TOPIC_CONFIG, which Kafka's tools call
+DYNAMIC_TOPIC_CONFIG), else from its broker keys as this broker sees them: its own dynamic entry
+(DYNAMIC_BROKER_CONFIG), the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file
+(STATIC_BROKER_CONFIG), the built-in default (DEFAULT_CONFIG); synonyms list that chain, grouped by source as Kafka
+does. Topic changes are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns
+of them; an empty ``cleanup.policy`` (SUBTRACT of its last value, as Kafka 4.1 allows) keeps every segment.
 
-BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys
-(``DynamicBrokerConfig``: the replication throttle rates) can be altered; they live in ``/config/brokers/<id>`` and
-``/config/brokers/<default>``, so any broker can answer for any broker id. A broker's dynamic value comes from its
-own entry (DYNAMIC_BROKER_CONFIG), else the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), else DEFAULT_CONFIG.
-Describing this broker lists its static keys too (read-only); describing another broker lists only the dynamic keys,
-and describing ``""`` lists the cluster defaults that are set.
+BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys can be
+altered: the replication throttle rates (``DynamicBrokerConfig``) and the broker keys whose update mode is not
+read-only; they live in ``/config/brokers/<id>`` and ``/config/brokers/<default>``, so any broker can answer for any
+broker id. A read-only key is refused with INVALID_REQUEST (``Cannot update these configs dynamically: Set(k)``), an
+unknown key or ill-typed value with INVALID_CONFIG, and nothing of a refused resource is written. Describing this
+broker lists every key (read-only unless its update mode lets it change); describing another broker lists the
+throttle rates and the dynamic keys set for it, and describing ``""`` lists the cluster defaults that are set.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ def _render(value: object) -> str | None:
     return str(value)
 
 
+_LONG_KEYS = frozenset({"retention.bytes", "log.retention.bytes", "log.cleaner.dedupe.buffer.size"})
+"""Keys Kafka types LONG that neither end in ``.ms`` nor default beyond an INT."""
+
+
 def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
     type_name = str(f.type)
     if f.metadata.get("kind") in ("policy", "replicas"):
@@ -54,7 +62,8 @@ def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
         return ConfigType.DOUBLE
     if "int" in type_name:
         large = isinstance(f.default, int) and f.default > INT_MAX
-        return ConfigType.LONG if large or f.metadata["key"].endswith(".ms") else ConfigType.INT
+        long = large or f.metadata["key"].endswith(".ms") or f.metadata["key"] in _LONG_KEYS
+        return ConfigType.LONG if long else ConfigType.INT
     return ConfigType.STRING
 
 

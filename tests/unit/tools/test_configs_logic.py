@@ -76,4 +76,6 @@ def test_describe_line_is_kafkas() -> None:
         "  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000, "
         "DEFAULT_CONFIG:log.retention.hours=168}"
     )
-    assert config_line(ConfigEntry("k", None, True, ConfigSource.UNKNOWN, True)) == "  k=null sensitive=true synonyms={}"
+    assert (
+        config_line(ConfigEntry("k", None, True, ConfigSource.UNKNOWN, True)) == "  k=null sensitive=true synonyms={}"
+    )
