@@ -13,6 +13,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
 from confluent_kafka.admin import ResourceType as AdminResourceType
 from conftest import BrokerProcess
+from test_connection_limits import closed_by_broker, open_many
 from waiting import wait_for
 
 from mq.tools.configs import ZOOKEEPER_WARNING
@@ -297,3 +298,35 @@ def test_zookeeper_mode_reads_and_writes_the_tree(mq_command, zookeeper) -> None
         assert run("--describe", "--all", "--topic", "orders").returncode == 2
     finally:
         store.close()
+
+
+def test_connection_limits_change_without_a_restart(mq_command, fast_broker) -> None:
+    ok(configs(mq_command, fast_broker, "--alter", "--broker-defaults", "--add-config", "max.connections.per.ip=2"))
+
+    def two_of_four_refused() -> bool:
+        socks = open_many(fast_broker, 4, source="127.0.0.3")
+        try:
+            return wait_for(lambda: len(closed_by_broker(socks)) == 2, timeout=2)
+        finally:
+            for sock in socks:
+                sock.close()
+
+    assert wait_for(two_of_four_refused)
+
+
+def test_cluster_broker_applies_its_own_and_the_default_entry(mq_command, zookeeper, broker_factory) -> None:
+    connect = f"{zookeeper.connect}/mq-{uuid.uuid4().hex[:8]}"
+    broker = broker_factory("zk-broker", [f"zookeeper.connect={connect}", *FAST]).start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert wait_for(lambda: admin.list_topics(timeout=5).controller_id == 0)  # elected and known to the broker
+    create_topic(admin, "clustered", {"segment.bytes": "1024"})
+    fill_segments(broker, "clustered")
+    ok(configs(mq_command, broker, "--alter", "--broker-defaults", "--add-config", "log.retention.ms=604800000"))
+    ok(configs(mq_command, broker, "--alter", "--broker", BROKER, "--add-config", "log.retention.ms=1"))
+    assert wait_for(lambda: log_start_offset(broker, "clustered") > 0)
+    assert sources(admin, "clustered", "retention.ms") == {"retention.ms": ("1", ConfigSource.DYNAMIC_BROKER_CONFIG)}
+    everything = ok(configs(mq_command, broker, "--describe", "--all", "--topic", "clustered"))
+    assert (
+        "  retention.ms=1 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=1,"
+        " DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=604800000, DEFAULT_CONFIG:log.retention.hours=168}"
+    ) in everything

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
+import mq.config
 from mq.config import (
     CLUSTER_WIDE,
     LONG_MAX,
+    PER_BROKER,
     READ_ONLY,
     TOPIC_CONFIG_KEYS,
     BrokerConfig,
@@ -186,3 +190,18 @@ def test_an_empty_cleanup_policy_neither_deletes_nor_compacts() -> None:
     assert not topic.delete and not topic.compact
     with pytest.raises(ConfigError, match="expected delete, compact or both"):
         TopicConfig().with_overrides({"cleanup.policy": "delete,"})
+
+
+def test_a_per_broker_key_needs_a_broker_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key mq applies live is per-broker in Kafka (those are listener and SSL keys): one is made so here."""
+    listeners = next(f for f in config_fields(BrokerConfig) if f.metadata["key"] == "listeners")
+    per_broker = copy.copy(listeners)
+    per_broker.metadata = MappingProxyType({**listeners.metadata, "update": PER_BROKER})
+    monkeypatch.setitem(mq.config._UPDATABLE_BROKER_FIELDS, "listeners", per_broker)
+    DynamicBrokerConfig.validate({"listeners": "PLAINTEXT://:9093"}, per_broker=True)
+    with pytest.raises(KafkaError) as default:
+        DynamicBrokerConfig.validate({"listeners": "PLAINTEXT://:9093"}, per_broker=False)
+    assert default.value.code == ErrorCode.INVALID_REQUEST
+    assert str(default.value) == (
+        "Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)"
+    )
