@@ -140,6 +140,9 @@ class KafkaServer:
         self.dynamic_config = config
         """``config`` overlaid with this broker's dynamic config (``/config/brokers``); what topic defaults and
         connection limits come from. Replaced on the loop when a config change notification names this broker."""
+        self._dynamic_config_read = config
+        """The metadata thread's copy: the dynamic config last read, which the loop's may not have caught up with;
+        topic configs read on that thread are laid over it."""
         self._last_change = -1
         self.store: MetadataStore | None = None
         self.zk: KafkaZkClient | None = None
@@ -204,7 +207,9 @@ class KafkaServer:
             elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
                 brokers_changed = True
         dynamic = self._read_dynamic_config() if brokers_changed else None
-        defaults = (dynamic or self.dynamic_config).topic_defaults()
+        if dynamic is not None:
+            self._dynamic_config_read = dynamic
+        defaults = self._dynamic_config_read.topic_defaults()
         if brokers_changed:
             overrides = self.zk.get_all_entity_configs("topics")
         else:
@@ -226,10 +231,12 @@ class KafkaServer:
             self.dynamic_config = dynamic
             self._topic_configs.clear()
             if self.server is not None:
-                self.server.limits = dataclasses.replace(
-                    self.server.limits,
-                    max_connections=dynamic.max_connections,
-                    max_connections_per_ip=dynamic.max_connections_per_ip,
+                self.server.update_limits(
+                    dataclasses.replace(
+                        self.server.limits,
+                        max_connections=dynamic.max_connections,
+                        max_connections_per_ip=dynamic.max_connections_per_ip,
+                    )
                 )
         for name, topic_config in topics.items():
             self._topic_configs[name] = topic_config
@@ -290,7 +297,7 @@ class KafkaServer:
         if self.broker_id < 0:
             stored = stored_broker_id(log_dirs)
             self.broker_id = stored if stored is not None else generate_broker_id(self.store)
-        self.dynamic_config = self._read_dynamic_config()
+        self.dynamic_config = self._dynamic_config_read = self._read_dynamic_config()
         log_manager = self.log_manager = LogManager(
             log_dirs,
             self.dynamic_config.topic_defaults(),
