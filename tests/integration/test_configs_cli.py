@@ -13,6 +13,8 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
 from confluent_kafka.admin import ResourceType as AdminResourceType
 from conftest import BrokerProcess
+from kafka import KafkaProducer
+from kafka.errors import MessageSizeTooLargeError
 from test_connection_limits import closed_by_broker, open_many
 from waiting import wait_for
 
@@ -114,7 +116,7 @@ def test_sources_seen_by_confluent_kafka_follow_mq_configs(mq_command, fast_brok
     }
 
 
-def test_describe_prints_kafkas_lines_and_json(mq_command, fast_broker, admin) -> None:
+def test_describe_prints_kafkas_lines_and_json(mq_command, fast_broker, admin, tmp_path) -> None:
     create_topic(admin, "lines", {"cleanup.policy": "compact,delete"})
     ok(configs(mq_command, fast_broker, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
                "log.retention.ms=86400000"))  # fmt: skip
@@ -127,6 +129,13 @@ def test_describe_prints_kafkas_lines_and_json(mq_command, fast_broker, admin) -
         "Default configs for brokers in the cluster are:",
         "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}",
     ]
+    properties = tmp_path / "admin.properties"
+    properties.write_text("client.id=configs-test\nrequest.timeout.ms=20000\n", encoding="utf-8")
+    every_topic = ok(
+        configs(mq_command, fast_broker, "--describe", "--entity-type", "topics", "--command-config", str(properties),
+                "--timeout", "5")
+    )  # fmt: skip
+    assert every_topic[every_topic.index("Dynamic configs for topic lines are:") + 1].startswith("  cleanup.policy=")
     every_broker = ok(configs(mq_command, fast_broker, "--describe", "--entity-type", "brokers"))
     assert every_broker[0] == "Dynamic configs for broker 0 are:"
     assert every_broker[1] == "Default configs for brokers in the cluster are:"
@@ -194,6 +203,29 @@ def test_refusals_are_one_line_and_change_nothing(mq_command, fast_broker) -> No
         'Error: Option combination "[bootstrap-server],[config]" can\'t be used with option "[alter]" (the '
         "kafka-configs CLI supports altering topic configs with a --bootstrap-server option)"
     )
+
+
+def test_a_dynamic_message_max_bytes_refuses_larger_batches_at_once(mq_command, fast_broker, admin) -> None:
+    create_topic(admin, "limited")
+    producer = KafkaProducer(bootstrap_servers=fast_broker.bootstrap, linger_ms=0)
+    producer.send("limited", b"x" * 2000).get(10)
+    ok(configs(mq_command, fast_broker, "--alter", "--broker-defaults", "--add-config", "message.max.bytes=1000"))
+
+    def refused() -> bool:
+        try:
+            producer.send("limited", b"x" * 2000).get(10)
+        except MessageSizeTooLargeError:
+            return True
+        return False
+
+    assert wait_for(refused)
+    producer.close()
+    small = KafkaProducer(bootstrap_servers=fast_broker.bootstrap, linger_ms=0)
+    small.send("limited", b"x" * 500).get(10)
+    small.close()
+    assert sources(admin, "limited", "max.message.bytes") == {
+        "max.message.bytes": ("1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    }
 
 
 def test_a_lowered_topic_retention_deletes_segments_at_once(mq_command, fast_broker, admin) -> None:
