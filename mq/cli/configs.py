@@ -70,10 +70,14 @@ def configs(**options: Any) -> None:
     output_format = options["output_format"] or default_format()
     if int(options["describe"]) + int(options["alter"]) != 1:
         raise ToolError("Command must include exactly one action: --describe, --alter", EXIT_USAGE)
-    if options["describe"] and (options["add_config"] or options["add_config_file"] or options["delete_config"]):
-        raise ToolError('Option "[describe]" can\'t be used with option "[add-config],[delete-config]"', EXIT_USAGE)
-    if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
-        raise ToolError("Exactly one of --bootstrap-server or --zookeeper must be specified", EXIT_USAGE)
+    for flag in ("add_config", "add_config_file", "delete_config"):
+        if options["describe"] and options[flag]:
+            invalid = flag.replace("_", "-")
+            raise ToolError(f'Option "[describe]" can\'t be used with option "[{invalid}]"', EXIT_USAGE)
+    if options["bootstrap_server"] is None and options["zookeeper"] is None:
+        raise ToolError("One of the required --bootstrap-server or --zookeeper arguments must be specified", EXIT_USAGE)
+    if options["bootstrap_server"] is not None and options["zookeeper"] is not None:
+        raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified", EXIT_USAGE)
     if options["describe_all"] and options["zookeeper"] is not None:
         raise ToolError("--bootstrap-server must be specified for --all", EXIT_USAGE)
     try:

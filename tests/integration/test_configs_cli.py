@@ -181,6 +181,10 @@ REFUSALS = [
     (["--describe", "--broker", "first"], 2, "must be a valid integer broker id, but it is: first"),
     (["--describe", "--broker-logger", BROKER], 1, "broker-loggers is not supported"),
     (["--describe", "--alter", "--topic", "t"], 2, "exactly one action"),
+    (["--describe", "--topic", "t", "--delete-config", "a"], 2,
+     'Option "[describe]" can\'t be used with option "[delete-config]"'),
+    (["--describe", "--topic", "t", "--zookeeper", "127.0.0.1:1"], 2,
+     "Only one of --bootstrap-server or --zookeeper must be specified"),
 ]  # fmt: skip
 """Command lines mq configs refuses: arguments, exit code, what the one line on stderr says."""
 
