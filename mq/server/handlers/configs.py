@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mq.config import (
+    DYNAMIC_BROKER_CONFIG_KEYS,
     INT_MAX,
-    READ_ONLY,
     TOPIC_TO_BROKER_KEYS,
     BrokerConfig,
     DynamicBrokerConfig,
@@ -70,8 +70,7 @@ def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
 _TOPIC_FIELDS = {f.metadata["key"]: f for f in config_fields(TopicConfig)}
 _BROKER_FIELDS = {f.metadata["key"]: f for f in config_fields(BrokerConfig)}
 _THROTTLE_FIELDS = {f.metadata["key"]: f for f in config_fields(DynamicBrokerConfig)}
-_UPDATABLE_BROKER_FIELDS = {k: f for k, f in _BROKER_FIELDS.items() if f.metadata["update"] != READ_ONLY}
-_DYNAMIC_FIELDS = {**_THROTTLE_FIELDS, **_UPDATABLE_BROKER_FIELDS}
+_DYNAMIC_FIELDS = {**_THROTTLE_FIELDS, **{k: f for k, f in _BROKER_FIELDS.items() if k in DYNAMIC_BROKER_CONFIG_KEYS}}
 """Every key ``/config/brokers/<id>`` and ``/config/brokers/<default>`` may hold."""
 
 
@@ -165,7 +164,7 @@ def describe_broker_configs(
     for key, f in sorted(_BROKER_FIELDS.items()):
         synonyms = _broker_synonyms((key,), broker, per_broker, default)
         value = _render(getattr(effective, f.name))
-        entries.append(_entry(key, value, key not in _UPDATABLE_BROKER_FIELDS, synonyms, f))
+        entries.append(_entry(key, value, key not in DYNAMIC_BROKER_CONFIG_KEYS, synonyms, f))
     return entries
 
 
