@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mq.config_catalog import KAFKA_BROKER_KEY_PREFIXES, KAFKA_BROKER_KEYS
-from mq.errors import ConfigError
+from mq.errors import ConfigError, ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,11 @@ INT_MAX = 2147483647
 CLEANUP_POLICIES = ("delete", "compact")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
+READ_ONLY, PER_BROKER, CLUSTER_WIDE = "read-only", "per-broker", "cluster-wide"
+UPDATE_MODES = (READ_ONLY, PER_BROKER, CLUSTER_WIDE)
+"""Kafka's Dynamic Update Modes of a broker key: set only in the properties file; also in ``/config/brokers/<id>``;
+also in ``/config/brokers/<id>`` or ``/config/brokers/<default>`` (a per-broker value wins over the default)."""
 
 
 def _key(
@@ -43,9 +48,20 @@ def _key(
     choices: tuple[str, ...] | None = None,
     minimum: float | None = None,
     shipped: str | None = None,
+    update: str = READ_ONLY,
 ) -> Any:
-    """A config field: its Kafka key, a one-line description, how to parse it and what the shipped file sets."""
-    meta = {"key": name, "doc": doc, "kind": kind, "choices": choices, "minimum": minimum, "shipped": shipped}
+    """A config field: its Kafka key, a one-line description, how to parse it, what the shipped file sets and, for a
+    broker key, Kafka's Dynamic Update Mode (``update``: read-only, per-broker or cluster-wide)."""
+    assert update in UPDATE_MODES
+    meta = {
+        "key": name,
+        "doc": doc,
+        "kind": kind,
+        "choices": choices,
+        "minimum": minimum,
+        "shipped": shipped,
+        "update": update,
+    }
     return field(default=default, metadata=meta)
 
 
@@ -217,9 +233,14 @@ class BrokerConfig:
         INT_MAX,
         "connections the broker keeps; at the limit it stops accepting until one closes",
         minimum=0,
+        update=CLUSTER_WIDE,
     )
     max_connections_per_ip: int = _key(
-        "max.connections.per.ip", INT_MAX, "connections one IP address may have; more are closed at accept", minimum=0
+        "max.connections.per.ip",
+        INT_MAX,
+        "connections one IP address may have; more are closed at accept",
+        minimum=0,
+        update=CLUSTER_WIDE,
     )
     max_connections_per_ip_overrides: str = _key(
         "max.connections.per.ip.overrides",
@@ -255,27 +276,47 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = _key(
         "num.recovery.threads.per.data.dir", 1, "threads that recover logs at start-up", minimum=1
     )
-    message_max_bytes: int = _key("message.max.bytes", 1048588, "largest record batch accepted", minimum=0)
+    message_max_bytes: int = _key(
+        "message.max.bytes", 1048588, "largest record batch accepted", minimum=0, update=CLUSTER_WIDE
+    )
     compression_type: str = _key(
-        "compression.type", "producer", "codec the broker stores batches in", choices=COMPRESSION_TYPES
+        "compression.type",
+        "producer",
+        "codec the broker stores batches in",
+        choices=COMPRESSION_TYPES,
+        update=CLUSTER_WIDE,
     )
-    min_insync_replicas: int = _key("min.insync.replicas", 1, "in-sync replicas an acks=all produce needs", minimum=1)
+    min_insync_replicas: int = _key(
+        "min.insync.replicas", 1, "in-sync replicas an acks=all produce needs", minimum=1, update=CLUSTER_WIDE
+    )
     unclean_leader_election_enable: bool = _key(
-        "unclean.leader.election.enable", False, "allow an out-of-sync replica to become leader"
+        "unclean.leader.election.enable", False, "allow an out-of-sync replica to become leader", update=CLUSTER_WIDE
     )
-    log_segment_bytes: int = _key("log.segment.bytes", 1073741824, "size at which a segment is rolled", minimum=14)
-    log_roll_ms: int | None = _key("log.roll.ms", None, "age at which a segment is rolled; wins over log.roll.hours")
+    log_segment_bytes: int = _key(
+        "log.segment.bytes", 1073741824, "size at which a segment is rolled", minimum=14, update=CLUSTER_WIDE
+    )
+    log_roll_ms: int | None = _key(
+        "log.roll.ms", None, "age at which a segment is rolled; wins over log.roll.hours", update=CLUSTER_WIDE
+    )
     log_roll_hours: int = _key("log.roll.hours", 168, "age in hours at which a segment is rolled", minimum=1)
-    log_roll_jitter_ms: int | None = _key("log.roll.jitter.ms", None, "random roll jitter; wins over the hours key")
+    log_roll_jitter_ms: int | None = _key(
+        "log.roll.jitter.ms", None, "random roll jitter; wins over the hours key", update=CLUSTER_WIDE
+    )
     log_roll_jitter_hours: int = _key("log.roll.jitter.hours", 0, "random roll jitter in hours", minimum=0)
-    log_retention_ms: int | None = _key("log.retention.ms", None, "segment age before deletion; -1 = no limit")
+    log_retention_ms: int | None = _key(
+        "log.retention.ms", None, "segment age before deletion; -1 = no limit", update=CLUSTER_WIDE
+    )
     log_retention_minutes: int | None = _key("log.retention.minutes", None, "the same in minutes")
     log_retention_hours: int = _key("log.retention.hours", 168, "the same in hours")
-    log_retention_bytes: int = _key("log.retention.bytes", -1, "partition size kept; -1 = no limit")
+    log_retention_bytes: int = _key(
+        "log.retention.bytes", -1, "partition size kept; -1 = no limit", update=CLUSTER_WIDE
+    )
     log_retention_check_interval_ms: int = _key(
         "log.retention.check.interval.ms", 300000, "how often retention runs", minimum=1
     )
-    log_cleanup_policy: str = _key("log.cleanup.policy", "delete", "delete, compact, or compact,delete", kind="policy")
+    log_cleanup_policy: str = _key(
+        "log.cleanup.policy", "delete", "delete, compact, or compact,delete", kind="policy", update=CLUSTER_WIDE
+    )
     log_cleaner_enable: bool = _key("log.cleaner.enable", True, "run the log cleaner for compacted topics")
     log_cleaner_threads: int = _key("log.cleaner.threads", 1, "log cleaner threads", minimum=0)
     log_cleaner_dedupe_buffer_size: int = _key(
@@ -292,28 +333,44 @@ class BrokerConfig:
     )
     log_cleaner_backoff_ms: int = _key("log.cleaner.backoff.ms", 15000, "cleaner sleep when idle", minimum=0)
     log_cleaner_min_cleanable_ratio: float = _key(
-        "log.cleaner.min.cleanable.ratio", 0.5, "dirty share of a log before it is compacted", minimum=0
+        "log.cleaner.min.cleanable.ratio",
+        0.5,
+        "dirty share of a log before it is compacted",
+        minimum=0,
+        update=CLUSTER_WIDE,
     )
     log_cleaner_delete_retention_ms: int = _key(
-        "log.cleaner.delete.retention.ms", 86400000, "how long tombstones survive compaction", minimum=0
+        "log.cleaner.delete.retention.ms",
+        86400000,
+        "how long tombstones survive compaction",
+        minimum=0,
+        update=CLUSTER_WIDE,
     )
     log_cleaner_min_compaction_lag_ms: int = _key(
-        "log.cleaner.min.compaction.lag.ms", 0, "shortest a record stays uncompacted", minimum=0
+        "log.cleaner.min.compaction.lag.ms", 0, "shortest a record stays uncompacted", minimum=0, update=CLUSTER_WIDE
     )
     log_cleaner_max_compaction_lag_ms: int = _key(
-        "log.cleaner.max.compaction.lag.ms", LONG_MAX, "longest a record stays uncompacted", minimum=1
+        "log.cleaner.max.compaction.lag.ms",
+        LONG_MAX,
+        "longest a record stays uncompacted",
+        minimum=1,
+        update=CLUSTER_WIDE,
     )
     log_index_size_max_bytes: int = _key(
-        "log.index.size.max.bytes", 10485760, "size of a segment's offset index", minimum=8
+        "log.index.size.max.bytes", 10485760, "size of a segment's offset index", minimum=8, update=CLUSTER_WIDE
     )
     log_index_interval_bytes: int = _key(
-        "log.index.interval.bytes", 4096, "bytes between offset index entries", minimum=0
+        "log.index.interval.bytes", 4096, "bytes between offset index entries", minimum=0, update=CLUSTER_WIDE
     )
     log_flush_interval_messages: int = _key(
-        "log.flush.interval.messages", LONG_MAX, "fsync after this many appended messages", minimum=1
+        "log.flush.interval.messages",
+        LONG_MAX,
+        "fsync after this many appended messages",
+        minimum=1,
+        update=CLUSTER_WIDE,
     )
     log_flush_interval_ms: int | None = _key(
-        "log.flush.interval.ms", None, "fsync when the oldest unflushed append is this old"
+        "log.flush.interval.ms", None, "fsync when the oldest unflushed append is this old", update=CLUSTER_WIDE
     )
     log_flush_scheduler_interval_ms: int = _key(
         "log.flush.scheduler.interval.ms", LONG_MAX, "how often the flusher checks the logs"
@@ -325,14 +382,27 @@ class BrokerConfig:
         "log.flush.start.offset.checkpoint.interval.ms", 60000, "how often log start offsets are checkpointed"
     )
     log_segment_delete_delay_ms: int = _key(
-        "log.segment.delete.delay.ms", 60000, "delay before a deleted segment is removed", minimum=0
+        "log.segment.delete.delay.ms",
+        60000,
+        "delay before a deleted segment is removed",
+        minimum=0,
+        update=CLUSTER_WIDE,
     )
-    log_preallocate: bool = _key("log.preallocate", False, "preallocate segment files to log.segment.bytes")
+    log_preallocate: bool = _key(
+        "log.preallocate", False, "preallocate segment files to log.segment.bytes", update=CLUSTER_WIDE
+    )
     log_message_timestamp_type: str = _key(
-        "log.message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime", choices=TIMESTAMP_TYPES
+        "log.message.timestamp.type",
+        "CreateTime",
+        "CreateTime or LogAppendTime",
+        choices=TIMESTAMP_TYPES,
+        update=CLUSTER_WIDE,
     )
     log_message_timestamp_difference_max_ms: int = _key(
-        "log.message.timestamp.difference.max.ms", LONG_MAX, "largest allowed |create time - broker time|"
+        "log.message.timestamp.difference.max.ms",
+        LONG_MAX,
+        "largest allowed |create time - broker time|",
+        update=CLUSTER_WIDE,
     )
     replica_lag_time_max_ms: int = _key(
         "replica.lag.time.max.ms", 30000, "a follower this far behind leaves the ISR", minimum=1
@@ -522,19 +592,23 @@ class BrokerConfig:
 @dataclass(frozen=True)
 class DynamicBrokerConfig:
     """Broker keys changed at runtime through ``/config/brokers/<id>`` and ``/config/brokers/<default>``
-    (AlterConfigs on a BROKER resource); a per-broker value wins over the cluster default."""
+    (AlterConfigs on a BROKER resource); a per-broker value wins over the cluster default. Its fields are the
+    replication throttle rates, which are not ``BrokerConfig`` keys; the ``BrokerConfig`` keys whose update mode is
+    not read-only are stored beside them (``validate``) and overlay the properties file (``apply``)."""
 
     leader_replication_throttled_rate: int = _key(
         "leader.replication.throttled.rate",
         LONG_MAX,
         "bytes/s a leader sends for throttled replicas",
         minimum=0,
+        update=CLUSTER_WIDE,
     )
     follower_replication_throttled_rate: int = _key(
         "follower.replication.throttled.rate",
         LONG_MAX,
         "bytes/s a follower fetches for throttled replicas",
         minimum=0,
+        update=CLUSTER_WIDE,
     )
     replica_alter_log_dirs_io_max_bytes_per_second: int = _key(
         "replica.alter.log.dirs.io.max.bytes.per.second",
@@ -545,14 +619,53 @@ class DynamicBrokerConfig:
 
     def with_overrides(self, overrides: Mapping[str, str], source: str = "broker config") -> DynamicBrokerConfig:
         """A copy with ``overrides`` applied; an unknown key or a bad value raises ConfigError."""
-        return dataclasses.replace(
-            self, **_parse_values(DynamicBrokerConfig, overrides, source, "dynamic broker config")
-        )
+        dynamic = {k: v for k, v in overrides.items() if k not in _UPDATABLE_BROKER_FIELDS}
+        return dataclasses.replace(self, **_parse_values(DynamicBrokerConfig, dynamic, source, "dynamic broker config"))
+
+    @staticmethod
+    def validate(config: Mapping[str, str], per_broker: bool, source: str = "the request") -> None:
+        """What ``/config/brokers/<id>`` (``per_broker``) or ``/config/brokers/<default>`` may hold, as Kafka checks it:
+        a read-only broker key raises KafkaError INVALID_REQUEST ``Cannot update these configs dynamically: Set(k)``,
+        a per-broker key at the cluster default ``Cannot update these configs at default cluster level, broker id must
+        be specified: Set(k)``; an unknown key or an ill-typed value raises ConfigError (INVALID_CONFIG)."""
+        read_only = [k for k in config if k in _BROKER_FIELDS and k not in _UPDATABLE_BROKER_FIELDS]
+        if read_only:
+            raise KafkaError(
+                f"Cannot update these configs dynamically: Set({', '.join(read_only)})", ErrorCode.INVALID_REQUEST
+            )
+        per_broker_only = [
+            k for k, f in _UPDATABLE_BROKER_FIELDS.items() if k in config and f.metadata["update"] == PER_BROKER
+        ]
+        if per_broker_only and not per_broker:
+            raise KafkaError(
+                "Cannot update these configs at default cluster level, broker id must be specified: "
+                f"Set({', '.join(per_broker_only)})",
+                ErrorCode.INVALID_REQUEST,
+            )
+        DynamicBrokerConfig().with_overrides(config, source)
+        _parse_values(BrokerConfig, _broker_keys(config), source, "broker config")
+
+    @staticmethod
+    def apply(static: BrokerConfig, default: Mapping[str, str], per_broker: Mapping[str, str]) -> BrokerConfig:
+        """The effective broker config: ``static`` overlaid with the cluster default's broker keys, then with this
+        broker's; ``explicit_keys`` stays the static file's. Raises ConfigError for an ill-typed stored value."""
+        values = {**_broker_keys(default), **_broker_keys(per_broker)}
+        return dataclasses.replace(static, **_parse_values(BrokerConfig, values, "/config/brokers", "broker config"))
+
+
+def _broker_keys(config: Mapping[str, str]) -> dict[str, str]:
+    """The entries of a ``/config/brokers`` map that are dynamic BrokerConfig keys (not the throttle rates)."""
+    return {k: v for k, v in config.items() if k in _UPDATABLE_BROKER_FIELDS}
+
+
+_BROKER_FIELDS = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig) if "key" in f.metadata}
+_UPDATABLE_BROKER_FIELDS = {k: f for k, f in _BROKER_FIELDS.items() if f.metadata["update"] != READ_ONLY}
 
 
 DYNAMIC_BROKER_CONFIG_KEYS: frozenset[str] = frozenset(
     f.metadata["key"] for f in dataclasses.fields(DynamicBrokerConfig)
-)
+) | frozenset(_UPDATABLE_BROKER_FIELDS)
+"""Every key ``/config/brokers/<id>`` may hold: the throttle rates and the broker keys that are not read-only."""
 
 _THROTTLED_REPLICA = re.compile(r"\d+:\d+")
 
@@ -774,8 +887,8 @@ def _parse_value(f: dataclasses.Field[Any], text: str, source: str) -> Any:
             ) from None
         return text
     if meta["kind"] == "policy":
-        parts = [p.strip() for p in text.split(",")]
-        if not parts or any(p not in CLEANUP_POLICIES for p in parts):
+        parts = [p.strip() for p in text.split(",")] if text else []  # empty (Kafka 4.1+): neither delete nor compact
+        if any(p not in CLEANUP_POLICIES for p in parts):
             raise ConfigError(f"invalid value '{text}' for {key} in {source}: expected delete, compact or both")
         return ",".join(parts)
     return text

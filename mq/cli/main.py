@@ -12,6 +12,7 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("mq.cli.server:server", "Start or stop an mq broker."),
     "topics": ("mq.cli.topics:topics", "Create, delete, describe, or change a topic."),
+    "configs": ("mq.cli.configs:configs", "Describe or alter the dynamic config of topics, brokers, clients, users."),
     "console-producer": ("mq.cli.console:console_producer", "Read lines from standard input and produce them."),
     "console-consumer": ("mq.cli.console:console_consumer", "Print the messages of a topic to standard output."),
     "preferred-replica-election": (

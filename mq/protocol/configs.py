@@ -24,11 +24,19 @@ class AlterConfigOp(IntEnum):
 class ConfigSource(IntEnum):
     """Kafka's ``DescribeConfigsResponse.ConfigSource``: where a described value comes from."""
 
+    UNKNOWN = 0
     TOPIC_CONFIG = 1
     DYNAMIC_BROKER_CONFIG = 2
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+    @property
+    def tool_name(self) -> str:
+        """The name Kafka's admin client and tools print (``ConfigEntry.ConfigSource``): TOPIC_CONFIG is
+        DYNAMIC_TOPIC_CONFIG there."""
+        return "DYNAMIC_TOPIC_CONFIG" if self is ConfigSource.TOPIC_CONFIG else self.name
 
 
 class ConfigType(IntEnum):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -137,6 +138,12 @@ class KafkaServer:
         self.bound: Listener | None = None
         self._stopping = asyncio.Event()
         self._topic_configs: dict[str, TopicConfig] = {}
+        self.dynamic_config = config
+        """``config`` overlaid with this broker's dynamic config (``/config/brokers``); what topic defaults and
+        connection limits come from. Replaced on the loop when a config change notification names this broker."""
+        self._dynamic_config_read = config
+        """The metadata thread's copy: the dynamic config last read, which the loop's may not have caught up with;
+        topic configs read on that thread are laid over it."""
         self._last_change = -1
         self.store: MetadataStore | None = None
         self.zk: KafkaZkClient | None = None
@@ -166,14 +173,27 @@ class KafkaServer:
         if config is None:
             assert self.zk is not None
             overrides = self.zk.get_entity_config("topics", topic)
-            config = self._topic_configs[topic] = self.config.topic_defaults().with_overrides(overrides)
+            config = self._topic_configs[topic] = self.dynamic_config.topic_defaults().with_overrides(overrides)
         return config
+
+    def _read_dynamic_config(self) -> BrokerConfig:
+        """The broker config in effect: the properties file overlaid with ``/config/brokers/<default>`` and
+        ``/config/brokers/<id>`` (a stored value the broker cannot parse leaves the properties file's in force)."""
+        assert self.zk is not None
+        default = self.zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
+        per_broker = self.zk.get_entity_config("brokers", str(self.broker_id))
+        try:
+            return DynamicBrokerConfig.apply(self.config, default, per_broker)
+        except ConfigError as exc:
+            log.error("dynamic broker config of broker %d not applied: %s", self.broker_id, exc)
+            return self.config
 
     def _read_config_changes(self, children: list[str]) -> None:
         """On the metadata thread: read the new ``/config/changes`` entries and what they changed, then apply it on
-        the loop."""
+        the loop. A change of this broker's dynamic config (its own entry or the cluster default) gives every topic
+        new defaults, so every topic's config is read again."""
         assert self.zk is not None
-        topics: dict[str, TopicConfig] = {}
+        changed_topics: set[str] = set()
         brokers_changed = False
         for child in sorted(children):
             sequence = int(child.rsplit("_", 1)[1])
@@ -185,17 +205,41 @@ class KafkaServer:
                 continue
             entity_type, _, name = decode_config_change(data).partition("/")
             if entity_type == "topics":
-                overrides = self.zk.get_entity_config("topics", name)
-                topics[name] = self.config.topic_defaults().with_overrides(overrides)
+                changed_topics.add(name)
             elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
                 brokers_changed = True
+        dynamic = self._read_dynamic_config() if brokers_changed else None
+        if dynamic is not None:
+            self._dynamic_config_read = dynamic
+        defaults = self._dynamic_config_read.topic_defaults()
+        if brokers_changed:
+            overrides = self.zk.get_all_entity_configs("topics")
+        else:
+            overrides = {name: self.zk.get_entity_config("topics", name) for name in changed_topics}
+        topics = {name: defaults.with_overrides(topic_overrides) for name, topic_overrides in overrides.items()}
         rates = self._read_throttle_rates() if brokers_changed else None
-        self._post(lambda: self._apply_config_changes(topics, rates))
+        self._post(lambda: self._apply_config_changes(topics, rates, dynamic))
 
     def _apply_config_changes(
-        self, topics: dict[str, TopicConfig], rates: tuple[dict[str, str], dict[str, str]] | None
+        self,
+        topics: dict[str, TopicConfig],
+        rates: tuple[dict[str, str], dict[str, str]] | None,
+        dynamic: BrokerConfig | None,
     ) -> None:
+        """On the loop: the new topic configs go to their logs at once; a new broker config replaces the cached
+        topic configs (those not read again are read on next use) and the connection limits."""
         assert self.replica_manager is not None
+        if dynamic is not None:
+            self.dynamic_config = dynamic
+            self._topic_configs.clear()
+            if self.server is not None:
+                self.server.update_limits(
+                    dataclasses.replace(
+                        self.server.limits,
+                        max_connections=dynamic.max_connections,
+                        max_connections_per_ip=dynamic.max_connections_per_ip,
+                    )
+                )
         for name, topic_config in topics.items():
             self._topic_configs[name] = topic_config
             self.replica_manager.update_topic_config(name)
@@ -268,9 +312,10 @@ class KafkaServer:
         if self.broker_id < 0:
             stored = stored_broker_id(log_dirs)
             self.broker_id = stored if stored is not None else generate_broker_id(self.store)
+        self.dynamic_config = self._dynamic_config_read = self._read_dynamic_config()
         log_manager = self.log_manager = LogManager(
             log_dirs,
-            config.topic_defaults(),
+            self.dynamic_config.topic_defaults(),
             self.topic_config,
             broker_id=self.broker_id,
             recovery_threads=config.num_recovery_threads_per_data_dir,
@@ -372,8 +417,8 @@ class KafkaServer:
             limits=ConnectionLimits(
                 queued_max_request_bytes=config.request_memory_bytes,
                 queued_max_requests=config.queued_max_requests,
-                max_connections=config.max_connections,
-                max_connections_per_ip=config.max_connections_per_ip,
+                max_connections=self.dynamic_config.max_connections,
+                max_connections_per_ip=self.dynamic_config.max_connections_per_ip,
                 max_connections_per_ip_overrides=parse_ip_counts(config.max_connections_per_ip_overrides),
                 connections_max_idle_ms=config.connections_max_idle_ms,
                 request_receive_timeout_ms=config.socket_request_receive_timeout_ms,

@@ -693,6 +693,13 @@ class SocketServer:
         self.connections.discard(connection)
         self._forget(connection.host)
 
+    def update_limits(self, limits: ConnectionLimits) -> None:
+        """New limits from the dynamic broker config (on the loop): max.connections and max.connections.per.ip apply to
+        the next accepts (connections already open stay), and a raised max.connections resumes accepting at once."""
+        self.limits = limits
+        if not self._accepting and self._open < limits.max_connections and self._listeners:
+            self._set_accepting(True)
+
     def _forget(self, host: str) -> None:
         self._open -= 1
         left = self._per_ip[host] - 1

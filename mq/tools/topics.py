@@ -25,6 +25,11 @@ from mq.zk.store import MetadataStore
 T = TypeVar("T")
 
 ACTIONS = ("create", "alter", "delete", "list", "describe")
+ALTER_CONFIG_WITH_BOOTSTRAP_SERVER = (
+    'Option combination "[bootstrap-server],[config]" can\'t be used with option "[alter]" (the kafka-configs CLI'
+    " supports altering topic configs with a --bootstrap-server option)"
+)
+"""Kafka 2.8's kafka-topics refusal of ``--alter --config`` with ``--bootstrap-server``."""
 CONFIG_DEPRECATION = (
     "WARNING: Altering topic configuration from this script has been deprecated and may be removed in future releases.\n"
     "         Going forward, please use kafka-configs.sh for this functionality"
@@ -190,11 +195,10 @@ def validate_options(action: str | None, options: Mapping[str, object]) -> str:
             usage=True,
         )
     zookeeper = bool(options.get("zookeeper"))
-    if action == "alter" and (given("config") or given("delete_config")) and not zookeeper:
-        raise TopicCommandError(
-            "Altering topic configuration needs --zookeeper; with --bootstrap-server use the AlterConfigs API",
-            usage=True,
-        )
+    if action == "alter" and given("config") and not zookeeper:
+        raise TopicCommandError(ALTER_CONFIG_WITH_BOOTSTRAP_SERVER, usage=True)
+    if given("delete_config") and not zookeeper:
+        raise TopicCommandError('Option "[delete-config]" can\'t be used with option "[bootstrap-server]"', usage=True)
     if action == "alter" and not (given("partitions") or given("config") or given("delete_config")):
         raise TopicCommandError('Missing required argument "[partitions]"', usage=True)
     if action == "create" and zookeeper and not given("replica_assignment"):
@@ -425,7 +429,7 @@ class ClientTopicAdmin:
         return set()
 
     def alter_config(self, name: str, set_configs: Mapping[str, str], delete_configs: Sequence[str]) -> None:
-        raise TopicCommandError("Altering topic configuration needs --zookeeper", usage=True)
+        raise TopicCommandError(ALTER_CONFIG_WITH_BOOTSTRAP_SERVER, usage=True)
 
 
 class ZkTopicAdmin:

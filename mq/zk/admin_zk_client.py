@@ -193,11 +193,12 @@ class AdminZkClient:
         self.validate_topic_config(config)
         self.zk.set_entity_config("topics", topic, dict(config))
 
-    def validate_broker_config(self, config: Mapping[str, str]) -> None:
-        """Raises ConfigError (INVALID_CONFIG) for a key that cannot change at runtime or an ill-typed value."""
-        DynamicBrokerConfig().with_overrides(config, source="the request")
+    def validate_broker_config(self, config: Mapping[str, str], per_broker: bool) -> None:
+        """Raises KafkaError INVALID_REQUEST for a key that cannot change at runtime (or only per broker, when not
+        ``per_broker``), ConfigError (INVALID_CONFIG) for an unknown key or an ill-typed value."""
+        DynamicBrokerConfig.validate(config, per_broker)
 
     def change_broker_config(self, broker_id: int | None, config: Mapping[str, str]) -> None:
         """Replace the dynamic config of broker ``broker_id`` (None: the cluster default) and notify every broker."""
-        self.validate_broker_config(config)
+        self.validate_broker_config(config, per_broker=broker_id is not None)
         self.zk.set_entity_config("brokers", broker_entity(broker_id), dict(config))

@@ -136,7 +136,9 @@ def test_alter_configs_replaces_the_whole_entry_and_validate_only_writes_nothing
         ("", {LEADER_RATE: (AlterConfigOp.SET, "fast")}, ErrorCode.INVALID_CONFIG),
         ("", {FOLLOWER_RATE: (AlterConfigOp.SET, str(LONG_MAX + 1))}, ErrorCode.INVALID_CONFIG),
         ("", {LEADER_RATE: (AlterConfigOp.APPEND, "5")}, ErrorCode.INVALID_CONFIG),
-        ("", {"log.retention.ms": (AlterConfigOp.SET, "5")}, ErrorCode.INVALID_CONFIG),
+        ("", {"log.retention.hours": (AlterConfigOp.SET, "5")}, ErrorCode.INVALID_REQUEST),
+        ("", {"log.dirs": (AlterConfigOp.SET, "/elsewhere")}, ErrorCode.INVALID_REQUEST),
+        ("", {"no.such.key": (AlterConfigOp.SET, "5")}, ErrorCode.INVALID_CONFIG),
     ],
 )
 def test_invalid_broker_config_changes_are_refused(admin, name: str, changes, code: ErrorCode) -> None:

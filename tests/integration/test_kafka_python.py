@@ -82,3 +82,37 @@ def test_admin_create_delete_describe_and_partitions(broker) -> None:
     assert "configured" not in admin.list_topics()
     with pytest.raises(UnknownTopicOrPartitionError):
         admin.delete_topics(["configured"])
+
+
+def test_describe_configs_of_broker_topic_and_both(broker) -> None:
+    """What kafka-python's own admin integration tests assert of describe_configs (broker resource, topic resource,
+    both in one call, a broker id that is not an integer), with the filter that returns every key."""
+    admin = admin_client(broker.bootstrap)
+    admin.create_topics([NewTopic("described", 1, 1)])
+    node = admin._client.least_loaded_node()
+
+    brokers = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, node)], config_filter="All")
+    assert list(brokers) == ["broker"] and list(brokers["broker"]) == [str(node)]
+    advertised = brokers["broker"][str(node)]["advertised.listeners"]
+    assert advertised["config_source"] == "DEFAULT_CONFIG"  # not set: the broker advertises its listener
+    assert advertised["config_type"] in ("LIST", "STRING")
+    assert advertised["read_only"] is True and advertised["is_sensitive"] is False
+    assert advertised["synonyms"] == [] and "value" in advertised
+
+    topics = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "described")], config_filter="All")
+    assert list(topics) == ["topic"] and list(topics["topic"]) == ["described"]
+    retention = topics["topic"]["described"]["retention.bytes"]
+    assert retention["config_source"] == "DEFAULT_CONFIG" and retention["config_type"] == "LONG"
+    assert retention["read_only"] is False and retention["is_sensitive"] is False
+    assert retention["synonyms"] == [] and retention["value"] == "-1"
+
+    both = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, "described"), ConfigResource(ConfigResourceType.BROKER, node)],
+        config_filter="All",
+    )
+    assert sorted(both) == ["broker", "topic"]
+    assert len(both["topic"]["described"]) > 1 and len(both["broker"][str(node)]) > 1
+
+    with pytest.raises(ValueError):
+        admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "str")])
+    admin.close()

@@ -1,14 +1,21 @@
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
+import mq.config
 from mq.config import (
+    CLUSTER_WIDE,
     LONG_MAX,
+    PER_BROKER,
+    READ_ONLY,
     TOPIC_CONFIG_KEYS,
     BrokerConfig,
+    DynamicBrokerConfig,
     TopicConfig,
     config_fields,
     parse_ip_counts,
@@ -16,7 +23,7 @@ from mq.config import (
     render_properties,
 )
 from mq.config_catalog import KAFKA_BROKER_KEYS
-from mq.errors import ConfigError
+from mq.errors import ConfigError, ErrorCode, KafkaError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "config" / "server.properties"
@@ -318,3 +325,59 @@ def test_catalogue_facts() -> None:
     assert KAFKA_BROKER_KEYS["zookeeper.connect"] == ("0.8.0", "4.0", "string")
     assert KAFKA_BROKER_KEYS["group.streams.session.timeout.ms"] == ("4.x", None, None)
     assert "offsets.topic.retention.minutes" not in KAFKA_BROKER_KEYS  # only ever in 0.8's documentation
+
+
+def test_update_modes_follow_kafka() -> None:
+    modes = {f.metadata["key"]: f.metadata["update"] for f in config_fields(BrokerConfig)}
+    for key in ("log.retention.ms", "log.segment.bytes", "log.cleanup.policy", "message.max.bytes", "max.connections"):
+        assert modes[key] == CLUSTER_WIDE
+    for key in ("log.retention.hours", "log.roll.hours", "log.retention.check.interval.ms", "listeners", "broker.id"):
+        assert modes[key] == READ_ONLY
+
+
+def test_dynamic_broker_config_validation() -> None:
+    DynamicBrokerConfig.validate({"log.retention.ms": "5", "leader.replication.throttled.rate": "7"}, per_broker=False)
+    with pytest.raises(KafkaError) as read_only:
+        DynamicBrokerConfig.validate({"log.retention.hours": "5", "log.dirs": "/x"}, per_broker=True)
+    assert read_only.value.code == ErrorCode.INVALID_REQUEST
+    assert str(read_only.value) == "Cannot update these configs dynamically: Set(log.retention.hours, log.dirs)"
+    with pytest.raises(ConfigError, match="invalid value 'soon' for log.retention.ms"):
+        DynamicBrokerConfig.validate({"log.retention.ms": "soon"}, per_broker=True)
+    with pytest.raises(ConfigError, match="unknown dynamic broker config key 'no.such.key'"):
+        DynamicBrokerConfig.validate({"no.such.key": "1"}, per_broker=True)
+
+
+def test_dynamic_broker_config_overlays_the_static_one() -> None:
+    static = BrokerConfig(log_retention_hours=5, explicit_keys=frozenset({"log.retention.hours"}))
+    effective = DynamicBrokerConfig.apply(
+        static,
+        {"log.retention.ms": "1000", "log.segment.bytes": "2048", "leader.replication.throttled.rate": "9"},
+        {"log.retention.ms": "3000"},
+    )
+    assert effective.topic_defaults().retention_ms == 3000
+    assert effective.topic_defaults().segment_bytes == 2048
+    assert effective.explicit_keys == static.explicit_keys
+    assert DynamicBrokerConfig.apply(static, {}, {}).topic_defaults().retention_ms == 5 * 3_600_000
+
+
+def test_an_empty_cleanup_policy_neither_deletes_nor_compacts() -> None:
+    topic = TopicConfig().with_overrides({"cleanup.policy": ""})
+    assert topic.cleanup_policy == ""
+    assert not topic.delete and not topic.compact
+    with pytest.raises(ConfigError, match="expected delete, compact or both"):
+        TopicConfig().with_overrides({"cleanup.policy": "delete,"})
+
+
+def test_a_per_broker_key_needs_a_broker_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key mq applies live is per-broker in Kafka (those are listener and SSL keys): one is made so here."""
+    listeners = next(f for f in config_fields(BrokerConfig) if f.metadata["key"] == "listeners")
+    per_broker = copy.copy(listeners)
+    per_broker.metadata = MappingProxyType({**listeners.metadata, "update": PER_BROKER})
+    monkeypatch.setitem(mq.config._UPDATABLE_BROKER_FIELDS, "listeners", per_broker)
+    DynamicBrokerConfig.validate({"listeners": "PLAINTEXT://:9093"}, per_broker=True)
+    with pytest.raises(KafkaError) as default:
+        DynamicBrokerConfig.validate({"listeners": "PLAINTEXT://:9093"}, per_broker=False)
+    assert default.value.code == ErrorCode.INVALID_REQUEST
+    assert str(default.value) == (
+        "Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)"
+    )

@@ -1,15 +1,19 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
 
-A topic's effective value comes from its override (source TOPIC_CONFIG), else from a broker key set in the
-properties file (STATIC_BROKER_CONFIG), else the default (DEFAULT_CONFIG); synonyms list that chain. Topic changes
-are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns of them.
+A topic's effective value comes from its override (source TOPIC_CONFIG, which Kafka's tools call
+DYNAMIC_TOPIC_CONFIG), else from its broker keys as this broker sees them: its own dynamic entry
+(DYNAMIC_BROKER_CONFIG), the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file
+(STATIC_BROKER_CONFIG), the built-in default (DEFAULT_CONFIG); synonyms list that chain, grouped by source as Kafka
+does. Topic changes are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns
+of them; an empty ``cleanup.policy`` (SUBTRACT of its last value, as Kafka 4.1 allows) keeps every segment.
 
-BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys
-(``DynamicBrokerConfig``: the replication throttle rates) can be altered; they live in ``/config/brokers/<id>`` and
-``/config/brokers/<default>``, so any broker can answer for any broker id. A broker's dynamic value comes from its
-own entry (DYNAMIC_BROKER_CONFIG), else the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), else DEFAULT_CONFIG.
-Describing this broker lists its static keys too (read-only); describing another broker lists only the dynamic keys,
-and describing ``""`` lists the cluster defaults that are set.
+BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys can be
+altered: the replication throttle rates (``DynamicBrokerConfig``) and the broker keys whose update mode is not
+read-only; they live in ``/config/brokers/<id>`` and ``/config/brokers/<default>``, so any broker can answer for any
+broker id. A read-only key is refused with INVALID_REQUEST (``Cannot update these configs dynamically: Set(k)``), an
+unknown key or ill-typed value with INVALID_CONFIG, and nothing of a refused resource is written. Describing this
+broker lists every key (read-only unless its update mode lets it change); describing another broker lists the
+throttle rates and the dynamic keys set for it, and describing ``""`` lists the cluster defaults that are set.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mq.config import INT_MAX, TOPIC_TO_BROKER_KEYS, BrokerConfig, DynamicBrokerConfig, TopicConfig, config_fields
+from mq.config import (
+    DYNAMIC_BROKER_CONFIG_KEYS,
+    INT_MAX,
+    TOPIC_TO_BROKER_KEYS,
+    BrokerConfig,
+    DynamicBrokerConfig,
+    TopicConfig,
+    config_fields,
+)
 from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
@@ -36,6 +48,10 @@ def _render(value: object) -> str | None:
     return str(value)
 
 
+_LONG_KEYS = frozenset({"retention.bytes", "log.retention.bytes", "log.cleaner.dedupe.buffer.size"})
+"""Keys Kafka types LONG that neither end in ``.ms`` nor default beyond an INT."""
+
+
 def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
     type_name = str(f.type)
     if f.metadata.get("kind") in ("policy", "replicas"):
@@ -46,95 +62,109 @@ def _config_type(f: dataclasses.Field[Any]) -> ConfigType:
         return ConfigType.DOUBLE
     if "int" in type_name:
         large = isinstance(f.default, int) and f.default > INT_MAX
-        return ConfigType.LONG if large or f.metadata["key"].endswith(".ms") else ConfigType.INT
+        long = large or f.metadata["key"].endswith(".ms") or f.metadata["key"] in _LONG_KEYS
+        return ConfigType.LONG if long else ConfigType.INT
     return ConfigType.STRING
 
 
 _TOPIC_FIELDS = {f.metadata["key"]: f for f in config_fields(TopicConfig)}
 _BROKER_FIELDS = {f.metadata["key"]: f for f in config_fields(BrokerConfig)}
-_DYNAMIC_FIELDS = {f.metadata["key"]: f for f in config_fields(DynamicBrokerConfig)}
+_THROTTLE_FIELDS = {f.metadata["key"]: f for f in config_fields(DynamicBrokerConfig)}
+_DYNAMIC_FIELDS = {**_THROTTLE_FIELDS, **{k: f for k, f in _BROKER_FIELDS.items() if k in DYNAMIC_BROKER_CONFIG_KEYS}}
+"""Every key ``/config/brokers/<id>`` and ``/config/brokers/<default>`` may hold."""
 
 
-def describe_topic_configs(broker: BrokerConfig, overrides: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every topic config with value, source and synonyms (most specific first), sorted by name."""
-    effective = broker.topic_defaults().with_overrides(overrides).to_properties()
+def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+def _broker_synonyms(
+    keys: tuple[str, ...], broker: BrokerConfig, per_broker: Mapping[str, str], default: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Kafka's chain for broker keys ``keys`` (most specific first): every dynamic per-broker value, then every
+    dynamic cluster default, every static value, every built-in default."""
+    synonyms = []
+    for source, values in (
+        (ConfigSource.DYNAMIC_BROKER_CONFIG, per_broker),
+        (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, default),
+    ):
+        synonyms += [_synonym(k, values[k], source) for k in keys if k in values and k in _DYNAMIC_FIELDS]
+    for key in keys:
+        if key in broker.explicit_keys and key in _BROKER_FIELDS:
+            value = _render(getattr(broker, _BROKER_FIELDS[key].name))
+            synonyms.append(_synonym(key, value, ConfigSource.STATIC_BROKER_CONFIG))
+    for key in keys:
+        f = _DYNAMIC_FIELDS.get(key, _BROKER_FIELDS.get(key))
+        if f is not None and f.default is not None:
+            synonyms.append(_synonym(key, _render(f.default), ConfigSource.DEFAULT_CONFIG))
+    return synonyms
+
+
+def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict[str, Any]], f: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "read_only": read_only,
+        "config_source": synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG,
+        "is_sensitive": False,
+        "synonyms": synonyms,
+        "config_type": _config_type(f),
+        "documentation": f.metadata["doc"],
+    }
+
+
+def describe_topic_configs(
+    broker: BrokerConfig,
+    overrides: Mapping[str, str],
+    per_broker: Mapping[str, str] | None = None,
+    default: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every topic config with value, source and synonyms (most specific first), sorted by name: the topic's
+    override (TOPIC_CONFIG), then the topic's broker keys as this broker sees them (``per_broker``: its own
+    ``/config/brokers/<id>``, ``default``: ``/config/brokers/<default>``, then the properties file, then defaults)."""
+    per_broker, default = per_broker or {}, default or {}
+    effective = DynamicBrokerConfig.apply(broker, default, per_broker).topic_defaults().with_overrides(overrides)
+    properties = effective.to_properties()
     entries = []
     for key in sorted(_TOPIC_FIELDS):
         synonyms = []
         if key in overrides:
-            synonyms.append({"name": key, "value": overrides[key], "source": ConfigSource.TOPIC_CONFIG})
-        for broker_key in TOPIC_TO_BROKER_KEYS.get(key, ()):
-            if broker_key in broker.explicit_keys:
-                value = _render(getattr(broker, _BROKER_FIELDS[broker_key].name))
-                synonyms.append({"name": broker_key, "value": value, "source": ConfigSource.STATIC_BROKER_CONFIG})
-        default_key = TOPIC_TO_BROKER_KEYS.get(key, (key,))[-1]
-        default_field = _BROKER_FIELDS.get(default_key, _TOPIC_FIELDS[key])
-        synonyms.append(
-            {"name": default_key, "value": _render(default_field.default), "source": ConfigSource.DEFAULT_CONFIG}
-        )
-        entries.append(
-            {
-                "name": key,
-                "value": effective[key],
-                "read_only": False,
-                "config_source": synonyms[0]["source"],
-                "is_sensitive": False,
-                "synonyms": synonyms,
-                "config_type": _config_type(_TOPIC_FIELDS[key]),
-                "documentation": _TOPIC_FIELDS[key].metadata["doc"],
-            }
-        )
+            synonyms.append(_synonym(key, overrides[key], ConfigSource.TOPIC_CONFIG))
+        broker_keys = TOPIC_TO_BROKER_KEYS.get(key, ())
+        synonyms += _broker_synonyms(broker_keys, broker, per_broker, default)
+        if not broker_keys:
+            synonyms.append(_synonym(key, _render(_TOPIC_FIELDS[key].default), ConfigSource.DEFAULT_CONFIG))
+        entries.append(_entry(key, properties[key], False, synonyms, _TOPIC_FIELDS[key]))
     return entries
 
 
 def describe_dynamic_broker_configs(
     per_broker: Mapping[str, str] | None, default: Mapping[str, str]
 ) -> list[dict[str, Any]]:
-    """The dynamic keys of one broker (``per_broker`` = its own entry) or, when ``per_broker`` is None, the cluster
-    defaults that are set; values not stored are shown with their default. Sorted by name."""
+    """The dynamic keys of a broker this broker is not (``per_broker`` = its entry) or, when ``per_broker`` is None,
+    the cluster defaults that are set: the throttle rates always (with their default when not stored), the other
+    dynamic keys when stored. Sorted by name."""
     entries = []
     for key, f in sorted(_DYNAMIC_FIELDS.items()):
-        synonyms = []
-        if per_broker is not None and key in per_broker:
-            synonyms.append({"name": key, "value": per_broker[key], "source": ConfigSource.DYNAMIC_BROKER_CONFIG})
-        if key in default:
-            synonyms.append({"name": key, "value": default[key], "source": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG})
-        elif per_broker is None:
+        stored = {k: v for k, v in (per_broker or {}).items() if k == key}
+        if key not in default and not stored and (per_broker is None or key not in _THROTTLE_FIELDS):
             continue
-        synonyms.append({"name": key, "value": _render(f.default), "source": ConfigSource.DEFAULT_CONFIG})
-        entries.append(
-            {
-                "name": key,
-                "value": synonyms[0]["value"],
-                "read_only": False,
-                "config_source": synonyms[0]["source"],
-                "is_sensitive": False,
-                "synonyms": synonyms,
-                "config_type": _config_type(f),
-                "documentation": f.metadata["doc"],
-            }
-        )
+        synonyms = _broker_synonyms((key,), BrokerConfig(), stored, default)
+        entries.append(_entry(key, synonyms[0]["value"], False, synonyms, f))
     return entries
 
 
-def describe_broker_configs(broker: BrokerConfig) -> list[dict[str, Any]]:
-    """This broker's static keys, read-only, with their source (properties file or default)."""
+def describe_broker_configs(
+    broker: BrokerConfig, per_broker: Mapping[str, str], default: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Every key of this broker: its value from its own dynamic entry, the cluster default, the properties file or
+    the built-in default, in that order; read-only unless the key's update mode lets it change."""
+    effective = DynamicBrokerConfig.apply(broker, default, per_broker)
     entries = []
     for key, f in sorted(_BROKER_FIELDS.items()):
-        source = ConfigSource.STATIC_BROKER_CONFIG if key in broker.explicit_keys else ConfigSource.DEFAULT_CONFIG
-        value = _render(getattr(broker, f.name))
-        entries.append(
-            {
-                "name": key,
-                "value": value,
-                "read_only": True,
-                "config_source": source,
-                "is_sensitive": False,
-                "synonyms": [{"name": key, "value": value, "source": source}],
-                "config_type": _config_type(f),
-                "documentation": f.metadata["doc"],
-            }
-        )
+        synonyms = _broker_synonyms((key,), broker, per_broker, default)
+        value = _render(getattr(effective, f.name))
+        entries.append(_entry(key, value, key not in DYNAMIC_BROKER_CONFIG_KEYS, synonyms, f))
     return entries
 
 
@@ -150,15 +180,22 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
         return zk.get_entity_config("topics", topic)
 
+    def dynamic_configs() -> tuple[dict[str, str], dict[str, str]]:
+        """This broker's ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
+        return zk.get_entity_config("brokers", str(broker_id)), zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
+
     def describe_broker(name: str) -> list[dict[str, Any]]:
         described = _broker_id(name)
         default = zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
         if described is None:
             return describe_dynamic_broker_configs(None, default)
-        dynamic = describe_dynamic_broker_configs(zk.get_entity_config("brokers", str(described)), default)
+        per_broker = zk.get_entity_config("brokers", str(described))
+        dynamic = describe_dynamic_broker_configs(per_broker, default)
         if described != broker_id:
             return dynamic
-        return sorted(describe_broker_configs(broker) + dynamic, key=lambda entry: str(entry["name"]))
+        throttles = [entry for entry in dynamic if entry["name"] in _THROTTLE_FIELDS]
+        entries = describe_broker_configs(broker, per_broker, default) + throttles
+        return sorted(entries, key=lambda entry: str(entry["name"]))
 
     def describe_one(resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
         result: dict[str, Any] = {
@@ -170,7 +207,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
         }
         try:
             if resource.resource_type == ResourceType.TOPIC:
-                entries = describe_topic_configs(broker, topic_overrides(resource.resource_name))
+                entries = describe_topic_configs(broker, topic_overrides(resource.resource_name), *dynamic_configs())
             elif resource.resource_type == ResourceType.BROKER:
                 entries = describe_broker(resource.resource_name)
             else:
@@ -219,7 +256,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
                 target = _broker_id(name)
                 current = zk.get_entity_config("brokers", broker_entity(target))
                 updated = _altered(current, resource.configs, incremental, _DYNAMIC_FIELDS)
-                admin.validate_broker_config(updated)
+                admin.validate_broker_config(updated, per_broker=target is not None)
                 if not validate_only:
                     admin.change_broker_config(target, updated)
             else:

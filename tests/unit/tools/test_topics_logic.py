@@ -76,6 +76,15 @@ def test_replica_assignment_and_configs() -> None:
         ({"describe": True, "under_replicated_partitions": True, "unavailable_partitions": True}, "Only one of"),
         ({"create": True, "topic": "t", "replica_assignment": "1:2", "partitions": 3}, "[replica-assignment]"),
         ({"alter": True, "topic": "t"}, 'Missing required argument "[partitions]"'),
+        (
+            {"alter": True, "topic": "t", "config": ["retention.ms=1"]},
+            'Option combination "[bootstrap-server],[config]" can\'t be used with option "[alter]" (the kafka-configs'
+            " CLI supports altering topic configs with a --bootstrap-server option)",
+        ),
+        (
+            {"alter": True, "topic": "t", "delete_config": ["retention.ms"]},
+            'Option "[delete-config]" can\'t be used with option "[bootstrap-server]"',
+        ),
     ],
 )
 def test_option_rules(options: dict[str, object], message: str) -> None:
