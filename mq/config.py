@@ -615,6 +615,7 @@ class DynamicBrokerConfig:
         LONG_MAX,
         "bytes/s read to move replicas between the log dirs of a broker",
         minimum=0,
+        update=CLUSTER_WIDE,
     )
 
     def with_overrides(self, overrides: Mapping[str, str], source: str = "broker config") -> DynamicBrokerConfig:
