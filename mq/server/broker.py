@@ -41,6 +41,7 @@ from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
+from mq.server.handlers.client_quotas import client_quota_apis
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
 from mq.server.handlers.controller_requests import controller_apis
@@ -59,6 +60,7 @@ from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import ConnectionLimits, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
+from mq.server.quotas import ClientQuotas, Entity, parse_entity_path, read_all_quota_configs, read_quota_config
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
 from mq.server.scheduler import Scheduler
@@ -156,6 +158,8 @@ class KafkaServer:
         self._auto_create_failures: dict[str, ErrorCode] = {}
         self.liveness: PeerLivenessMonitor | None = None
         self.registration_keeper: RegistrationKeeper | None = None
+        self.client_quotas: ClientQuotas | None = None
+        self.dispatcher: ApiDispatcher | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -172,6 +176,7 @@ class KafkaServer:
         the loop."""
         assert self.zk is not None
         topics: dict[str, TopicConfig] = {}
+        quotas: dict[Entity, dict[str, str]] = {}
         brokers_changed = False
         for child in sorted(children):
             sequence = int(child.rsplit("_", 1)[1])
@@ -187,11 +192,18 @@ class KafkaServer:
                 topics[name] = self.config.topic_defaults().with_overrides(overrides)
             elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
                 brokers_changed = True
+            elif entity_type in ("users", "clients"):
+                entity = parse_entity_path(f"{entity_type}/{name}")
+                if entity is not None:
+                    quotas[entity] = read_quota_config(self.zk, entity)
         rates = self._read_throttle_rates() if brokers_changed else None
-        self._post(lambda: self._apply_config_changes(topics, rates))
+        self._post(lambda: self._apply_config_changes(topics, rates, quotas))
 
     def _apply_config_changes(
-        self, topics: dict[str, TopicConfig], rates: tuple[dict[str, str], dict[str, str]] | None
+        self,
+        topics: dict[str, TopicConfig],
+        rates: tuple[dict[str, str], dict[str, str]] | None,
+        quotas: dict[Entity, dict[str, str]],
     ) -> None:
         assert self.replica_manager is not None
         for name, topic_config in topics.items():
@@ -199,6 +211,16 @@ class KafkaServer:
             self.replica_manager.update_topic_config(name)
         if rates is not None:
             self.replica_manager.quotas.update_rates(*rates)
+        if quotas:
+            self._update_client_quotas(quotas)
+
+    def _update_client_quotas(self, quotas: dict[Entity, dict[str, str]]) -> None:
+        """Apply changed client quota configs; requests are recorded against quotas only while any is set."""
+        client_quotas, dispatcher = self.client_quotas, self.dispatcher
+        assert client_quotas is not None and dispatcher is not None
+        for entity, config in quotas.items():
+            client_quotas.update(entity, config)
+        dispatcher.quotas = client_quotas if client_quotas.enabled else None
 
     def _read_throttle_rates(self) -> tuple[dict[str, str], dict[str, str]]:
         """The replication throttle rates of ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
@@ -327,7 +349,8 @@ class KafkaServer:
             lambda topic: self.topic_config(topic).unclean_leader_election_enable,
         )
         admin = self.admin = AdminZkClient(self.zk)
-        dispatcher = ApiDispatcher()
+        dispatcher = self.dispatcher = ApiDispatcher()
+        self.client_quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds, self.clock.time_ms)
         for api in [
             produce_api(self.replica_manager),
             fetch_api(self.replica_manager),
@@ -337,6 +360,7 @@ class KafkaServer:
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
             *admin_topic_apis(admin, self.cache, config),
             *configs_apis(admin, config, self.broker_id),
+            *client_quota_apis(self.zk),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *reassignment_apis(self.zk),
@@ -392,6 +416,7 @@ class KafkaServer:
             return True
 
         self.replica_manager.quotas.update_rates(*self._read_throttle_rates())
+        self._update_client_quotas(await loop.run_in_executor(self.zk_executor, read_all_quota_configs, self.zk))
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
