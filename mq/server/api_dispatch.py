@@ -21,7 +21,8 @@ Client quotas (``mq.server.quotas``): while any quota is set, ``quotas`` holds t
 request is recorded once it is answered — Produce by its request size and Fetch by its response size (consumers
 only) against the byte rates, the time its handling took on the loop against ``request_percentage`` — and a
 request that takes its client over a quota gets the throttle time in its response's ``throttle_time_ms`` and mutes
-its connection for that time (KIP-219). Inter-broker APIs, a follower's Fetch, ApiVersions and SASL are exempt, as
+its connection for that time (KIP-219). As in Kafka, a throttled consumer Fetch is answered without any partition
+and its bytes are taken back from the rate (the records are fetched again once the throttle has passed). Inter-broker APIs, a follower's Fetch, ApiVersions and SASL are exempt, as
 in Kafka. While no quota is set, ``quotas`` is None and requests pay nothing for them.
 """
 
@@ -48,6 +49,7 @@ from mq.protocol.codec import (
     response_schema,
 )
 from mq.protocol.entities import build
+from mq.protocol.fetch_response import encode_fetch_response
 from mq.protocol.frame_fields import I32
 from mq.protocol.produce_response import with_throttle_time
 from mq.server.network import ClientAddress, Response
@@ -186,6 +188,8 @@ class ApiDispatcher:
             throttle_ms = max(throttle_ms, quotas.produce.record(user, sanitized, request_bytes, now_ms))
         elif api_key == ApiKey.FETCH and response_bytes:
             throttle_ms = max(throttle_ms, quotas.fetch.record(user, sanitized, response_bytes, now_ms))
+            if throttle_ms > 0:  # the records are not sent: the throttled answer is empty
+                quotas.fetch.record(user, sanitized, -response_bytes, now_ms)
         return throttle_ms
 
     def _throttle(
@@ -200,16 +204,17 @@ class ApiDispatcher:
         response: Response | None,
     ) -> Response | None:
         """Record an encoded answer (None: produce with acks=0) and throttle it if a quota is exceeded."""
-        response_bytes = 0
-        if response is not None:
-            head = response if isinstance(response, bytes) else response[0]
-            assert isinstance(head, bytes)
-            response_bytes = I32.unpack_from(head, 0)[0] + 4
+        response_bytes = 0 if response is None else I32.unpack_from(_head(response), 0)[0] + 4
         throttle_ms = self._record(quotas, api_key, client, client_id, request_bytes, response_bytes, loop_ns)
         if throttle_ms <= 0:
             return response
         client.mute(throttle_ms)
-        return None if response is None else _with_throttle_time(api_key, api_version, response, throttle_ms)
+        if response is None:
+            return None
+        if api_key == ApiKey.FETCH:
+            correlation_id = I32.unpack_from(_head(response), 4)[0]
+            return encode_fetch_response(api_version, correlation_id, [], throttle_time_ms=throttle_ms)
+        return _with_throttle_time(api_key, api_version, response, throttle_ms)
 
     def now(self, frame: bytearray, client: ClientAddress) -> NowResult:
         """The immediate answer to ``frame`` from its API's ``now`` handler, or LATER (no such handler, a version out
@@ -305,10 +310,16 @@ def _with_throttle_time(api_key: int, api_version: int, response: Response, thro
     position = _throttle_position(api_key, api_version)
     if position < 0:
         return response
-    head = response if isinstance(response, bytes) else response[0]
-    assert isinstance(head, bytes)
+    head = _head(response)
     patched = head[:position] + I32.pack(throttle_ms) + head[position + 4 :]
     return patched if isinstance(response, bytes) else [patched, *response[1:]]
+
+
+def _head(response: Response) -> bytes:
+    """The first bytes of a response frame (a piecewise response starts with its size and header)."""
+    head = response if isinstance(response, bytes) else response[0]
+    assert isinstance(head, bytes)
+    return head
 
 
 class _Timed:

@@ -47,6 +47,8 @@ CLIENT_ID = "client-id"
 ANONYMOUS = "ANONYMOUS"
 """The user name of every connection until authentication exists (principal ``User:ANONYMOUS``)."""
 
+INT32_MAX = 2**31 - 1
+
 SENSORS_KEPT = 100_000
 """Sensors kept at most; beyond that those idle longest (a whole window and more) are dropped first."""
 
@@ -214,10 +216,10 @@ class Rate:
 
 def throttle_time_ms(rate: float, bound: float, window_ms: int) -> int:
     """Kafka's throttle time for a measured ``rate`` over ``bound``: as long as the measure window must grow, at the
-    bound, for the excess to be absorbed."""
+    bound, for the excess to be absorbed (at most what the int32 field holds)."""
     if rate <= bound:
         return 0
-    return round((rate - bound) / bound * window_ms)
+    return min(round((rate - bound) / bound * window_ms), INT32_MAX)
 
 
 @dataclass(frozen=True, slots=True)
