@@ -6,7 +6,11 @@ well above it at the same time.
 The broker measures rates over ``quota.window.num=2`` samples of one second: with Kafka's default of 11 a fresh
 client may burst ten seconds' worth of quota at once and then waits, so its rate averages out only over
 multiples of 11 s; two samples let about one second's worth through first. Rates are measured from each client's
-first throttle event on (for the unthrottled client, from its first delivery)."""
+first throttle event on (for the unthrottled client, from its first delivery), with little buffered or in flight on
+the client's side, so that what moves after the first throttle is what the broker lets through from then on. A
+throttled fetch is answered empty and the next one waits for the whole response to fit (Kafka's math), so the
+records are written in batches of at most 64 KiB and fetched 64 KiB at a time: 256 KiB responses would hold the
+consumer near 0.87 of a 1 MiB/s quota."""
 
 from __future__ import annotations
 
@@ -112,7 +116,8 @@ def produce(bootstrap: str, client_id: str, measured: Measured, deadline: float)
             "client.id": client_id,
             "linger.ms": 5,
             "acks": 1,
-            "queue.buffering.max.kbytes": 2048,
+            "queue.buffering.max.kbytes": 512,
+            "max.in.flight.requests.per.connection": 1,
             "throttle_cb": measured.on_throttle,
         }
     )
@@ -164,7 +169,10 @@ def consume(bootstrap: str, client_id: str, measured: Measured, deadline: float,
             "group.id": f"group-{client_id}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "max.partition.fetch.bytes": 262_144,
+            "max.partition.fetch.bytes": 65_536,
+            "queued.max.messages.kbytes": 1024,
+            "fetch.queue.backoff.ms": 10,
+            "fetch.error.backoff.ms": 10,  # with the default 500 ms some runs stayed near 0.88 of the quota
             "throttle_cb": measured.on_throttle,
         }
     )
@@ -184,7 +192,7 @@ def test_a_consumer_with_a_quota_fetches_at_it_while_another_fetches_freely(
     quota_broker: Any, kafka_admin: KafkaAdminClient
 ) -> None:
     total = 40 * 1_048_576
-    producer = Producer({"bootstrap.servers": quota_broker.bootstrap, "linger.ms": 20})
+    producer = Producer({"bootstrap.servers": quota_broker.bootstrap, "linger.ms": 20, "batch.size": 65_536})
     for _ in range(total // len(RECORD)):
         while True:
             try:
