@@ -274,8 +274,11 @@ class Connection(asyncio.BufferedProtocol):
         return self._transport is None
 
     def drain_and_close(self) -> None:
-        """Read no more requests; answer those already received, then close."""
+        """Read no more requests; answer those already received (a throttle no longer holds them), then close."""
         self._closing = True
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+            self._unmute()
         self._update_reading()
         self._close_when_done()
 

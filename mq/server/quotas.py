@@ -16,7 +16,8 @@ A sensor is Kafka's ``Rate`` over ``SampledStat``: ``window_num`` samples, each 
 that opened it; samples older than the whole window are reset. The rate is the retained total over the elapsed
 time since the oldest sample began, counted as at least ``window_num - 1`` whole samples (so a fresh sensor admits
 about ``(window_num - 1) * window_size * quota`` at once). A record that takes the rate over the bound gets the
-throttle time ``round((rate - bound) / bound * window)`` ms, ``window`` being that same elapsed time.
+throttle time ``round((rate - bound) / bound * window)`` ms, ``window`` being that same elapsed time; for
+``request_percentage`` at most one sample's length, as Kafka bounds request-time throttles.
 """
 
 from __future__ import annotations
@@ -234,10 +235,11 @@ class ClientQuotaManager:
     """One quota type (produce bytes, fetch bytes or request time): the overrides of that key and a sensor per
     metric tag pair."""
 
-    def __init__(self, key: str, window_num: int, window_ms: int) -> None:
+    def __init__(self, key: str, window_num: int, window_ms: int, max_throttle_ms: int = INT32_MAX) -> None:
         self.key = key
         self.window_num = window_num
         self.window_ms = window_ms
+        self.max_throttle_ms = max_throttle_ms
         self.overrides: dict[Entity, float] = {}
         self._sensors: dict[tuple[str, str], Rate] = {}
         self._resolved: dict[tuple[str, str], _Resolved | None] = {}
@@ -283,7 +285,7 @@ class ClientQuotaManager:
             sensor = self._sensors[quota.tags] = Rate(self.window_num, self.window_ms)
         sensor.record(value, now_ms)
         window = sensor.window_size_ms(now_ms)
-        return throttle_time_ms(sensor.measure(now_ms), quota.bound, window)
+        return min(throttle_time_ms(sensor.measure(now_ms), quota.bound, window), self.max_throttle_ms)
 
     def _drop_idle(self, now_ms: int) -> None:
         idle = now_ms - self.window_num * self.window_ms
@@ -294,13 +296,14 @@ class ClientQuotaManager:
 
 
 class ClientQuotas:
-    """The broker's three client quota managers; ``enabled`` once any quota is set anywhere."""
+    """The broker's three client quota managers; ``enabled`` once any quota is set anywhere. Request time is
+    recorded in per cent of a core times seconds (nanoseconds / 10^7), so its rate is a percentage."""
 
     def __init__(self, window_num: int, window_size_seconds: int, time_ms: Callable[[], int]) -> None:
         window_ms = window_size_seconds * 1000
         self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, window_num, window_ms)
         self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, window_num, window_ms)
-        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, window_num, window_ms)
+        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, window_num, window_ms, max_throttle_ms=window_ms)
         self.time_ms = time_ms
         self._sanitized: dict[str | None, str] = {}
 

@@ -114,6 +114,13 @@ def test_the_first_level_that_sets_a_quota_wins_and_names_the_sensor(top: int) -
     assert resolved.tags == ("u" if user is not None else "", "c" if client is not None else "")
 
 
+def test_request_time_throttles_are_bounded_by_one_sample() -> None:
+    quotas = ClientQuotas(11, 1, lambda: T0)
+    quotas.update((None, "c"), {"request_percentage": "1", "producer_byte_rate": "1"})
+    assert quotas.request.record("u", "c", 1000.0, T0) == 1000
+    assert quotas.produce.record("u", "c", 1000.0, T0) == (1000 / 10 - 1) * 10_000
+
+
 def test_a_user_quota_is_shared_by_its_clients_and_a_removed_quota_stops_throttling() -> None:
     manager = ClientQuotaManager(PRODUCER_BYTE_RATE, 11, 1000)
     manager.update(("u", None), 1000.0)
