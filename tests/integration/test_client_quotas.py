@@ -14,6 +14,8 @@ consumer near 0.87 of a 1 MiB/s quota."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +25,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.zk_store import ZooKeeperStore
 
 pytestmark = pytest.mark.slow
 
@@ -246,3 +251,31 @@ def test_quotas_are_described_by_filter_and_invalid_ones_are_refused(kafka_admin
     assert described(describe(kafka_admin, [("client-id", 0, "c2")], strict=True)) == []
     assert alter(kafka_admin, {"client-id": "c1"}, {"producer_byte_rate": None}).error_code == 0
     assert described(describe(kafka_admin, [("client-id", 0, "c1")], strict=True)) == []
+
+
+def test_zookeeper_mode_keeps_quotas_in_kafkas_tree(broker_factory: Any, zookeeper: Any) -> None:
+    """A quota written into ZooKeeper as Kafka's ``kafka-configs --zookeeper`` writes it (znode and change
+    notification) throttles that client id; one set through AlterClientQuotas lands in the same place."""
+    connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
+    broker = broker_factory("zk-broker", [f"zookeeper.connect={connect}", "broker.id=1"]).start()
+    zk = KafkaZkClient(ZooKeeperStore(connect))
+    try:
+        zk.set_entity_config("clients", "Z", {"producer_byte_rate": "10240"})
+        measured = Measured()
+        produce(broker.bootstrap, "Z", measured, time.monotonic() + 3)
+        assert measured.throttle_ms and max(measured.throttle_ms) > 0
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            assert alter(admin, {"user": "alice", "client-id": "c 1"}, {"consumer_byte_rate": 2048.0}).error_code == 0
+            assert described(describe(admin, [("client-id", 0, "Z")], strict=True)) == [
+                ({"client-id": "Z"}, {"producer_byte_rate": 10240.0})
+            ]
+        finally:
+            admin.close()
+        node = json.loads(zk.store.get_or_none("/config/users/alice/clients/c%201") or b"{}")
+        assert node == {"version": 1, "config": {"consumer_byte_rate": "2048"}}
+        changes = sorted(zk.store.get_children("/config/changes"))
+        last = json.loads(zk.store.get_or_none(f"/config/changes/{changes[-1]}") or b"{}")
+        assert last == {"version": 2, "entity_path": "users/alice/clients/c%201"}
+    finally:
+        zk.store.close()
