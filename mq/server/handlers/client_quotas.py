@@ -13,6 +13,7 @@ broker through ``/config/changes``, as Kafka's ZooKeeper mode does.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -152,8 +153,8 @@ def altered(current: dict[str, str], ops: Sequence[Any]) -> dict[str, str]:
         if key not in QUOTA_KEYS:
             raise _Invalid(f"Invalid configuration key {key}")
         value = float(op.value)
-        if not value > 0:
-            raise _Invalid(f"Invalid quota {key}={value}: a quota must be greater than 0")
+        if not math.isfinite(value) or value <= 0:
+            raise _Invalid(f"Invalid quota {key}={value}: a quota must be a number greater than 0")
         if key in WHOLE_KEYS:
             whole = int(value + 1e-6)
             if abs(whole - value) > 1e-6:

@@ -360,11 +360,13 @@ def test_alter_writes_kafkas_tree_and_describe_filters_it(zk: KafkaZkClient) -> 
 @pytest.mark.parametrize(
     ("ops", "message"),
     [
-        ({"producer_byte_rate": 0.0}, "must be greater than 0"),
-        ({"consumer_byte_rate": -5.0}, "must be greater than 0"),
-        ({"request_percentage": -0.5}, "must be greater than 0"),
+        ({"producer_byte_rate": 0.0}, "must be a number greater than 0"),
+        ({"consumer_byte_rate": -5.0}, "must be a number greater than 0"),
+        ({"request_percentage": -0.5}, "must be a number greater than 0"),
         ({"producer_byte_rate": 10.5}, "Configuration producer_byte_rate must be a LONG value"),
         ({"bogus": 1.0}, "Invalid configuration key bogus"),
+        ({"producer_byte_rate": float("inf")}, "must be a number greater than 0"),
+        ({"request_percentage": float("nan")}, "must be a number greater than 0"),
     ],
 )
 def test_an_invalid_entry_fails_the_request_and_nothing_is_written(

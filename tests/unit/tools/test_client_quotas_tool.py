@@ -119,6 +119,6 @@ def test_alter_refuses_what_kafka_configs_refuses(
 
 
 def test_a_broker_refusal_is_a_tool_error() -> None:
-    fake = FakeAdmin([], refuse="Invalid quota producer_byte_rate=0.0: a quota must be greater than 0")
-    with pytest.raises(ToolError, match="must be greater than 0"):
+    fake = FakeAdmin([], refuse="Invalid quota producer_byte_rate=0.0: a quota must be a number greater than 0")
+    with pytest.raises(ToolError, match="must be a number greater than 0"):
         alter_client_quotas(admin(fake), "clients", "c1", False, {"producer_byte_rate": "0"}, [])
