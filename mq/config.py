@@ -480,6 +480,10 @@ class BrokerConfig:
         "transaction.state.log.min.isr", 2, "min.insync.replicas of __transaction_state", shipped="1"
     )
     broker_rack: str | None = _key("broker.rack", None, "rack of this broker, for rack-aware assignment")
+    quota_window_num: int = _key("quota.window.num", 11, "samples kept to measure client quota rates", minimum=1)
+    quota_window_size_seconds: int = _key(
+        "quota.window.size.seconds", 1, "length of one client quota sample", minimum=1
+    )
     explicit_keys: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """Keys set by the properties file or an override (their source is STATIC_BROKER_CONFIG)."""
 

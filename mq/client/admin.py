@@ -152,6 +152,15 @@ COORDINATOR_MOVED = frozenset(
 """Group request errors that mean: look the coordinator up again and retry."""
 
 
+@dataclass(frozen=True)
+class ClientQuotaEntry:
+    """One entity's client quotas: entity type (``user``, ``client-id``) -> name (None: the default), and the
+    quota values by key."""
+
+    entity: dict[str, str | None]
+    values: dict[str, float]
+
+
 class AsyncAdmin:
     """Admin operations over one ``Cluster`` (created from ``bootstrap_servers`` unless given)."""
 
@@ -757,6 +766,41 @@ class AsyncAdmin:
                         part.error_code
                     )
         return result
+
+    async def describe_client_quotas(
+        self, components: Sequence[tuple[str, int, str | None]], strict: bool = False
+    ) -> list[ClientQuotaEntry]:
+        """DescribeClientQuotas: the entities whose quotas the filter matches; each component is (entity type
+        ``user`` or ``client-id``, match type 0 exact / 1 default / 2 any, name for an exact match)."""
+        body = {
+            "components": [{"entity_type": t, "match_type": m, "match": n} for t, m, n in components],
+            "strict": strict,
+        }
+        response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.DESCRIBE_CLIENT_QUOTAS, body))
+        if response.error_code != ErrorCode.NONE:
+            raise kafka_error(response.error_code, response.error_message, "describe client quotas")
+        return [
+            ClientQuotaEntry(
+                {e.entity_type: e.entity_name for e in entry.entity}, {v.key: float(v.value) for v in entry.values}
+            )
+            for entry in response.entries or ()
+        ]
+
+    async def alter_client_quotas(
+        self,
+        entity: Mapping[str, str | None],
+        add: Mapping[str, float],
+        remove: Iterable[str] = (),
+        validate_only: bool = False,
+    ) -> None:
+        """AlterClientQuotas of one entity (entity type -> name, None for the default): set ``add``, remove
+        ``remove``."""
+        ops = [{"key": k, "value": float(v), "remove": False} for k, v in add.items()]
+        ops += [{"key": k, "value": 0.0, "remove": True} for k in remove]
+        entry = {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()], "ops": ops}
+        body = {"entries": [entry], "validate_only": validate_only}
+        response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.ALTER_CLIENT_QUOTAS, body))
+        _raise_for_responses(response.entries, "alter client quotas")
 
 
 def _group_error(response: Any) -> int:

@@ -11,10 +11,10 @@ import asyncio
 import concurrent.futures
 import re
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
-from mq.client.admin import AsyncAdmin
+from mq.client.admin import AsyncAdmin, ClientQuotaEntry
 from mq.client.consumer import AsyncConsumer, ConsumerRecord
 from mq.client.group_consumer import AsyncGroupConsumer, RebalanceListener
 from mq.client.producer import AsyncProducer, Headers, RecordMetadata
@@ -86,6 +86,20 @@ class SyncAdmin(_Sync[AsyncAdmin]):
 
     def list_topics(self, include_internal: bool = True) -> list[str]:
         return self.call(AsyncAdmin.list_topics, include_internal)
+
+    def describe_client_quotas(
+        self, components: Sequence[tuple[str, int, str | None]], strict: bool = False
+    ) -> list[ClientQuotaEntry]:
+        return self.call(AsyncAdmin.describe_client_quotas, components, strict)
+
+    def alter_client_quotas(
+        self,
+        entity: Mapping[str, str | None],
+        add: Mapping[str, float],
+        remove: Iterable[str] = (),
+        validate_only: bool = False,
+    ) -> None:
+        self.call(AsyncAdmin.alter_client_quotas, entity, add, remove, validate_only)
 
 
 class SyncProducer(_Sync[AsyncProducer]):

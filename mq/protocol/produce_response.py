@@ -14,6 +14,7 @@ Layout (v9 is flexible: compact lengths and a tagged-field section after each st
 ``encode_one_partition`` writes the common answer (one topic, one partition, no error message or record errors,
 no throttle) from a layout cached per (version, topic): a Struct whose constant runs (the topic's array and name
 prefix, the empty record_errors, null error_message and tagged-field sections, the zero throttle) are fixed bytes.
+``with_throttle_time`` writes a client quota's throttle time into an encoded response.
 """
 
 from __future__ import annotations
@@ -72,6 +73,13 @@ def encode_produce_response(
     w.run += I32.pack(throttle_time_ms)
     w.tags()
     return w.finish_bytes()
+
+
+def with_throttle_time(frame: bytes, version: int, throttle_time_ms: int) -> bytes:
+    """``frame``, an encoded response of ``version``, with its throttle_time_ms (the body's last field, before the
+    final empty tagged-field section from v9) set to ``throttle_time_ms``."""
+    end = len(frame) - (1 if version >= 9 else 0)
+    return frame[: end - 4] + I32.pack(throttle_time_ms) + frame[end:]
 
 
 _Layout = tuple[struct.Struct, int, bytes, bytes]

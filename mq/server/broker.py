@@ -42,6 +42,7 @@ from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
+from mq.server.handlers.client_quotas import client_quota_apis
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
 from mq.server.handlers.controller_requests import controller_apis
@@ -61,6 +62,7 @@ from mq.server.log_dir_mover import LogDirMover
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.network import ConnectionLimits, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
+from mq.server.quotas import ClientQuotas, Entity, parse_entity_path, read_all_quota_configs, read_quota_config
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
 from mq.server.scheduler import Scheduler
@@ -165,6 +167,8 @@ class KafkaServer:
         self._auto_create_failures: dict[str, ErrorCode] = {}
         self.liveness: PeerLivenessMonitor | None = None
         self.registration_keeper: RegistrationKeeper | None = None
+        self.client_quotas: ClientQuotas | None = None
+        self.dispatcher: ApiDispatcher | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -194,6 +198,7 @@ class KafkaServer:
         new defaults, so every topic's config is read again."""
         assert self.zk is not None
         changed_topics: set[str] = set()
+        quotas: dict[Entity, dict[str, str]] = {}
         brokers_changed = False
         for child in sorted(children):
             sequence = int(child.rsplit("_", 1)[1])
@@ -208,6 +213,10 @@ class KafkaServer:
                 changed_topics.add(name)
             elif entity_type == "brokers" and name in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
                 brokers_changed = True
+            elif entity_type in ("users", "clients"):
+                entity = parse_entity_path(f"{entity_type}/{name}")
+                if entity is not None:
+                    quotas[entity] = read_quota_config(self.zk, entity)
         dynamic = self._read_dynamic_config() if brokers_changed else None
         if dynamic is not None:
             self._dynamic_config_read = dynamic
@@ -218,13 +227,14 @@ class KafkaServer:
             overrides = {name: self.zk.get_entity_config("topics", name) for name in changed_topics}
         topics = {name: defaults.with_overrides(topic_overrides) for name, topic_overrides in overrides.items()}
         rates = self._read_throttle_rates() if brokers_changed else None
-        self._post(lambda: self._apply_config_changes(topics, rates, dynamic))
+        self._post(lambda: self._apply_config_changes(topics, rates, dynamic, quotas))
 
     def _apply_config_changes(
         self,
         topics: dict[str, TopicConfig],
         rates: tuple[dict[str, str], dict[str, str]] | None,
         dynamic: BrokerConfig | None,
+        quotas: dict[Entity, dict[str, str]],
     ) -> None:
         """On the loop: the new topic configs go to their logs at once; a new broker config replaces the cached
         topic configs (those not read again are read on next use) and the connection limits."""
@@ -246,6 +256,8 @@ class KafkaServer:
         if rates is not None:
             self.replica_manager.quotas.update_rates(*rates)
             self._update_log_dir_move_rate(*rates)
+        if quotas:
+            self._update_client_quotas(quotas)
 
     def _update_log_dir_move_rate(self, broker_overrides: dict[str, str], default_overrides: dict[str, str]) -> None:
         """``replica.alter.log.dirs.io.max.bytes.per.second`` of ``/config/brokers/<id>`` over ``<default>``."""
@@ -258,6 +270,14 @@ class KafkaServer:
             return
         if self.log_dir_mover is not None:
             self.log_dir_mover.update_rate(dynamic.replica_alter_log_dirs_io_max_bytes_per_second)
+
+    def _update_client_quotas(self, quotas: dict[Entity, dict[str, str]]) -> None:
+        """Apply changed client quota configs; requests are recorded against quotas only while any is set."""
+        client_quotas, dispatcher = self.client_quotas, self.dispatcher
+        assert client_quotas is not None and dispatcher is not None
+        for entity, config in quotas.items():
+            client_quotas.update(entity, config)
+        dispatcher.quotas = client_quotas if client_quotas.enabled else None
 
     def _read_throttle_rates(self) -> tuple[dict[str, str], dict[str, str]]:
         """The replication throttle rates of ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
@@ -388,7 +408,8 @@ class KafkaServer:
             lambda topic: self.topic_config(topic).unclean_leader_election_enable,
         )
         admin = self.admin = AdminZkClient(self.zk)
-        dispatcher = ApiDispatcher()
+        dispatcher = self.dispatcher = ApiDispatcher()
+        self.client_quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds, self.clock.time_ms)
         for api in [
             produce_api(self.replica_manager),
             fetch_api(self.replica_manager),
@@ -398,6 +419,7 @@ class KafkaServer:
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
             *admin_topic_apis(admin, self.cache, config),
             *configs_apis(admin, config, self.broker_id),
+            *client_quota_apis(self.zk),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *reassignment_apis(self.zk),
@@ -456,6 +478,7 @@ class KafkaServer:
         self.replica_manager.quotas.update_rates(*rates)
         self._update_log_dir_move_rate(*rates)
         self.log_dir_mover.start()
+        self._update_client_quotas(await loop.run_in_executor(self.zk_executor, read_all_quota_configs, self.zk))
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")

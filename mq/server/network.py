@@ -17,7 +17,9 @@ grow is not read until memory is released, it is never dropped for it; smaller r
 by the receive buffer and ``MAX_WAITING_FRAMES``. A connection whose waiting requests and unsent responses number
 ``queued.max.requests`` is not read until half of them are done, so a client that pipelines without reading its responses holds
 its own socket buffers, not the broker's memory; nor does a connection handle a request while its unsent responses
-exceed ``WRITE_HIGH`` bytes). As Kafka's acceptor, the accept loop stops accepting while
+exceed ``WRITE_HIGH`` bytes). A client quota's throttle mutes a connection (``Connection.mute``, KIP-219): its
+response goes out at once, and the connection is neither read nor are its waiting requests handled until the
+throttle time has passed. As Kafka's acceptor, the accept loop stops accepting while
 ``max.connections`` are open (new connections wait in the listen backlog; a peer broker's liveness ping then times
 out, which proves nothing, where a closed connection would look like a dead broker) and closes a connection over
 ``max.connections.per.ip`` at once; when accept fails for want of file descriptors or memory it stops accepting
@@ -75,11 +77,24 @@ OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.E
 Response = bytes | list[bytes | FileRegion]
 
 
+def _no_mute(delay_ms: float) -> None:
+    """The mute of an address with no connection behind it (tests, in-process callers)."""
+
+
 @dataclass(frozen=True)
 class ClientAddress:
     host: str
     port: int
     connection_id: int
+    principal: str = field(default="User:ANONYMOUS", compare=False)
+    """Who the connection authenticated as (every connection is anonymous until authentication exists)."""
+    mute: Callable[[float], None] = field(default=_no_mute, compare=False, repr=False)
+    """Stop handling this connection's requests for the given milliseconds (a client quota's throttle)."""
+
+    @property
+    def user(self) -> str:
+        """The principal's name (``ANONYMOUS`` for ``User:ANONYMOUS``)."""
+        return self.principal.partition(":")[2]
 
 
 @dataclass(frozen=True)
@@ -147,7 +162,8 @@ class Connection(asyncio.BufferedProtocol):
     Invariants: ``_out`` holds, in order, the unsent pieces of the last ``_unsent`` responses; no frame is handled
     while ``_out_bytes`` > ``WRITE_HIGH``; reading is paused while the frames waiting, the one pending and the
     responses unsent number ``queued.max.requests``, or the frames waiting ``MAX_WAITING_FRAMES`` (until both fall to
-    half), while the receiver waits for pool memory, and once the connection is closing.
+    half), while the receiver waits for pool memory, while a throttle mutes it (no frame is handled then either), and
+    once the connection is closing.
     """
 
     def __init__(self, server: SocketServer, connection_id: int, host: str) -> None:
@@ -169,6 +185,9 @@ class Connection(asyncio.BufferedProtocol):
         self.frame_started = 0.0  # when the partial frame in the receiver started arriving; 0 = none
         self._memory_paused = False
         self._muted = False
+        self._throttled = False  # a client quota's throttle holds its next requests back
+        self._throttle_timer: asyncio.TimerHandle | None = None
+        self._throttled_until = 0.0
         self._reading_paused = False
         self._transport: asyncio.Transport | None = None
         self._fd = -1  # the socket's descriptor, for os.sendfile; -1 once closed
@@ -181,7 +200,7 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is not asyncio's subclass
         peer = transport.get_extra_info("peername") or ("", 0)
-        self.address = ClientAddress(str(peer[0]), int(peer[1]), self._connection_id)
+        self.address = ClientAddress(str(peer[0]), int(peer[1]), self._connection_id, mute=self.mute)
         sock = transport.get_extra_info("socket")
         self._fd = sock.fileno()
         self._server.tune_socket(sock)
@@ -234,6 +253,8 @@ class Connection(asyncio.BufferedProtocol):
         if self._wake is not None and not self._wake.done():
             self._wake.set_result(None)  # the general path ends
         self._server.pool.cancel(self._memory_released)
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         self._receiver.discard()
         self._discard_frames()
         self._server.connection_closed(self)
@@ -253,8 +274,11 @@ class Connection(asyncio.BufferedProtocol):
         return self._transport is None
 
     def drain_and_close(self) -> None:
-        """Read no more requests; answer those already received, then close."""
+        """Read no more requests; answer those already received (a throttle no longer holds them), then close."""
         self._closing = True
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+            self._unmute()
         self._update_reading()
         self._close_when_done()
 
@@ -265,7 +289,13 @@ class Connection(asyncio.BufferedProtocol):
         frames, server = self._frames, self._server
         now, pooled = server.now_handler, self._receiver.min_pooled_frame
         while True:
-            while frames and not self._pending and self._out_bytes <= WRITE_HIGH and self._transport is not None:
+            while (
+                frames
+                and not self._pending
+                and not self._throttled
+                and self._out_bytes <= WRITE_HIGH
+                and self._transport is not None
+            ):
                 if not self._handle(frames.popleft(), now, pooled):
                     return
             if not self._out or self._write_paused:
@@ -382,7 +412,7 @@ class Connection(asyncio.BufferedProtocol):
             self._muted = True
         elif self._muted and queued <= limit // 2 and waiting <= MAX_WAITING_FRAMES // 2:
             self._muted = False
-        pause = self._memory_paused or self._muted or self._closing
+        pause = self._memory_paused or self._muted or self._throttled or self._closing
         if pause != self._reading_paused:
             self._reading_paused = pause
             if pause:
@@ -391,6 +421,27 @@ class Connection(asyncio.BufferedProtocol):
                 if self.frame_started:  # a frame left half-read while reading was paused was not slow to arrive
                     self.frame_started = time.monotonic()
                 transport.resume_reading()
+
+    def mute(self, delay_ms: float) -> None:
+        """Read and handle no request of this connection for ``delay_ms`` (KIP-219: the throttled response goes out
+        at once, the client's next requests wait); a mute in progress is extended, never shortened."""
+        if self._transport is None or delay_ms <= 0:
+            return
+        loop = self._server.loop
+        until = loop.time() + delay_ms / 1000
+        if self._throttle_timer is not None:
+            if until <= self._throttled_until:
+                return
+            self._throttle_timer.cancel()
+        self._throttled = True
+        self._throttled_until = until
+        self._throttle_timer = loop.call_at(until, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._throttle_timer = None
+        self._throttled = False
+        self._handle_frames()
 
     def _close_when_done(self) -> None:
         if self._closing and not self._frames and not self._pending and not self._out and self._fd >= 0:

@@ -14,7 +14,6 @@ Client and user quotas are delegated to ``mq.tools.client_quotas`` (``describe_c
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -212,7 +211,9 @@ def describe(admin: SyncAdmin, entity: Entity, describe_all: bool) -> ConfigsOut
     """Kafka's describe through the admin APIs; without an entity name every topic (internal ones included) or every
     broker and then the cluster default."""
     if entity.entity_type in QUOTA_ENTITY_TYPES:
-        lines = _client_quotas().describe_client_quotas(admin, entity.entity_type, entity.name, entity.default)
+        from mq.tools.client_quotas import describe_client_quotas
+
+        lines = describe_client_quotas(admin, entity.entity_type, entity.name, entity.default)
         return ConfigsOutcome(lines=list(lines))
     _refuse_broker_loggers(entity)
     if entity.name is not None or entity.default:
@@ -240,9 +241,9 @@ def alter(admin: SyncAdmin, entity: Entity, add: Mapping[str, str], delete: Sequ
     if entity.name is None and not entity.default:
         raise ConfigCommandError(_name_required(entity), usage=True)
     if entity.entity_type in QUOTA_ENTITY_TYPES:
-        lines = _client_quotas().alter_client_quotas(
-            admin, entity.entity_type, entity.name, entity.default, dict(add), list(delete)
-        )
+        from mq.tools.client_quotas import alter_client_quotas
+
+        lines = alter_client_quotas(admin, entity.entity_type, entity.name, entity.default, dict(add), list(delete))
         return ConfigsOutcome(lines=list(lines))
     _refuse_broker_loggers(entity)
     current = {e.name: e.value for e in _entity_config(admin, entity, False)}
@@ -259,11 +260,6 @@ def alter(admin: SyncAdmin, entity: Entity, add: Mapping[str, str], delete: Sequ
     if entity.default:
         return ConfigsOutcome([f"Completed updating default config for {entity.entity_type} in the cluster."])
     return ConfigsOutcome([f"Completed updating config for {entity.entity_type[:-1]} {entity.name}."])
-
-
-def _client_quotas() -> Any:
-    """``mq.tools.client_quotas``, imported when a client or user entity is described or altered."""
-    return importlib.import_module("mq.tools.client_quotas")
 
 
 def _name_required(entity: Entity) -> str:
