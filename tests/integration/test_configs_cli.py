@@ -366,3 +366,28 @@ def test_cluster_broker_applies_its_own_and_the_default_entry(mq_command, zookee
         "  retention.ms=1 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=1,"
         " DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=604800000, DEFAULT_CONFIG:log.retention.hours=168}"
     ) in everything
+
+
+def test_client_and_user_quotas_through_mq_configs(mq_command, fast_broker) -> None:
+    add = ["--alter", "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"]
+    assert ok(configs(mq_command, fast_broker, *add, "--entity-type", "clients", "--entity-name", "c1")) == [
+        "Completed updating config for client c1."
+    ]
+    default_user = ["--entity-type", "users", "--entity-default"]
+    assert ok(configs(mq_command, fast_broker, "--alter", "--add-config", "request_percentage=50", *default_user)) == [
+        "Completed updating default config for users in the cluster."
+    ]
+    assert ok(configs(mq_command, fast_broker, "--describe", "--entity-type", "clients", "--entity-name", "c1")) == [
+        "Quota configs for client-id 'c1' are consumer_byte_rate=2097152.0, producer_byte_rate=1048576.0"
+    ]
+    assert ok(configs(mq_command, fast_broker, "--describe", *default_user)) == [
+        "Quota configs for the default user-principal are request_percentage=50.0"
+    ]
+    delete = ["--alter", "--delete-config", "consumer_byte_rate", "--entity-type", "clients", "--entity-name", "c1"]
+    ok(configs(mq_command, fast_broker, *delete))
+    assert ok(configs(mq_command, fast_broker, "--describe", "--entity-type", "clients")) == [
+        "Quota configs for client-id 'c1' are producer_byte_rate=1048576.0"
+    ]
+    refused = configs(mq_command, fast_broker, "--alter", "--add-config", "producer_byte_rate=0", "--client", "c2")
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert ok(configs(mq_command, fast_broker, "--describe", "--client", "c2")) == []
