@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, admin_settings
 from mq.errors import KafkaError
 from mq.tools.console import (
     ConsoleError,
@@ -247,7 +247,10 @@ class _Printer:
 @click.option(
     "--time", "timestamp", default="-1", show_default=True, help="-1 latest, -2 earliest, or a timestamp in ms."
 )
-def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> None:
+@admin_options()
+def get_offsets(
+    bootstrap: str, topic: str, partitions: str, timestamp: str, command_config: str | None, timeout: float | None
+) -> None:
     """Print topic:partition:offset for the latest, earliest or first offset at a time, per partition.
 
     Exit codes: 0 success, 1 the topic or a partition does not exist, 2 bad usage.
@@ -261,7 +264,11 @@ def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> 
     except (ValueError, ConsoleError) as exc:
         _fail(f"Invalid --time or --partitions: {exc}", EXIT_USAGE)
     try:
-        with SyncAdmin(bootstrap) as admin:
+        settings = admin_settings(command_config, timeout)
+    except ToolError as exc:
+        _fail(str(exc), exc.exit_code)
+    try:
+        with SyncAdmin(bootstrap, **settings) as admin:
             [metadata] = admin.call(AsyncAdmin.describe_topics, [topic])
             existing = {p.partition: p for p in metadata.partitions}
             chosen = sorted(existing) if wanted is None else wanted
