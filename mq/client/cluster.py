@@ -181,11 +181,15 @@ class Cluster:
             self.topics.update(result)
         return result
 
-    async def topic(self, name: str, *, refresh: bool = False) -> TopicMetadata:
+    async def topic(
+        self, name: str, *, refresh: bool = False, allow_auto_topic_creation: bool | None = None
+    ) -> TopicMetadata:
         """Metadata of one topic, fetched when unknown (or ``refresh``); raises KafkaError for a topic error."""
         metadata = None if refresh else self.topics.get(name)
         if metadata is None or metadata.error != ErrorCode.NONE:
-            metadata = (await self.refresh_metadata([name])).get(name)
+            metadata = (await self.refresh_metadata([name], allow_auto_topic_creation=allow_auto_topic_creation)).get(
+                name
+            )
         if metadata is None:
             raise KafkaError(f"no metadata for topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if metadata.error != ErrorCode.NONE:

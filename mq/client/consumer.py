@@ -169,7 +169,11 @@ async def list_offsets(
 
 
 class AsyncConsumer:
-    """Consumes assigned partitions; ``poll`` returns records, ``position`` the next offset per partition."""
+    """Consumes assigned partitions; ``poll`` returns records, ``position`` the next offset per partition.
+
+    With ``allow_auto_create_topics`` (Kafka's ``allow.auto.create.topics``, default true) the metadata requests for
+    its topics ask the broker to create missing ones (the broker's ``auto.create.topics.enable`` decides).
+    """
 
     def __init__(
         self,
@@ -185,6 +189,7 @@ class AsyncConsumer:
         isolation_level: str = "read_uncommitted",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        allow_auto_create_topics: bool = True,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -199,6 +204,7 @@ class AsyncConsumer:
                 client_id=client_id,
                 request_timeout_ms=request_timeout_ms + fetch_max_wait_ms,
                 retry_backoff_ms=retry_backoff_ms,
+                allow_auto_topic_creation=allow_auto_create_topics,
             )
         self.cluster = cluster
         self.auto_offset_reset = auto_offset_reset
