@@ -196,6 +196,25 @@ class Cluster:
             raise kafka_error(metadata.error, None, f"topic {name!r}")
         return metadata
 
+    async def topic_ready(
+        self, name: str, *, max_wait_ms: int, allow_auto_topic_creation: bool | None = None
+    ) -> TopicMetadata:
+        """Metadata of a topic a client is about to use: a retriable error is retried ``retries`` times, and
+        LEADER_NOT_AVAILABLE (the answer while the topic is being created, as after an auto-creation) until
+        ``max_wait_ms`` has passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        attempt = 0
+        while True:
+            try:
+                return await self.topic(name, refresh=attempt > 0, allow_auto_topic_creation=allow_auto_topic_creation)
+            except KafkaError as exc:
+                creating = exc.code == ErrorCode.LEADER_NOT_AVAILABLE and loop.time() < deadline
+                if not creating and not (exc.code.retriable and attempt < self.retries):
+                    raise
+            attempt += 1
+            await asyncio.sleep(min(self.retry_backoff_ms * 2 ** min(attempt - 1, 10), MAX_BACKOFF_MS) / 1000)
+
     async def leader_for(self, tp: TopicPartition) -> int:
         """The leader's broker id; raises a retriable KafkaError when the partition has none."""
         metadata = await self.topic(tp.topic)

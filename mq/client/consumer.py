@@ -190,6 +190,7 @@ class AsyncConsumer:
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         allow_auto_create_topics: bool = True,
+        default_api_timeout_ms: int = 60_000,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -214,6 +215,8 @@ class AsyncConsumer:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = ISOLATION_LEVELS[isolation_level]
         self.retry_backoff_ms = retry_backoff_ms
+        self.default_api_timeout_ms = default_api_timeout_ms
+        """How long ``partitions_for`` waits for a topic being created (Kafka's ``default.api.timeout.ms``)."""
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._pending_resets: dict[TopicPartition, int] = {}
@@ -225,6 +228,12 @@ class AsyncConsumer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The topic's partition ids (Kafka's ``partitionsFor``): a missing topic is created when
+        ``allow_auto_create_topics`` and the broker allow it."""
+        metadata = await self.cluster.topic_ready(topic, max_wait_ms=self.default_api_timeout_ms)
+        return [p.partition for p in metadata.partitions]
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly ``partitions``; positions of partitions kept from the previous assignment survive."""

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mq.client.cluster import MAX_BACKOFF_MS, Cluster, kafka_error
+from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
@@ -205,22 +205,10 @@ class AsyncProducer:
         self.producer_epoch = int(response.producer_epoch)
 
     async def partitions_for(self, topic: str) -> list[int]:
-        """The topic's partition ids, asking the broker to create the topic if it does not exist. A retriable error
-        is retried ``retries`` times; LEADER_NOT_AVAILABLE (the answer while a topic is being created) until
-        ``max_block_ms`` has passed."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.max_block_ms / 1000
-        attempt = 0
-        while True:
-            try:
-                metadata = await self.cluster.topic(topic, refresh=attempt > 0, allow_auto_topic_creation=True)
-                return [p.partition for p in metadata.partitions]
-            except KafkaError as exc:
-                creating = exc.code == ErrorCode.LEADER_NOT_AVAILABLE and loop.time() < deadline
-                if not creating and not (exc.code.retriable and attempt < self.retries):
-                    raise
-            attempt += 1
-            await asyncio.sleep(min(self.retry_backoff_ms * 2 ** min(attempt - 1, 10), MAX_BACKOFF_MS) / 1000)
+        """The topic's partition ids, asking the broker to create the topic if it does not exist and waiting up to
+        ``max_block_ms`` for a topic being created."""
+        metadata = await self.cluster.topic_ready(topic, max_wait_ms=self.max_block_ms, allow_auto_topic_creation=True)
+        return [p.partition for p in metadata.partitions]
 
     async def send(
         self,

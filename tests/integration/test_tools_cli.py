@@ -127,19 +127,25 @@ def test_producers_create_a_missing_topic_as_kafkas_do(mq_command: list[str], br
 
 def test_a_consumer_creates_a_missing_topic_only_with_allow_auto_create_topics(mq_command: list[str], broker) -> None:
     b = ["--bootstrap-server", broker.bootstrap]
-    for topic, allow in (("refused", "false"), ("allowed", "true")):
+    for topic, allow, group in (
+        ("refused", "false", ["--group", "g1"]),
+        ("allowed", "true", ["--group", "g2"]),
+        ("refused-directly", "false", []),
+        ("allowed-directly", "true", []),
+    ):
         consumed = mq(
             mq_command,
             "console-consumer",
             *b,
             "--topic",
             topic,
-            "--group",
-            f"g-{topic}",
+            *group,
             "--timeout-ms",
             "1000",
             "--consumer-property",
             f"allow.auto.create.topics={allow}",
         )
-        assert consumed.returncode == 0, consumed.stderr
-    assert mq(mq_command, "topics", *b, "--list").stdout.split() == ["__consumer_offsets", "allowed"]
+        # without a group the partitions are looked up first: a topic that is not there is an error
+        assert consumed.returncode == (1 if topic == "refused-directly" else 0), consumed.stderr
+    listed = mq(mq_command, "topics", *b, "--list").stdout.split()
+    assert listed == ["__consumer_offsets", "allowed", "allowed-directly"]
