@@ -40,7 +40,7 @@ class LogDirInUseError(KafkaStorageError):
 def holder_record() -> str:
     """This process's record: pid, start time (now) and command line."""
     started = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    command = " ".join(sys.argv).replace("\n", " ")
+    command = " ".join(sys.orig_argv).replace("\n", " ")
     return f"pid={os.getpid()}\nstarted={started}\ncommand={command}\n"
 
 
