@@ -88,13 +88,20 @@ def echo_json(document: Any) -> None:
     click.echo(json.dumps(document, separators=(",", ":")))
 
 
-ADMIN_CLIENT_KEYS = {"client.id": ("client_id", str), "request.timeout.ms": ("request_timeout_ms", int)}
-"""Admin client properties (``--admin.config`` / ``--command-config``) mq's admin client acts on; the others are
+ADMIN_CLIENT_KEYS = {
+    "client.id": ("client_id", str),
+    "request.timeout.ms": ("request_timeout_ms", int),
+    "default.api.timeout.ms": ("api_timeout_ms", int),
+}
+"""Admin client properties (``--command-config`` / ``--admin.config``) mq's admin client acts on; the others are
 accepted and reported as ignored."""
+
+DEFAULT_ADMIN_TIMEOUT_S = 30.0
+"""How long an admin command waits for the brokers by default (Kafka's admin client: 60 s)."""
 
 
 def admin_client_options(path: str | None) -> dict[str, Any]:
-    """Keyword arguments for ``AsyncAdmin``/``SyncAdmin`` from a Kafka-style admin client properties file."""
+    """Keyword arguments for ``SyncAdmin`` from a Kafka-style admin client properties file."""
     if path is None:
         return {}
     try:
@@ -111,6 +118,52 @@ def admin_client_options(path: str | None) -> dict[str, Any]:
                 raise ToolError(f"invalid value '{value}' for {key} in {path}", EXIT_USAGE) from None
         elif key != "bootstrap.servers":
             click.echo(f"Warning: ignoring admin client property {key}", err=True)
+    return options
+
+
+def command_config_option(*names: str) -> Callable[[F], F]:
+    """``--command-config FILE`` (or Kafka's other names for it, e.g. ``--admin.config``) as ``command_config``."""
+    return click.option(
+        *(names or ("--command-config",)),
+        "command_config",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Admin client properties: request.timeout.ms, default.api.timeout.ms, client.id.",
+    )
+
+
+def timeout_option() -> Callable[[F], F]:
+    """``--timeout SECONDS`` as ``timeout``: the bound of each admin call, retries included."""
+    return click.option(
+        "--timeout",
+        "timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Fail when the brokers have not answered within this many seconds (default: default.api.timeout.ms "
+        f"of --command-config, else {DEFAULT_ADMIN_TIMEOUT_S:g}).",
+    )
+
+
+def admin_options(*config_names: str) -> Callable[[F], F]:
+    """``--command-config`` (named ``config_names`` if given) and ``--timeout SECONDS``: see ``admin_settings``."""
+
+    def decorate(fn: F) -> F:
+        return command_config_option(*config_names)(timeout_option()(fn))
+
+    return decorate
+
+
+def admin_settings(
+    command_config: str | None, timeout_s: float | None = None, *, default_request_timeout_ms: int | None = None
+) -> dict[str, Any]:
+    """``SyncAdmin`` keyword arguments for an admin command: the properties of ``command_config``; each call is
+    bounded by ``timeout_s`` when given, else by the file's ``default.api.timeout.ms``, else by 30 s, and a single
+    request by the file's ``request.timeout.ms``, else by ``default_request_timeout_ms``, else by that bound."""
+    options = admin_client_options(command_config)
+    if timeout_s is not None:
+        options["api_timeout_ms"] = max(1, round(timeout_s * 1000))
+    options.setdefault("api_timeout_ms", round(DEFAULT_ADMIN_TIMEOUT_S * 1000))
+    options.setdefault("request_timeout_ms", default_request_timeout_ms or options["api_timeout_ms"])
     return options
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, admin_settings
 from mq.errors import KafkaError
 from mq.tools.console import (
     ConsoleError,
@@ -141,10 +141,12 @@ def console_consumer(
 
     With --group (or a group.id consumer property) the consumer joins that group, consumes the partitions it is
     assigned starting at the group's committed offsets, and commits as it goes and at exit. Without a group it reads
-    the partitions directly and commits nothing. Prints "Processed a total of N messages" on stderr at exit.
+    the partitions directly and commits nothing. As Kafka's consumer, it asks the broker to create a --topic that
+    does not exist unless the consumer property allow.auto.create.topics is false. Prints "Processed a total of N messages" on stderr at exit.
     Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
     """
     from mq.client.admin import AsyncAdmin
+    from mq.client.consumer import AsyncConsumer
     from mq.client.sync import SyncAdmin, SyncConsumer, SyncGroupConsumer
 
     if (topic is None) == (whitelist is None):
@@ -176,15 +178,22 @@ def console_consumer(
                     group_consumer.subscribe([topic])
                 printer.run(group_consumer)
         else:
-            with SyncAdmin(bootstrap) as admin:
-                topics = admin.call(AsyncAdmin.describe_topics, None if topic is None else [topic])
-            if pattern is not None:
-                topics = [t for t in topics if pattern.fullmatch(t.name) and not t.is_internal]
-            if partition is not None:
-                tps = [TopicPartition(topics[0].name, partition)]
-            else:
-                tps = [TopicPartition(t.name, p.partition) for t in topics for p in t.partitions]
-            with SyncConsumer(bootstrap, auto_offset_reset="earliest", isolation_level=isolation_level) as consumer:
+            allow_create = settings.get("allow_auto_create_topics", True)
+            with SyncConsumer(
+                bootstrap,
+                auto_offset_reset="earliest",
+                isolation_level=isolation_level,
+                allow_auto_create_topics=allow_create,
+            ) as consumer:
+                if pattern is not None:
+                    with SyncAdmin(bootstrap) as admin:
+                        topics = admin.call(AsyncAdmin.describe_topics, None)
+                    matching = [t for t in topics if pattern.fullmatch(t.name) and not t.is_internal]
+                    tps = [TopicPartition(t.name, p.partition) for t in matching for p in t.partitions]
+                else:
+                    assert topic is not None
+                    found = consumer.call(AsyncConsumer.partitions_for, topic)
+                    tps = [TopicPartition(topic, p) for p in (found if partition is None else [partition])]
                 consumer.assign(tps)
                 if from_beginning or offset == "earliest":
                     consumer.seek_to_beginning(*tps)
@@ -247,7 +256,10 @@ class _Printer:
 @click.option(
     "--time", "timestamp", default="-1", show_default=True, help="-1 latest, -2 earliest, or a timestamp in ms."
 )
-def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> None:
+@admin_options()
+def get_offsets(
+    bootstrap: str, topic: str, partitions: str, timestamp: str, command_config: str | None, timeout: float | None
+) -> None:
     """Print topic:partition:offset for the latest, earliest or first offset at a time, per partition.
 
     Exit codes: 0 success, 1 the topic or a partition does not exist, 2 bad usage.
@@ -261,7 +273,11 @@ def get_offsets(bootstrap: str, topic: str, partitions: str, timestamp: str) -> 
     except (ValueError, ConsoleError) as exc:
         _fail(f"Invalid --time or --partitions: {exc}", EXIT_USAGE)
     try:
-        with SyncAdmin(bootstrap) as admin:
+        settings = admin_settings(command_config, timeout)
+    except ToolError as exc:
+        _fail(str(exc), exc.exit_code)
+    try:
+        with SyncAdmin(bootstrap, **settings) as admin:
             [metadata] = admin.call(AsyncAdmin.describe_topics, [topic])
             existing = {p.partition: p for p in metadata.partitions}
             chosen = sorted(existing) if wanted is None else wanted

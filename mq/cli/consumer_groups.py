@@ -17,7 +17,8 @@ from mq.cli.common import (
     EXIT_FAILED,
     EXIT_USAGE,
     ToolError,
-    admin_client_options,
+    admin_settings,
+    command_config_option,
     default_format,
     format_option,
     handle_errors,
@@ -72,7 +73,7 @@ def sampling_sleep(group: str, samples: int, output_format: str) -> Callable[[fl
 
 @click.command("consumer-groups", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED: The server(s) to connect to.")
-@click.option("--command-config", metavar="FILE", help="Admin client properties file.")
+@command_config_option()
 @click.option("--list", "list_", is_flag=True, help="List all consumer groups.")
 @click.option("--describe", is_flag=True, help="Describe groups: offsets and lag (default), --members or --state.")
 @click.option("--delete", is_flag=True, help="Delete groups (they must be empty).")
@@ -108,7 +109,14 @@ def sampling_sleep(group: str, samples: int, output_format: str) -> Callable[[fl
 @click.option("--dry-run", is_flag=True, help="reset: only show the plan (the default).")
 @click.option("--execute", is_flag=True, help="reset: commit the plan.")
 @click.option("--export", is_flag=True, help="reset: print the plan as CSV.")
-@click.option("--timeout", type=int, default=5000, show_default=True, metavar="MS", help="Admin request timeout.")
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=5000,
+    show_default=True,
+    metavar="MS",
+    help="Fail each admin call (retries included) that the brokers have not answered within this many ms.",
+)
 @status_options("describe: ")
 @format_option()
 @handle_errors
@@ -131,7 +139,7 @@ def consumer_groups(**options: Any) -> None:
     _check_usage(options)
     from mq.client.sync import SyncAdmin
 
-    config = {"request_timeout_ms": options["timeout"], **admin_client_options(options["command_config"])}
+    config = admin_settings(options["command_config"], options["timeout"] / 1000)
     with SyncAdmin(options["bootstrap_server"], **config) as sync:
         admin = tool.ClientGroupAdmin(sync)
         try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_client_options, handle_errors
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, admin_settings, handle_errors
 from mq.tools.leader_election import failure_message, parse_election_type, render_election
 from mq.tools.preferred_election import ElectionCommandError, parse_election_json
 from mq.topic_partition import TopicPartition
@@ -14,7 +14,7 @@ from mq.topic_partition import TopicPartition
 
 @click.command("leader-election", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to connect to (required).")
-@click.option("--admin.config", "admin_config", type=click.Path(dir_okay=False), help="Admin client properties file.")
+@admin_options("--admin.config", "--command-config")
 @click.option("--election-type", metavar="PREFERRED|UNCLEAN", help="Kind of election (any case; required).")
 @click.option("--topic", help="Topic of the one partition to elect (with --partition).")
 @click.option("--partition", type=int, help="Partition to elect (with --topic).")
@@ -27,7 +27,8 @@ from mq.topic_partition import TopicPartition
 @handle_errors
 def leader_election(
     bootstrap_server: str | None,
-    admin_config: str | None,
+    command_config: str | None,
+    timeout: float | None,
     election_type: str | None,
     topic: str | None,
     partition: int | None,
@@ -68,7 +69,7 @@ def leader_election(
     from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
-    with SyncAdmin(bootstrap_server, **admin_client_options(admin_config)) as admin:
+    with SyncAdmin(bootstrap_server, **admin_settings(command_config, timeout)) as admin:
         results = admin.call(AsyncAdmin.elect_leaders, wanted, int(kind))
     lines, failed = render_election(kind, results)
     for line in lines:

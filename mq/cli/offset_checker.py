@@ -11,6 +11,8 @@ import click
 from mq.cli.common import (
     EXIT_USAGE,
     ToolError,
+    admin_options,
+    admin_settings,
     bootstrap_from_zookeeper,
     default_format,
     format_option,
@@ -34,8 +36,12 @@ from mq.tools import consumer_groups, offset_checker
     help="ZooKeeper of a cluster: the brokers are found in /brokers/ids (offsets are read from the brokers).",
 )
 @click.option(
-    "--socket.timeout.ms", "socket_timeout_ms", type=int, default=6000, show_default=True, help="Request timeout."
+    "--socket.timeout.ms",
+    "socket_timeout_ms",
+    type=click.IntRange(min=1),
+    help="Request timeout in ms (default: request.timeout.ms of --command-config, else 6000).",
 )
+@admin_options()
 @click.option("--verbose", is_flag=True, help="Add lagSeconds after Owner in text output.")
 @status_options()
 @format_option()
@@ -59,7 +65,10 @@ def consumer_offset_checker(**options: Any) -> None:
     from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
-    with SyncAdmin(bootstrap, request_timeout_ms=options["socket_timeout_ms"]) as sync:
+    settings = admin_settings(options["command_config"], options["timeout"], default_request_timeout_ms=6000)
+    if options["socket_timeout_ms"] is not None:
+        settings["request_timeout_ms"] = options["socket_timeout_ms"]
+    with SyncAdmin(bootstrap, **settings) as sync:
         admin = consumer_groups.ClientGroupAdmin(sync)
         topics = offset_checker.parse_topics(options["topic"])
         group = options["group"]

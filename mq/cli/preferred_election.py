@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, admin_client_options, handle_errors
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, admin_options, admin_settings, handle_errors
 from mq.tools.preferred_election import (
     ElectionCommandError,
     parse_election_json,
@@ -20,7 +21,7 @@ from mq.topic_partition import TopicPartition
 @click.command("preferred-replica-election", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--zookeeper", metavar="HOST:PORT[,...][/CHROOT]", help="The cluster's ZooKeeper.")
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to ask (ElectLeaders) instead.")
-@click.option("--admin.config", "admin_config", type=click.Path(dir_okay=False), help="Admin client properties file.")
+@admin_options("--admin.config", "--command-config")
 @click.option(
     "--path-to-json-file",
     type=click.Path(dir_okay=False),
@@ -28,7 +29,11 @@ from mq.topic_partition import TopicPartition
 )
 @handle_errors
 def preferred_replica_election(
-    zookeeper: str | None, bootstrap_server: str | None, admin_config: str | None, path_to_json_file: str | None
+    zookeeper: str | None,
+    bootstrap_server: str | None,
+    command_config: str | None,
+    timeout: float | None,
+    path_to_json_file: str | None,
 ) -> None:
     """Ask the controller to make each partition's preferred replica its leader.
 
@@ -49,7 +54,7 @@ def preferred_replica_election(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
     if bootstrap_server is not None:
-        _elect_through_brokers(bootstrap_server, admin_config, wanted)
+        _elect_through_brokers(bootstrap_server, admin_settings(command_config, timeout), wanted)
         return
     assert zookeeper is not None
     store = ZooKeeperStore(zookeeper, session_timeout_ms=30000)
@@ -65,12 +70,12 @@ def preferred_replica_election(
 
 
 def _elect_through_brokers(
-    bootstrap_server: str, admin_config: str | None, wanted: list[TopicPartition] | None
+    bootstrap_server: str, settings: dict[str, Any], wanted: list[TopicPartition] | None
 ) -> None:
     from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
-    with SyncAdmin(bootstrap_server, **admin_client_options(admin_config)) as admin:
+    with SyncAdmin(bootstrap_server, **settings) as admin:
         results = admin.call(AsyncAdmin.elect_leaders, wanted)
     lines, failed = render_admin_election(results)
     for line in lines:

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_client_options, handle_errors
+from mq.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ToolError,
+    admin_settings,
+    command_config_option,
+    handle_errors,
+)
 from mq.client.admin import AsyncAdmin
 from mq.tools import reassign_partitions as tool
 from mq.tools.reassign_partitions import Assignment, PartitionProgress, ReassignCommandError
@@ -70,7 +77,7 @@ def _check_usage(action: str, options: dict[str, object], zookeeper: bool) -> No
 @click.command("reassign-partitions", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--zookeeper", metavar="HOST:PORT[,...][/CHROOT]", help="Work on the cluster's ZooKeeper (2.5 output).")
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Work through the brokers' admin APIs.")
-@click.option("--command-config", type=click.Path(dir_okay=False), help="Admin client properties file.")
+@command_config_option()
 @click.option("--generate", "do_generate", is_flag=True, help="Propose an assignment of the topics to the brokers.")
 @click.option("--execute", "do_execute", is_flag=True, help="Start the reassignment of --reassignment-json-file.")
 @click.option("--verify", "do_verify", is_flag=True, help="Report each partition's status; clear throttles when done.")
@@ -92,6 +99,16 @@ def _check_usage(action: str, options: dict[str, object], zookeeper: bool) -> No
 @click.option("--preserve-throttles", is_flag=True, help="Verify or cancel without removing throttles.")
 @click.option("--wait", is_flag=True, help="After --execute, show progress until done, then verify.")
 @click.option("--wait-interval", type=float, default=1.0, show_default=True, help="Seconds between progress polls.")
+@click.option(
+    "--timeout",
+    "log_dir_timeout_ms",
+    type=int,
+    default=10000,
+    show_default=True,
+    metavar="MS",
+    help="Kafka's wait for replica moves between log directories to begin; accepted, mq moves none (each admin "
+    "call is bounded by default.api.timeout.ms of --command-config, else 30 s).",
+)
 @handle_errors
 def reassign_partitions(
     zookeeper: str | None,
@@ -112,6 +129,7 @@ def reassign_partitions(
     preserve_throttles: bool,
     wait: bool,
     wait_interval: float,
+    log_dir_timeout_ms: int,
 ) -> None:
     """Generate, execute, verify, cancel or list partition reassignments.
 
@@ -281,7 +299,7 @@ def _bootstrap(
 ) -> bool:
     from mq.client.sync import SyncAdmin
 
-    with SyncAdmin(bootstrap_server, **admin_client_options(command_config)) as sync:
+    with SyncAdmin(bootstrap_server, **admin_settings(command_config)) as sync:
         admin = tool.SyncReassignAdmin(sync)
         if action == "generate":
             _echo(generate(admin))

@@ -50,8 +50,10 @@ def start(
 ) -> None:
     """Start a broker with CONFIG_FILE (default: config/server.properties, else built-in defaults).
 
-    Runs in the foreground until SIGTERM or SIGINT, then shuts down cleanly. Exit codes: 0 after a clean
-    shutdown, 1 if the broker could not start, 2 for bad usage.
+    Runs in the foreground until SIGTERM or SIGINT, then shuts down cleanly. A log directory another broker holds
+    refuses the start with that broker's pid, and the running broker's files are left untouched. --daemon returns
+    once the broker is up, or prints why it could not start. Exit codes: 0 after a clean shutdown (daemon: once
+    started), 1 if the broker could not start, 2 for bad usage.
     """
     config = _load(config_file, overrides)
     if daemon:
@@ -67,25 +69,46 @@ def start(
 
 
 def _start_daemon(config_file: str | None, overrides: tuple[str, ...], log_file: str, config: BrokerConfig) -> None:
+    """Start the broker detached, its standard error (logs and a failure's ``Error:`` line) appended to
+    ``log_file``; return once it wrote its pid file, or fail with the first error line it logged."""
     from mq.server.broker import pid_file
+    from mq.storage.log_dir_lock import check_free
 
-    command = [sys.executable, "-m", "mq", "server", "start", "--log-file", log_file]
+    check_free(config.log_dir_paths)  # refused here, a second start writes nothing, not even to the log file
+    command = [sys.executable, "-m", "mq", "server", "start"]
     command += [config_file] if config_file else []
     for item in overrides:
         command += ["--override", item]
-    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    log_path = Path(log_file)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     marker = pid_file(config)
-    with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as out:
-        process = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=out, start_new_session=True)
+    with open(os.devnull, "rb") as stdin, open(log_path, "ab") as log:
+        start_offset = log.tell()
+        process = subprocess.Popen(command, stdin=stdin, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise ToolError(f"the broker exited with code {process.returncode} during start-up; see {log_file}")
+            cause = _first_error(log_path, start_offset)
+            detail = f": {cause}" if cause else ""
+            raise ToolError(
+                f"the broker exited with code {process.returncode} during start-up{detail} (see {log_file})"
+            )
         if marker.exists() and marker.read_text().strip() == str(process.pid):
             click.echo(f"mq broker started in the background (pid {process.pid}, log {log_file})")
             return
         time.sleep(0.1)
     raise ToolError(f"the broker did not finish starting within 60 s; see {log_file}")
+
+
+def _first_error(log_path: Path, offset: int) -> str | None:
+    """The first ``Error: ...`` line (the one-line failure) or ERROR log line written after ``offset``."""
+    with open(log_path, "rb") as log:
+        log.seek(offset)
+        lines = log.read().decode("utf-8", "replace").splitlines()
+    for line in lines:
+        if line.startswith("Error: "):
+            return line.removeprefix("Error: ")
+    return next((line for line in lines if " ERROR " in line), None)
 
 
 @server.command("stop")
@@ -103,10 +126,13 @@ def stop(config_file: str | None, overrides: tuple[str, ...], timeout: float, ve
 
     config = _load(config_file, overrides)
     marker = pid_file(config)
+    pid: int | None
     try:
         pid = int(marker.read_text().strip())
     except (FileNotFoundError, ValueError):
-        raise ToolError("No mq server to stop") from None
+        pid = _lock_holder(config)
+    if pid is None:
+        raise ToolError("No mq server to stop")
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -121,3 +147,15 @@ def stop(config_file: str | None, overrides: tuple[str, ...], timeout: float, ve
             return
         time.sleep(0.1)
     raise ToolError(f"the broker (pid {pid}) did not stop within {timeout:g} s")
+
+
+def _lock_holder(config: BrokerConfig) -> int | None:
+    """The pid an mq broker holding the config's log dirs recorded in their lock (when its pid file is gone)."""
+    from mq.storage.log_dir_lock import LogDirInUseError, check_free
+
+    try:
+        check_free(config.log_dir_paths)
+    except LogDirInUseError as exc:
+        pid = exc.holder.get("pid", "")
+        return int(pid) if pid.isdigit() else None
+    return None

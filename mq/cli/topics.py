@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, default_format, format_option
+from mq.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ToolError,
+    admin_options,
+    admin_settings,
+    default_format,
+    format_option,
+)
 from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, ZkTopicAdmin, run_topics
 
 
@@ -43,6 +51,7 @@ from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, 
 @click.option("--unavailable-partitions", is_flag=True, help="describe: partitions without a live leader.")
 @click.option("--topics-with-overrides", is_flag=True, help="describe: only topics with config overrides.")
 @click.option("--exclude-internal", is_flag=True, help="list/describe: leave out internal topics.")
+@admin_options()
 @format_option()
 @click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 def topics(**options: Any) -> None:
@@ -54,6 +63,7 @@ def topics(**options: Any) -> None:
     options["list"] = options.pop("list_")
     output_format = options.pop("output_format") or default_format()
     verbose = options.pop("verbose")
+    command_config, timeout = options.pop("command_config"), options.pop("timeout")
     if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
         click.echo("Error: Only one of --bootstrap-server or --zookeeper must be specified", err=True)
         sys.exit(EXIT_USAGE)
@@ -69,8 +79,11 @@ def topics(**options: Any) -> None:
         else:
             from mq.client.sync import SyncAdmin
 
-            with SyncAdmin(options["bootstrap_server"]) as admin:
+            with SyncAdmin(options["bootstrap_server"], **admin_settings(command_config, timeout)) as admin:
                 outcome = run_topics(ClientTopicAdmin(admin), {**options, "zookeeper": False})
+    except ToolError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     except TopicCommandError as exc:
         if exc.usage:
             click.echo(f"Error: {exc}", err=True)

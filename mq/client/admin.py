@@ -210,7 +210,9 @@ class AsyncAdmin:
     async def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicMetadata]:
         """Partition leaders, replicas, ISR and topic ids; raises for a topic that does not exist."""
         wanted = None if names is None else list(names)
-        topics = await self.cluster.with_retries(lambda: self.cluster.refresh_metadata(wanted))
+        topics = await self.cluster.with_retries(
+            lambda: self.cluster.refresh_metadata(wanted, allow_auto_topic_creation=False)
+        )
         for topic in topics.values():
             if topic.error != ErrorCode.NONE:
                 raise kafka_error(topic.error, None, f"topic {topic.name!r}")

@@ -2,7 +2,11 @@
 
 ``Cluster`` owns every ``BrokerConnection`` the admin client, producer and consumer use. Metadata is refreshed on
 demand (unknown topic, retriable error); ``with_retries`` repeats an operation after a retriable ``KafkaError`` with
-exponential backoff and a metadata refresh in between.
+exponential backoff and a metadata refresh in between. Each request is bounded by the request timeout and the
+retries by their count; ``bounded`` puts one deadline over a whole operation (Kafka's ``default.api.timeout.ms``)
+and names what the client was still waiting for when it passed. Metadata requests for named topics ask the broker
+to create missing ones when ``allow_auto_topic_creation`` is set (a producer's cluster; a consumer's with
+``allow.auto.create.topics``); an admin client never does.
 """
 
 from __future__ import annotations
@@ -84,6 +88,12 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
     return result
 
 
+class ApiTimeoutError(KafkaError):
+    """An operation did not finish within its overall deadline (Kafka's ``TimeoutException``; not retried)."""
+
+    code = ErrorCode.REQUEST_TIMED_OUT
+
+
 class Cluster:
     """Metadata and connections for one cluster, shared by every client object built on it."""
 
@@ -95,12 +105,17 @@ class Cluster:
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         retries: int = 5,
+        allow_auto_topic_creation: bool = False,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retries = retries
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        """The default of ``refresh_metadata``'s flag of the same name."""
+        self.last_error: KafkaError | None = None
+        """The last retriable error ``with_retries`` retried after."""
         self.brokers: dict[int, BrokerMetadata] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.controller_id = -1
@@ -139,10 +154,13 @@ class Cluster:
         raise error
 
     async def refresh_metadata(
-        self, topics: Iterable[str] | None = None, *, allow_auto_topic_creation: bool = False
+        self, topics: Iterable[str] | None = None, *, allow_auto_topic_creation: bool | None = None
     ) -> dict[str, TopicMetadata]:
-        """Fetch metadata for ``topics`` (None: every topic) and return it; brokers and controller are updated."""
+        """Fetch metadata for ``topics`` (None: every topic) and return it; brokers and controller are updated.
+        ``allow_auto_topic_creation`` defaults to the cluster's setting."""
         names = None if topics is None else sorted(set(topics))
+        if allow_auto_topic_creation is None:
+            allow_auto_topic_creation = self.allow_auto_topic_creation
         body: dict[str, Any] = {
             "allow_auto_topic_creation": allow_auto_topic_creation,
             "include_cluster_authorized_operations": False,
@@ -163,16 +181,39 @@ class Cluster:
             self.topics.update(result)
         return result
 
-    async def topic(self, name: str, *, refresh: bool = False) -> TopicMetadata:
+    async def topic(
+        self, name: str, *, refresh: bool = False, allow_auto_topic_creation: bool | None = None
+    ) -> TopicMetadata:
         """Metadata of one topic, fetched when unknown (or ``refresh``); raises KafkaError for a topic error."""
         metadata = None if refresh else self.topics.get(name)
         if metadata is None or metadata.error != ErrorCode.NONE:
-            metadata = (await self.refresh_metadata([name])).get(name)
+            metadata = (await self.refresh_metadata([name], allow_auto_topic_creation=allow_auto_topic_creation)).get(
+                name
+            )
         if metadata is None:
             raise KafkaError(f"no metadata for topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if metadata.error != ErrorCode.NONE:
             raise kafka_error(metadata.error, None, f"topic {name!r}")
         return metadata
+
+    async def topic_ready(
+        self, name: str, *, max_wait_ms: int, allow_auto_topic_creation: bool | None = None
+    ) -> TopicMetadata:
+        """Metadata of a topic a client is about to use: a retriable error is retried ``retries`` times, and
+        LEADER_NOT_AVAILABLE (the answer while the topic is being created, as after an auto-creation) until
+        ``max_wait_ms`` has passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        attempt = 0
+        while True:
+            try:
+                return await self.topic(name, refresh=attempt > 0, allow_auto_topic_creation=allow_auto_topic_creation)
+            except KafkaError as exc:
+                creating = exc.code == ErrorCode.LEADER_NOT_AVAILABLE and loop.time() < deadline
+                if not creating and not (exc.code.retriable and attempt < self.retries):
+                    raise
+            attempt += 1
+            await asyncio.sleep(min(self.retry_backoff_ms * 2 ** min(attempt - 1, 10), MAX_BACKOFF_MS) / 1000)
 
     async def leader_for(self, tp: TopicPartition) -> int:
         """The leader's broker id; raises a retriable KafkaError when the partition has none."""
@@ -194,6 +235,7 @@ class Cluster:
             except KafkaError as exc:
                 if not exc.code.retriable or attempt >= self.retries:
                     raise
+                self.last_error = exc
             attempt += 1
             await asyncio.sleep(min(self.retry_backoff_ms * 2 ** (attempt - 1), MAX_BACKOFF_MS) / 1000)
             try:
@@ -201,6 +243,33 @@ class Cluster:
             except KafkaError as exc:
                 if not exc.code.retriable:
                     raise
+
+    async def bounded(self, operation: Awaitable[T], timeout_ms: int) -> T:
+        """Await ``operation`` for at most ``timeout_ms``; past that it is cancelled and ApiTimeoutError says what
+        the client was waiting for (a broker's answer, a connection, or a retry after the last error)."""
+        task = asyncio.ensure_future(operation)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout_ms / 1000)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if done:
+            return task.result()
+        waiting = self.waiting_for()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise ApiTimeoutError(f"timed out after {timeout_ms / 1000:g} s waiting for {waiting}")
+
+    def waiting_for(self) -> str:
+        """The requests and connections in progress, else the brokers and the last retried error."""
+        connections = [*self._connections.values(), *self._bootstrap_connections]
+        pending = [w for w in (c.waiting_for() for c in connections) if w is not None]
+        if pending:
+            return ", ".join(dict.fromkeys(pending))
+        brokers = ",".join(f"{b.host}:{b.port}" for b in self.brokers.values()) or ",".join(
+            f"{host}:{port}" for host, port in self.bootstrap
+        )
+        return brokers if self.last_error is None else f"{brokers} (last error: {self.last_error})"
 
     async def close(self) -> None:
         connections = [*self._connections.values(), *self._bootstrap_connections]

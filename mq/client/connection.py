@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import struct
 from collections import deque
 from collections.abc import Mapping
@@ -99,6 +100,7 @@ class BrokerConnection:
         self._in_flight: deque[_InFlight] = deque()
         self._correlation_ids = itertools.count(1)
         self._connect_lock = asyncio.Lock()
+        self._connecting = False
 
     def __repr__(self) -> str:
         return f"BrokerConnection(node_id={self.node_id}, {self.host}:{self.port})"
@@ -111,16 +113,33 @@ class BrokerConnection:
     def in_flight_count(self) -> int:
         return len(self._in_flight)
 
+    def waiting_for(self) -> str | None:
+        """What this connection waits for, e.g. ``127.0.0.1:9092 (no answer to ApiVersions)``; None when idle."""
+        if self._connecting:
+            return f"{self.host}:{self.port} (connecting)"
+        for entry in self._in_flight:
+            if not entry.future.done():
+                return f"{self.host}:{self.port} (no answer to {_display_name(entry.schema.__api_key__)})"
+        return None
+
     async def connect(self) -> None:
         """Open the socket and negotiate API versions, unless already connected."""
         async with self._connect_lock:
             if self._writer is not None:
                 return
+            self._connecting = True
             try:
                 async with asyncio.timeout(self.connect_timeout_ms / 1000):
                     reader, writer = await asyncio.open_connection(self.host, self.port)
-            except (OSError, TimeoutError) as exc:
-                raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+            except OSError as exc:  # TimeoutError included
+                reason = (
+                    os.strerror(exc.errno)
+                    if exc.errno
+                    else str(exc) or f"no answer within {self.connect_timeout_ms} ms"
+                )
+                raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {reason}") from exc
+            finally:
+                self._connecting = False
             self._writer = writer
             self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
             try:
@@ -256,3 +275,8 @@ def _name(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"api key {api_key}"
+
+
+def _display_name(api_key: int) -> str:
+    """Kafka's name of an API as its documentation writes it: ``API_VERSIONS`` -> ``ApiVersions``."""
+    return "".join(word.capitalize() for word in _name(api_key).split("_"))

@@ -169,7 +169,11 @@ async def list_offsets(
 
 
 class AsyncConsumer:
-    """Consumes assigned partitions; ``poll`` returns records, ``position`` the next offset per partition."""
+    """Consumes assigned partitions; ``poll`` returns records, ``position`` the next offset per partition.
+
+    With ``allow_auto_create_topics`` (Kafka's ``allow.auto.create.topics``, default true) the metadata requests for
+    its topics ask the broker to create missing ones (the broker's ``auto.create.topics.enable`` decides).
+    """
 
     def __init__(
         self,
@@ -185,6 +189,8 @@ class AsyncConsumer:
         isolation_level: str = "read_uncommitted",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        allow_auto_create_topics: bool = True,
+        default_api_timeout_ms: int = 60_000,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -199,6 +205,7 @@ class AsyncConsumer:
                 client_id=client_id,
                 request_timeout_ms=request_timeout_ms + fetch_max_wait_ms,
                 retry_backoff_ms=retry_backoff_ms,
+                allow_auto_topic_creation=allow_auto_create_topics,
             )
         self.cluster = cluster
         self.auto_offset_reset = auto_offset_reset
@@ -208,6 +215,8 @@ class AsyncConsumer:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = ISOLATION_LEVELS[isolation_level]
         self.retry_backoff_ms = retry_backoff_ms
+        self.default_api_timeout_ms = default_api_timeout_ms
+        """How long ``partitions_for`` waits for a topic being created (Kafka's ``default.api.timeout.ms``)."""
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._pending_resets: dict[TopicPartition, int] = {}
@@ -219,6 +228,12 @@ class AsyncConsumer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The topic's partition ids (Kafka's ``partitionsFor``): a missing topic is created when
+        ``allow_auto_create_topics`` and the broker allow it."""
+        metadata = await self.cluster.topic_ready(topic, max_wait_ms=self.default_api_timeout_ms)
+        return [p.partition for p in metadata.partitions]
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly ``partitions``; positions of partitions kept from the previous assignment survive."""

@@ -72,6 +72,7 @@ class AsyncGroupConsumer:
         isolation_level: str = "read_uncommitted",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        allow_auto_create_topics: bool = True,
     ) -> None:
         if not group_id:
             raise ValueError("group_id is required")
@@ -87,6 +88,7 @@ class AsyncGroupConsumer:
             isolation_level=isolation_level,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            allow_auto_create_topics=allow_auto_create_topics,
         )
         """Fetches the assigned partitions; it owns the cluster connections unless ``cluster`` was given."""
         self.cluster = self.fetcher.cluster
@@ -204,6 +206,9 @@ class AsyncGroupConsumer:
             if any(counts.get(topic) != assigned.get(topic) for topic in self._joined.group_topics):
                 log.info("group %s: partitions of the group's topics changed; rebalancing", self.group_id)
                 self.coordinator.rejoin_needed = True
+            elif any(topic not in counts for topic in self._joined.group_topics):
+                # a topic still being created (LEADER_NOT_AVAILABLE): look again soon, not after metadata_max_age_ms
+                self._next_metadata_refresh = loop.time() + self.fetcher.retry_backoff_ms / 1000
 
     # -- rebalances -------------------------------------------------------------------------------------------------
 

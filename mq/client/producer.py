@@ -1,5 +1,9 @@
 """Asyncio producer: Kafka's default partitioner, per-partition batching, acks 0/1/-1, idempotence, retries.
 
+As Kafka's producer, its Metadata requests ask the broker to create a topic that does not exist (the broker's
+``auto.create.topics.enable`` decides), and ``send`` waits up to ``max_block_ms`` for a topic just created to get
+its leaders.
+
 ``send`` appends a record to the open batch of its partition and returns a future of ``RecordMetadata``. A sender
 task drains a batch when it is full (``batch_size``), has waited ``linger_ms``, or on ``flush``/``close``, and sends
 the drained batches of each leader in one Produce request. One batch per partition is in flight at a time, so a
@@ -127,6 +131,7 @@ class AsyncProducer:
         retries: int = 5,
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 30_000,
+        max_block_ms: int = 60_000,
     ) -> None:
         if cluster is None:
             if bootstrap_servers is None:
@@ -137,6 +142,7 @@ class AsyncProducer:
                 request_timeout_ms=request_timeout_ms,
                 retry_backoff_ms=retry_backoff_ms,
                 retries=retries,
+                allow_auto_topic_creation=True,
             )
             self._owns_cluster = True
         else:
@@ -154,6 +160,8 @@ class AsyncProducer:
         self.retries = retries
         self.retry_backoff_ms = retry_backoff_ms
         self.request_timeout_ms = request_timeout_ms
+        self.max_block_ms = max_block_ms
+        """How long ``send`` waits for a topic without leaders yet (Kafka's ``max.block.ms``)."""
         self.producer_id = -1
         self.producer_epoch = -1
         self._batches: dict[TopicPartition, deque[_Batch]] = defaultdict(deque)
@@ -197,7 +205,9 @@ class AsyncProducer:
         self.producer_epoch = int(response.producer_epoch)
 
     async def partitions_for(self, topic: str) -> list[int]:
-        metadata = await self.cluster.with_retries(lambda: self.cluster.topic(topic), [topic])
+        """The topic's partition ids, asking the broker to create the topic if it does not exist and waiting up to
+        ``max_block_ms`` for a topic being created."""
+        metadata = await self.cluster.topic_ready(topic, max_wait_ms=self.max_block_ms, allow_auto_topic_creation=True)
         return [p.partition for p in metadata.partitions]
 
     async def send(
@@ -380,7 +390,9 @@ class AsyncProducer:
 
     async def _refresh_metadata(self, topic: str) -> None:
         with contextlib.suppress(KafkaError):
-            await self.cluster.refresh_metadata([topic, *(tp.topic for tp, q in self._batches.items() if q)])
+            await self.cluster.refresh_metadata(
+                [topic, *(tp.topic for tp, q in self._batches.items() if q)], allow_auto_topic_creation=True
+            )
         self._wakeup.set()
 
     def _seal(self, batch: _Batch) -> None:

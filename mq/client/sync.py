@@ -75,10 +75,20 @@ class _Sync(Generic[C]):
 
 
 class SyncAdmin(_Sync[AsyncAdmin]):
-    """AsyncAdmin's methods, blocking: ``admin.call(AsyncAdmin.describe_topics, ["t"])`` or the shortcuts below."""
+    """AsyncAdmin's methods, blocking: ``admin.call(AsyncAdmin.describe_topics, ["t"])`` or the shortcuts below.
 
-    def __init__(self, bootstrap_servers: str, **config: Any) -> None:
+    Each call ends within ``api_timeout_ms`` (Kafka's ``default.api.timeout.ms``), retries included: past it the call
+    raises ``ApiTimeoutError`` naming what it waited for.
+    """
+
+    def __init__(self, bootstrap_servers: str, *, api_timeout_ms: int = 60_000, **config: Any) -> None:
+        self.api_timeout_ms = api_timeout_ms
         super().__init__(lambda: AsyncAdmin(bootstrap_servers, **config))
+
+    def call(
+        self, method: Callable[Concatenate[AsyncAdmin, P], Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        return self._loop.run(self._client.cluster.bounded(method(self._client, *args, **kwargs), self.api_timeout_ms))
 
     @property
     def admin(self) -> AsyncAdmin:

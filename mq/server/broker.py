@@ -1,10 +1,12 @@
 """The broker process: wires storage, the metadata tree, the controller, the replica manager and the network.
 
-Start-up: load every log under ``log.dirs`` (recovering after an unclean shutdown), open the metadata tree (the
+Start-up: lock every log dir first (a dir another process holds refuses the start before anything is opened or
+written, and the shutdown then touches nothing), load every log under ``log.dirs`` (recovering after an unclean shutdown), open the metadata tree (the
 local store in standalone mode), bind the listener, register ``/brokers/ids/<id>`` (kept while serving), start
 pinging the other brokers (``broker_liveness``), start the controller. Shutdown (SIGTERM/SIGINT): controlled
 shutdown, a controller hands its role over, stop accepting, answer the requests already received, checkpoint high
-watermarks, flush and close every log, write the clean-shutdown marker.
+watermarks, flush and close every log, write the clean-shutdown marker, remove the pid file (only if it names this
+process), release the locks.
 
 Threads: the event loop owns sockets, request handling, the replica manager and the purgatories; the controller runs
 on its own thread; the scheduler's worker threads do retention, flushes and checkpoints; one metadata thread does
@@ -68,6 +70,7 @@ from mq.server.replica_manager import ReplicaManager
 from mq.server.scheduler import Scheduler
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
+from mq.storage.log_dir_lock import LogDirLocks
 from mq.storage.log_manager import LogManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition, topic_name_error
@@ -153,6 +156,8 @@ class KafkaServer:
         self.cluster_channel: ClusterChannel | None = None
         self.server: SocketServer | None = None
         self.log_manager: LogManager | None = None
+        self.dir_locks: LogDirLocks | None = None
+        """The log dirs' locks, taken first at start-up: without them the broker has touched nothing to undo."""
         self.replica_manager: ReplicaManager | None = None
         self.log_cleaner: LogCleaner | None = None
         self.log_dir_mover: LogDirMover | None = None
@@ -314,6 +319,7 @@ class KafkaServer:
         log_dirs = [d.resolve() for d in config.log_dir_paths]
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
+        self.dir_locks = LogDirLocks.acquire(log_dirs)
         if config.zookeeper_connect:
             connect = config.zookeeper_connect
             self.store = await loop.run_in_executor(
@@ -340,6 +346,7 @@ class KafkaServer:
             broker_id=self.broker_id,
             recovery_threads=config.num_recovery_threads_per_data_dir,
             time_ms=self.clock.time_ms,
+            dir_locks=self.dir_locks,
         )
         await loop.run_in_executor(None, self.log_manager.startup)
         high_watermarks: dict[TopicPartition, int] = {}
@@ -703,6 +710,9 @@ class KafkaServer:
         return [f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions]
 
     async def shutdown(self) -> None:
+        if self.dir_locks is None:  # the start-up stopped before the log dirs were ours: leave them as they are
+            self.zk_executor.shutdown(wait=False)
+            return
         log.info("mq broker %d shutting down", self.broker_id)
         if isinstance(self.store, ZooKeeperStore):
             self.store.operation_timeout_s = STOPPING_ZOOKEEPER_TIMEOUT_S
@@ -736,8 +746,11 @@ class KafkaServer:
         if self.store is not None:
             self.store.close()
         self.zk_executor.shutdown(wait=False, cancel_futures=True)
+        marker = pid_file(self.config)
         with contextlib.suppress(FileNotFoundError):
-            pid_file(self.config).unlink()
+            if marker.read_text(encoding="utf-8").strip() == str(os.getpid()):
+                marker.unlink()
+        self.dir_locks.release()
         log.info("mq broker %d stopped", self.broker_id)
 
 

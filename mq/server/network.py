@@ -815,7 +815,12 @@ async def _listen(host: str, port: int) -> list[socket.socket]:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
                 listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            listener.bind((address[0], listeners[0].getsockname()[1] if len(listeners) > 1 else port, *address[2:]))
+            bound_port = listeners[0].getsockname()[1] if len(listeners) > 1 else port
+            try:
+                listener.bind((address[0], bound_port, *address[2:]))
+            except OSError as exc:
+                where = f"[{address[0]}]" if family == socket.AF_INET6 else address[0]
+                raise OSError(f"cannot listen on {where}:{bound_port}: {exc.strerror}") from exc
             listener.listen(1024)
             listener.setblocking(False)
         if not listeners:

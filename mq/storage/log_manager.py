@@ -1,6 +1,7 @@
 """Every partition log under ``log.dirs``: loading and recovery at start, creation, deletion, checkpoints.
 
-Per log dir: ``.lock`` is held (fcntl) while the broker runs; ``meta.properties`` records the broker id;
+Per log dir: ``.lock`` is held while the broker runs (``log_dir_lock``; the broker takes the locks before it
+touches anything and hands them over, or ``startup`` takes them); ``meta.properties`` records the broker id;
 ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` are Kafka's checkpoint files; the
 ``.kafka_cleanshutdown`` marker, written last at a clean shutdown and removed at start, lets the next start skip
 recovery. Plain files other components keep in a log dir are left alone; only ``<topic>-<partition>`` directories
@@ -23,7 +24,6 @@ is cut there, every whole batch stays. The other dirs go on serving.
 from __future__ import annotations
 
 import errno
-import fcntl
 import functools
 import logging
 import os
@@ -51,6 +51,7 @@ from mq.storage.file_names import (
     future_dir_name,
     parse_partition_dir,
 )
+from mq.storage.log_dir_lock import LogDirLocks
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition, topic_name_error
 
@@ -58,7 +59,6 @@ PROCESS_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = ".lock"
 META_FILE = "meta.properties"
 RETIRED_LOG_CLOSE_DELAY_S = 60.0
 """A log replaced by its future log is closed and removed this long after the swap, so reads and periodic work that
@@ -84,6 +84,7 @@ class LogManager:
         *,
         recovery_threads: int = 1,
         time_ms: Callable[[], int] = _wall_ms,
+        dir_locks: LogDirLocks | None = None,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config
@@ -94,7 +95,9 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self.future_logs: dict[TopicPartition, Log] = {}
         """Replicas being copied into another log dir of this broker; each replaces its current log once caught up."""
-        self._locks: list[int] = []
+        self._locks = dir_locks
+        """Given (held, released by their owner), or taken by ``startup`` and released by ``shutdown``."""
+        self._owns_locks = dir_locks is None
         self._hosted: Counter[Path] = Counter()
         """Logs per log dir: a new partition goes to the dir holding the fewest (the first listed on a tie)."""
         self._mutex = threading.Lock()
@@ -114,9 +117,11 @@ class LogManager:
         started = time.monotonic()
         jobs: list[tuple[TopicPartition, Path, int, int, bool]] = []
         futures: list[tuple[TopicPartition, Path, bool]] = []
+        if self._locks is None:
+            for directory in self.log_dirs:
+                directory.mkdir(parents=True, exist_ok=True)
+            self._locks = LogDirLocks.acquire(self.log_dirs)
         for directory in self.log_dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._lock(directory)
             self._check_meta(directory)
             marker = directory / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
@@ -191,18 +196,6 @@ class LogManager:
     def _rolled(self, partition_log: Log) -> None:
         if self.roll_listener is not None:
             self.roll_listener(partition_log)
-
-    def _lock(self, directory: Path) -> None:
-        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise KafkaStorageError(
-                f"Failed to acquire lock on file .lock in {directory}. A Kafka instance in another process or thread "
-                "is using this directory."
-            ) from None
-        self._locks.append(fd)
 
     def _check_meta(self, directory: Path) -> None:
         meta = directory / META_FILE
@@ -475,6 +468,5 @@ class LogManager:
                     write_atomically(directory / CLEAN_SHUTDOWN_FILE, "")
                 except OSError as exc:
                     self.mark_offline(directory, exc)
-        for fd in self._locks:
-            os.close(fd)
-        self._locks = []
+        if self._locks is not None and self._owns_locks:
+            self._locks.release()

@@ -189,6 +189,7 @@ CONSUMER_KEYS: Mapping[str, tuple[str, Callable[[str], Any]]] = {
     "max.partition.fetch.bytes": ("max_partition_fetch_bytes", int),
     "request.timeout.ms": ("request_timeout_ms", int),
     "retry.backoff.ms": ("retry_backoff_ms", int),
+    "allow.auto.create.topics": ("allow_auto_create_topics", _flag),
 }
 """Kafka consumer config keys the group consumer understands, with its keyword argument and value parser. Other
 keys (bootstrap.servers, deserializers, ...) are accepted and have no effect."""

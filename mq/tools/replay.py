@@ -415,7 +415,8 @@ class ReplayLogProducer:
     async def _input_partitions(self, source: Cluster) -> list[int]:
         topic = self.options.input_topic
         try:
-            return [p.partition for p in (await source.topic(topic)).partitions]
+            metadata = await source.topic(topic, allow_auto_topic_creation=False)
+            return [p.partition for p in metadata.partitions]
         except KafkaError as exc:
             if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 raise ReplayError(f"the input topic {topic} does not exist") from None
@@ -424,7 +425,9 @@ class ReplayLogProducer:
     async def _output_partitions(self, producer: AsyncProducer, input_count: int) -> int:
         """Partitions of the output topic, created with the input's partition count when missing."""
         topic = self.options.output_topic
-        metadata = (await producer.cluster.refresh_metadata([topic])).get(topic)
+        # asked without auto-creation: a missing output topic is created below like the input, not with the broker's
+        # num.partitions
+        metadata = (await producer.cluster.refresh_metadata([topic], allow_auto_topic_creation=False)).get(topic)
         if metadata is not None and metadata.error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             return len(await producer.partitions_for(topic))
         admin = AsyncAdmin(cluster=producer.cluster)

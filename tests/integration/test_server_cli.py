@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -62,3 +63,74 @@ def test_wrong_flag_is_a_usage_error(mq_command: list[str]) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "Error: No such option '--no-such-flag'."
+
+
+def _owned(directory: Path) -> tuple[set[str], dict[str, bytes]]:
+    """What a refused start could spoil: the file names, the lock, pid file and meta.properties (the running broker
+    itself rewrites its checkpoints now and then)."""
+    names = {str(p.relative_to(directory)) for p in directory.rglob("*")}
+    return names, {name: (directory / name).read_bytes() for name in (".lock", "mq-server.pid", "meta.properties")}
+
+
+def test_a_second_start_is_refused_and_leaves_the_running_broker_alone(mq_command: list[str], tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "server.properties"
+    logs = tmp_path / "logs"
+    config.write_text(f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={logs}\n", encoding="utf-8")
+    started = subprocess.run(
+        [*mq_command, "server", "start", str(config), "--daemon"], capture_output=True, text=True, timeout=90
+    )
+    assert started.returncode == 0, started.stderr
+    pid = (logs / "mq-server.pid").read_text().strip()
+    try:
+        before = _owned(logs)
+        log_size = (tmp_path / "server.log").stat().st_size
+        for daemon in ([], ["--daemon"]):
+            again = subprocess.run(
+                [*mq_command, "server", "start", str(config), *daemon], capture_output=True, text=True, timeout=90
+            )
+            assert again.returncode == 1
+            [line] = again.stderr.splitlines()
+            assert re.fullmatch(
+                rf"Error: log directory {re.escape(str(logs))} is in use by mq server pid {pid} "
+                r"\(started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)",
+                line,
+            ), line
+            assert _owned(logs) == before
+        written = (tmp_path / "server.log").read_bytes()[log_size:].decode()
+        assert "shutting down" not in written and "Error" not in written, written
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    finally:
+        stopped = subprocess.run(
+            [*mq_command, "server", "stop", "--config", str(config)], capture_output=True, text=True, timeout=90
+        )
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.strip() == f"mq broker stopped (pid {pid})"
+    assert not (logs / "mq-server.pid").exists()
+
+
+def test_a_failed_daemon_start_says_why(mq_command: list[str], tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [
+                *mq_command,
+                "server",
+                "start",
+                "--daemon",
+                "--override",
+                f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override",
+                f"log.dirs={tmp_path / 'logs'}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: the broker exited with code 1 during start-up: ")
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in line

@@ -97,3 +97,55 @@ def test_console_round_trip_and_offsets(mq_command: list[str], broker) -> None:
     assert bad.returncode == 1 and bad.stderr.strip() == "Error: No key found on line 1: nokey"
     gone = mq(mq_command, "get-offsets", *b, "--topic", "lines", "--partitions", "4")
     assert gone.returncode == 1 and gone.stderr.strip() == "Error: partition 4 does not exist"
+
+
+def test_producers_create_a_missing_topic_as_kafkas_do(mq_command: list[str], broker) -> None:
+    b = ["--bootstrap-server", broker.bootstrap]
+    produced = mq(mq_command, "console-producer", *b, "--topic", "fresh", stdin="one\ntwo\nthree\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = mq(mq_command, "console-consumer", *b, "--topic", "fresh", "--from-beginning", "--max-messages", "3")
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout == "one\ntwo\nthree\n"
+    perf = mq(
+        mq_command,
+        "perf",
+        "producer",
+        *b,
+        "--topic",
+        "fresh-perf",
+        "--num-records",
+        "50",
+        "--record-size",
+        "10",
+        "--throughput",
+        "-1",
+    )
+    assert perf.returncode == 0, perf.stderr
+    assert "50 records sent" in perf.stdout
+    assert mq(mq_command, "get-offsets", *b, "--topic", "fresh-perf").stdout == "fresh-perf:0:50\n"
+
+
+def test_a_consumer_creates_a_missing_topic_only_with_allow_auto_create_topics(mq_command: list[str], broker) -> None:
+    b = ["--bootstrap-server", broker.bootstrap]
+    for topic, allow, group in (
+        ("refused", "false", ["--group", "g1"]),
+        ("allowed", "true", ["--group", "g2"]),
+        ("refused-directly", "false", []),
+        ("allowed-directly", "true", []),
+    ):
+        consumed = mq(
+            mq_command,
+            "console-consumer",
+            *b,
+            "--topic",
+            topic,
+            *group,
+            "--timeout-ms",
+            "1000",
+            "--consumer-property",
+            f"allow.auto.create.topics={allow}",
+        )
+        # without a group the partitions are looked up first: a topic that is not there is an error
+        assert consumed.returncode == (1 if topic == "refused-directly" else 0), consumed.stderr
+    listed = mq(mq_command, "topics", *b, "--list").stdout.split()
+    assert listed == ["__consumer_offsets", "allowed", "allowed-directly"]
