@@ -1,42 +1,26 @@
-"""``--timeout`` of the admin tools that ask the brokers once (delete-records, log-dirs, broker-api-versions): the
-whole exchange, connecting included, finishes within it, or the tool fails with one line and exit code 1."""
+"""The admin tools that ask the brokers once (delete-records, log-dirs, broker-api-versions): the whole exchange,
+connecting included, finishes within ``--timeout`` (``admin_settings``), or the tool fails with one line, exit 1."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import click
-
-from mq.cli.common import EXIT_USAGE, ToolError, admin_client_options
+from mq.cli.common import EXIT_USAGE, ToolError, admin_settings
 from mq.client.admin import AsyncAdmin
+from mq.client.cluster import ApiTimeoutError
 
-F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-
-DEFAULT_TIMEOUT_S = 30.0
-
-
-def timeout_option() -> Callable[[F], F]:
-    return click.option(
-        "--timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=DEFAULT_TIMEOUT_S,
-        show_default=True,
-        help="Seconds to wait for the brokers' answers before failing.",
-    )
 
 
 def run_admin(
-    bootstrap_server: str, command_config: str | None, timeout: float, work: Callable[[AsyncAdmin], Awaitable[T]]
+    bootstrap_server: str, command_config: str | None, timeout: float | None, work: Callable[[AsyncAdmin], Awaitable[T]]
 ) -> T:
-    """Run ``work`` on an admin client of ``bootstrap_server`` (its request timeout defaults to ``timeout``; the
-    ``--command-config`` file may set it lower); no answer within ``timeout`` seconds is a ToolError."""
-    options: dict[str, Any] = {
-        "request_timeout_ms": max(1, int(timeout * 1000)),
-        **admin_client_options(command_config),
-    }
+    """Run ``work`` on an admin client of ``bootstrap_server``, bounded as a whole (connecting included) as
+    ``admin_settings`` bounds one admin call; no answer within it is a ToolError naming what was awaited."""
+    options = admin_settings(command_config, timeout)
+    bound_ms = options.pop("api_timeout_ms")
 
     async def run() -> T:
         try:
@@ -44,12 +28,11 @@ def run_admin(
         except ValueError as exc:
             raise ToolError(str(exc), EXIT_USAGE) from None
         try:
-            async with asyncio.timeout(timeout):
-                return await work(admin)
+            return await admin.cluster.bounded(work(admin), bound_ms)
         finally:
             await admin.close()
 
     try:
         return asyncio.run(run())
-    except TimeoutError:
-        raise ToolError(f"no answer from {bootstrap_server} within {timeout:g} s") from None
+    except ApiTimeoutError as exc:
+        raise ToolError(str(exc)) from None

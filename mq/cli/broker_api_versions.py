@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import click
 
-from mq.cli.admin_timeout import run_admin, timeout_option
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, handle_errors
+from mq.cli.admin_timeout import run_admin
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, handle_errors
 from mq.client.admin import AsyncAdmin
 from mq.tools.broker_api_versions import error_line, node_api_versions_lines
 
 
 @click.command("broker-api-versions", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to connect to (required).")
-@click.option("--command-config", type=click.Path(dir_okay=False), help="Admin client properties file.")
-@timeout_option()
+@admin_options()
 @click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 @handle_errors
 def broker_api_versions(

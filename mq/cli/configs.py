@@ -10,7 +10,8 @@ import click
 from mq.cli.common import (
     EXIT_USAGE,
     ToolError,
-    admin_client_options,
+    admin_options,
+    admin_settings,
     default_format,
     echo_json,
     format_option,
@@ -34,16 +35,13 @@ from mq.tools.configs import (
     source_name,
 )
 
-DEFAULT_TIMEOUT_S = 30
-
 
 @click.command("configs", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to connect to (the admin APIs).")
 @click.option(
     "--zookeeper", metavar="HOST:PORT[,...][/CHROOT]", help="Read and write the metadata tree directly (deprecated)."
 )
-@click.option("--command-config", metavar="FILE", help="Admin client properties (--bootstrap-server only).")
-@click.option("--timeout", type=float, default=None, help="Seconds the admin client waits for an answer (30).")
+@admin_options()
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--all", "describe_all", is_flag=True, help="describe: every config, not only the dynamic ones.")
@@ -114,10 +112,9 @@ def configs(**options: Any) -> None:
 def _run_bootstrap(options: dict[str, Any], entity: Entity, add: dict[str, str], delete: list[str]) -> ConfigsOutcome:
     from mq.client.sync import SyncAdmin
 
-    client_options = admin_client_options(options["command_config"])
-    if options["timeout"] is not None or "request_timeout_ms" not in client_options:
-        client_options["request_timeout_ms"] = int((options["timeout"] or DEFAULT_TIMEOUT_S) * 1000)
-    with SyncAdmin(options["bootstrap_server"], **client_options) as admin:
+    with SyncAdmin(
+        options["bootstrap_server"], **admin_settings(options["command_config"], options["timeout"])
+    ) as admin:
         if options["alter"]:
             return alter(admin, entity, add, delete)
         return describe(admin, entity, bool(options["describe_all"]))

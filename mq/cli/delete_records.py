@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from mq.cli.admin_timeout import run_admin, timeout_option
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, handle_errors
+from mq.cli.admin_timeout import run_admin
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, handle_errors
 from mq.tools.delete_records import COMPLETED, EXECUTING, OffsetJsonError, parse_offset_json, render_deleted
 
 
@@ -19,15 +19,14 @@ from mq.tools.delete_records import COMPLETED, EXECUTING, OffsetJsonError, parse
     help='Offsets per partition (required): {"partitions": [{"topic": T, "partition": P, "offset": O}], '
     '"version": 1}; offset -1 is the high watermark.',
 )
-@click.option("--command-config", type=click.Path(dir_okay=False), help="Admin client properties file.")
-@timeout_option()
+@admin_options()
 @click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 @handle_errors
 def delete_records(
     bootstrap_server: str | None,
     offset_json_file: str | None,
     command_config: str | None,
-    timeout: float,
+    timeout: float | None,
     verbose: bool,
 ) -> None:
     """Delete the records of each listed partition below its offset (the log start offset moves up to it).

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from mq.cli.admin_timeout import run_admin, timeout_option
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, handle_errors
+from mq.cli.admin_timeout import run_admin
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, handle_errors
 from mq.client.admin import AsyncAdmin, LogDirDescription
 from mq.tools.log_dirs import (
     QUERYING,
@@ -26,8 +26,7 @@ from mq.tools.log_dirs import (
 @click.option("--describe", is_flag=True, help="Describe the log directories of the brokers (required).")
 @click.option("--broker-list", default="", metavar="0,1,2", help="Brokers to query (default: every broker).")
 @click.option("--topic-list", default="", metavar="T1,T2", help="Topics whose replicas to list (default: all).")
-@click.option("--command-config", type=click.Path(dir_okay=False), help="Admin client properties file.")
-@timeout_option()
+@admin_options()
 @click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 @handle_errors
 def log_dirs(
@@ -36,7 +35,7 @@ def log_dirs(
     broker_list: str,
     topic_list: str,
     command_config: str | None,
-    timeout: float,
+    timeout: float | None,
     verbose: bool,
 ) -> None:
     """Print each broker's log directories, their errors and the size and lag of every replica in them.

@@ -60,8 +60,13 @@ ADMIN_COMMANDS = {
     "preferred-replica-election": (["preferred-replica-election"], ["--timeout", "2"]),
     "consumer-offset-checker": (["consumer-offset-checker", "--group", "g"], ["--timeout", "2"]),
     "reassign-partitions": (["reassign-partitions", "--list"], []),  # Kafka's --timeout means something else
+    "configs": (["configs", "--describe", "--topic", "t"], ["--timeout", "2"]),
+    "delete-records": (["delete-records", "--offset-json-file", "OFFSETS"], ["--timeout", "2"]),
+    "log-dirs": (["log-dirs", "--describe"], ["--timeout", "2"]),
+    "broker-api-versions": (["broker-api-versions"], ["--timeout", "2"]),
 }
-"""Every admin command: its arguments, and its flag for a 2 s bound (none: --command-config's bound only)."""
+"""Every admin command: its arguments (OFFSETS: a delete-records offset file), and its flag for a 2 s bound (none:
+--command-config's bound only)."""
 
 
 @pytest.fixture
@@ -92,8 +97,11 @@ def test_admin_commands_fail_within_their_bound_when_the_broker_never_answers(
 ) -> None:
     properties = tmp_path / "admin.properties"
     properties.write_text("default.api.timeout.ms=2000\nrequest.timeout.ms=1000\nclient.id=ops\n", encoding="utf-8")
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}], "version": 1}', encoding="utf-8")
     runs = {
-        name: [*args, "--bootstrap-server", silent_server, *(flag if bound == "flag" else [])]
+        name: [*(str(offsets) if arg == "OFFSETS" else arg for arg in args), "--bootstrap-server", silent_server]
+        + (flag if bound == "flag" else [])
         + (["--command-config", str(properties)] if bound == "command-config" or not flag else [])
         for name, (args, flag) in ADMIN_COMMANDS.items()
     }
