@@ -20,9 +20,17 @@ DEFAULT_CONFIG = "config/server.properties"
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 
 
-def _load(config_file: str | None, overrides: tuple[str, ...]) -> BrokerConfig:
+def _load(config_file: str | None, overrides: tuple[str, ...], quiet: bool = False) -> BrokerConfig:
+    """The broker's config; its warnings (renamed and unused keys) are logged unless ``quiet``."""
     path = config_file if config_file is not None else (DEFAULT_CONFIG if Path(DEFAULT_CONFIG).exists() else None)
-    return BrokerConfig.load(path, overrides)
+    config_log = logging.getLogger("mq.config")
+    level = config_log.level
+    if quiet:
+        config_log.setLevel(logging.ERROR)
+    try:
+        return BrokerConfig.load(path, overrides)
+    finally:
+        config_log.setLevel(level)
 
 
 def _configure_logging(log_file: str | None) -> None:
@@ -55,6 +63,7 @@ def start(
     once the broker is up, or prints why it could not start. Exit codes: 0 after a clean shutdown (daemon: once
     started), 1 if the broker could not start, 2 for bad usage.
     """
+    _configure_logging(None if daemon else log_file)  # before the config, whose warnings are logged
     config = _load(config_file, overrides)
     if daemon:
         _start_daemon(config_file, overrides, log_file or str(config.log_dir_paths[0].parent / "server.log"), config)
@@ -62,7 +71,6 @@ def start(
     from mq.server.allocator import keep_request_memory
     from mq.server.broker import new_event_loop, run
 
-    _configure_logging(log_file)
     keep_request_memory()
     with asyncio.Runner(loop_factory=lambda: new_event_loop(config.event_loop)) as runner:
         runner.run(run(config))
@@ -124,7 +132,7 @@ def stop(config_file: str | None, overrides: tuple[str, ...], timeout: float, ve
     """
     from mq.server.broker import pid_file
 
-    config = _load(config_file, overrides)
+    config = _load(config_file, overrides, quiet=True)
     marker = pid_file(config)
     pid: int | None
     try:
