@@ -8,8 +8,6 @@ import re
 import socket
 import struct
 import subprocess
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -177,45 +175,3 @@ def test_broker_api_versions(mq_command: list[str], broker) -> None:
     assert {k: v for k, v in seen.items() if v is not None} == advertised
     assert entries[0].startswith("Produce(0): ") and "Fetch(1): " in entries[1]
     assert any(e.startswith("DeleteRecords(21): ") for e in entries)
-
-
-@pytest.fixture
-def silent_server() -> Iterator[str]:
-    """A server that accepts connections and never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                accepted.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{listener.getsockname()[1]}"
-    stop.set()
-    thread.join()
-    for conn in accepted:
-        conn.close()
-    listener.close()
-
-
-@pytest.mark.parametrize(
-    "tool", [["broker-api-versions"], ["log-dirs", "--describe"], ["delete-records", "--offset-json-file", "OFFSETS"]]
-)
-def test_silent_server_fails_within_timeout(
-    mq_command: list[str], silent_server: str, tmp_path: Path, tool: list[str]
-) -> None:
-    offsets = tmp_path / "offsets.json"
-    offsets.write_text('{"partitions":[{"topic":"t","partition":0,"offset":1}],"version":1}')
-    args = [str(offsets) if a == "OFFSETS" else a for a in tool]
-    # the default --timeout (30 s) would outlast the subprocess limit: only --timeout 2 ends it in time
-    result = mq(mq_command, *args, "--bootstrap-server", silent_server, "--timeout", "2", timeout=20)
-    assert result.returncode == 1
-    assert result.stderr == f"Error: no answer from {silent_server} within 2 s\n"
