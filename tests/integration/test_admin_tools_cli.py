@@ -1,5 +1,5 @@
 """mq delete-records, log-dirs and broker-api-versions run as commands against a broker process (data produced with
-kafka-python), and against a server that accepts connections and never answers."""
+kafka-python); test_cli.py runs them against a server that never answers."""
 
 from __future__ import annotations
 
