@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mq.config_catalog import KAFKA_BROKER_KEY_PREFIXES, KAFKA_BROKER_KEYS
+from mq.config_catalog import KAFKA_BROKER_KEY_PREFIXES, KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS
 from mq.errors import ConfigError, ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -131,8 +131,20 @@ class TopicConfig:
         return "delete" in self.cleanup_policy.split(",")
 
     def with_overrides(self, overrides: Mapping[str, str], source: str = "topic config") -> TopicConfig:
-        """A copy with ``overrides`` (Kafka topic key -> string value) applied; unknown keys raise ConfigError."""
-        return dataclasses.replace(self, **_parse_values(TopicConfig, overrides, source, "topic config"))
+        """A copy with ``overrides`` (Kafka topic key -> string value) applied. A topic key of some Kafka release
+        that mq does not model (``KAFKA_TOPIC_KEYS``) is only type-checked; a key no release knows raises
+        ConfigError naming the closest known key."""
+        modelled = {}
+        for key, text in overrides.items():
+            if key in TOPIC_CONFIG_KEYS:
+                modelled[key] = text
+            elif key in KAFKA_TOPIC_KEYS:
+                _check_kafka_value(key, text, source, KAFKA_TOPIC_KEYS)
+            else:
+                message = f"unknown topic config key '{key}' in {source}"
+                close = difflib.get_close_matches(key, sorted(TOPIC_CONFIG_KEYS | KAFKA_TOPIC_KEYS.keys()), n=1)
+                raise ConfigError(f"{message}; did you mean {close[0]}?" if close else message)
+        return dataclasses.replace(self, **_parse_values(TopicConfig, modelled, source, "topic config"))
 
     def to_properties(self) -> dict[str, str]:
         """Every topic key with its value rendered as Kafka prints it."""
@@ -771,10 +783,12 @@ def _check_broker_key(key: str, source: str) -> None:
 _KAFKA_INTEGER = re.compile(r"[+-]?\d+")
 
 
-def _check_kafka_value(key: str, text: str, source: str) -> None:
-    """A ConfigError unless ``text`` parses as the type Kafka gives ``key`` (numbers and booleans are checked; an
-    empty value leaves the key unset)."""
-    kind = KAFKA_BROKER_KEYS[key][2] if key in KAFKA_BROKER_KEYS else None
+def _check_kafka_value(
+    key: str, text: str, source: str, catalogue: Mapping[str, tuple[str, str | None, str | None]] = KAFKA_BROKER_KEYS
+) -> None:
+    """A ConfigError unless ``text`` parses as the type Kafka gives ``key`` in ``catalogue`` (numbers and booleans
+    are checked; an empty value leaves the key unset)."""
+    kind = catalogue[key][2] if key in catalogue else None
     text = text.strip()
     if not text:
         return

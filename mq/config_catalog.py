@@ -428,3 +428,22 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "zookeeper.ssl.truststore.type": ("2.5", "4.0", "string"),
     "zookeeper.sync.time.ms": ("0.8.0", "3.2", "int"),
 }
+
+
+KAFKA_TOPIC_KEYS: dict[str, tuple[str, str | None, str | None]] = {
+    "compression.gzip.level": ("3.8", None, "int"),
+    "compression.lz4.level": ("3.8", None, "int"),
+    "compression.zstd.level": ("3.8", None, "int"),
+    "local.retention.bytes": ("3.6", None, "long"),
+    "local.retention.ms": ("3.6", None, "long"),
+    "message.downconversion.enable": ("2.0", "4.0", "boolean"),
+    "message.format.version": ("0.10.0", "4.0", "string"),
+    "message.timestamp.after.max.ms": ("3.6", None, "long"),
+    "message.timestamp.before.max.ms": ("3.6", None, "long"),
+    "remote.log.copy.disable": ("3.9", None, "boolean"),
+    "remote.log.delete.on.disable": ("3.9", None, "boolean"),
+    "remote.storage.enable": ("3.6", None, "boolean"),
+}
+"""Topic-level keys (``/config/topics/<T>``, CreateTopics, AlterConfigs) a Kafka release defines that mq's
+``TopicConfig`` does not model, in the same form as ``KAFKA_BROKER_KEYS``: accepted, type-checked, stored and
+described, and otherwise unused."""

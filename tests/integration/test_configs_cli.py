@@ -391,3 +391,15 @@ def test_client_and_user_quotas_through_mq_configs(mq_command, fast_broker) -> N
     refused = configs(mq_command, fast_broker, "--alter", "--add-config", "producer_byte_rate=0", "--client", "c2")
     assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
     assert ok(configs(mq_command, fast_broker, "--describe", "--client", "c2")) == []
+
+
+def test_topic_keys_of_later_kafka_releases_are_stored_and_described(mq_command, fast_broker, admin) -> None:
+    create_topic(admin, "later", {"message.timestamp.before.max.ms": "3600000"})
+    entries = described(admin, AdminResourceType.TOPIC, "later")
+    assert entries["message.timestamp.before.max.ms"].value == "3600000"
+    assert ConfigSource(entries["message.timestamp.before.max.ms"].source) == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert "remote.storage.enable" not in entries  # described only when set
+    ok(configs(mq_command, fast_broker, "--alter", "--topic", "later", "--add-config", "compression.zstd.level=9"))
+    assert described(admin, AdminResourceType.TOPIC, "later")["compression.zstd.level"].value == "9"
+    refused = configs(mq_command, fast_broker, "--alter", "--topic", "later", "--add-config", "local.retention.ms=x")
+    assert refused.returncode == 1 and "local.retention.ms" in refused.stderr, refused.stderr

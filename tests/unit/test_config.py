@@ -161,10 +161,19 @@ def test_topic_overrides() -> None:
     topic = base.with_overrides({"cleanup.policy": "compact,delete", "segment.bytes": "1024"})
     assert topic.compact and topic.delete and topic.segment_bytes == 1024
     assert base.segment_bytes == 1073741824
-    with pytest.raises(ConfigError, match="unknown topic config key 'segment.byte'"):
+    with pytest.raises(ConfigError, match="unknown topic config key 'segment.byte' in topic config; did you mean"):
         base.with_overrides({"segment.byte": "1"})
     assert set(topic.to_properties()) == TOPIC_CONFIG_KEYS
     assert topic.to_properties()["preallocate"] == "false"
+
+
+def test_topic_keys_of_later_kafka_releases_are_accepted_and_type_checked() -> None:
+    kafka_only = {"compression.gzip.level": "9", "remote.storage.enable": "false", "message.format.version": "2.8"}
+    assert TopicConfig().with_overrides({**kafka_only, "retention.ms": "5"}) == TopicConfig(retention_ms=5)
+    with pytest.raises(ConfigError, match="invalid value 'yes' for remote.storage.enable in the request"):
+        TopicConfig().with_overrides({"remote.storage.enable": "yes"}, source="the request")
+    with pytest.raises(ConfigError, match="did you mean local.retention.ms"):
+        TopicConfig().with_overrides({"local.retention.mss": "1"})
 
 
 def test_request_memory_defaults_to_twice_the_largest_request_and_must_fit_one() -> None:

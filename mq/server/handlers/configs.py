@@ -32,6 +32,7 @@ from mq.config import (
     TopicConfig,
     config_fields,
 )
+from mq.config_catalog import KAFKA_TOPIC_KEYS
 from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
@@ -108,8 +109,8 @@ def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict[st
         "config_source": synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG,
         "is_sensitive": False,
         "synonyms": synonyms,
-        "config_type": _config_type(f),
-        "documentation": f.metadata["doc"],
+        "config_type": _config_type(f) if f is not None else ConfigType.UNKNOWN,
+        "documentation": f.metadata["doc"] if f is not None else None,
     }
 
 
@@ -135,7 +136,22 @@ def describe_topic_configs(
         if not broker_keys:
             synonyms.append(_synonym(key, _render(_TOPIC_FIELDS[key].default), ConfigSource.DEFAULT_CONFIG))
         entries.append(_entry(key, properties[key], False, synonyms, _TOPIC_FIELDS[key]))
-    return entries
+    for key in sorted(overrides.keys() & KAFKA_TOPIC_KEYS.keys()):  # set, accepted, not used by mq
+        synonyms = [_synonym(key, overrides[key], ConfigSource.TOPIC_CONFIG)]
+        entries.append({**_entry(key, overrides[key], False, synonyms, None), **_catalogue_type(key)})
+    return sorted(entries, key=lambda entry: str(entry["name"]))
+
+
+_CATALOGUE_TYPES = {"boolean": ConfigType.BOOLEAN, "int": ConfigType.INT, "long": ConfigType.LONG}
+
+
+def _catalogue_type(key: str) -> dict[str, Any]:
+    """The described type and documentation of a topic key mq accepts without using it."""
+    since = KAFKA_TOPIC_KEYS[key][0]
+    return {
+        "config_type": _CATALOGUE_TYPES.get(KAFKA_TOPIC_KEYS[key][2] or "", ConfigType.STRING),
+        "documentation": f"Kafka {since}+ topic config; accepted and stored, not used by mq",
+    }
 
 
 def describe_dynamic_broker_configs(
