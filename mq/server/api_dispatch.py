@@ -22,8 +22,9 @@ request is recorded once it is answered — Produce by its request size and Fetc
 only) against the byte rates, the time its handling took on the loop against ``request_percentage`` — and a
 request that takes its client over a quota gets the throttle time in its response's ``throttle_time_ms`` and mutes
 its connection for that time (KIP-219). As in Kafka, a throttled consumer Fetch is answered without any partition
-and its bytes are taken back from the rate (the records are fetched again once the throttle has passed). Inter-broker APIs, a follower's Fetch, ApiVersions and SASL are exempt, as
-in Kafka. While no quota is set, ``quotas`` is None and requests pay nothing for them.
+and its bytes are taken back from the rate (the records are fetched again once the throttle has passed).
+Inter-broker APIs, a follower's Fetch, ApiVersions and SASL are exempt, as in Kafka. While no quota is set,
+``quotas`` is None and requests pay nothing for them.
 """
 
 from __future__ import annotations

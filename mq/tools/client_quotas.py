@@ -1,8 +1,8 @@
 """kafka-configs for client and user quotas (``--entity-type clients|users``) over the admin APIs.
 
 ``describe_client_quotas`` prints Kafka's ``Quota configs for client-id 'c1' are producer_byte_rate=1024.0`` lines
-(values as Java prints a double; keys in the broker's order, by name, where Kafka's follow a Java HashMap), one per entity the strict filter matches:
-the named entity, the default one, or every entity of the type. ``alter_client_quotas`` checks the keys as
+(values as Java prints a double; keys in the broker's order, by name, where Kafka's follow a Java HashMap), one per
+entity the strict filter matches: the named entity, the default one, or every entity of the type. ``alter_client_quotas`` checks the keys as
 kafka-configs does (only quota keys; a key to delete must be set), then answers Kafka's ``Completed updating config
 for client c1.`` / ``Completed updating default config for clients in the cluster.``. Failures raise
 ``ConfigCommandError``.

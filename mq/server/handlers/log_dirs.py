@@ -6,9 +6,9 @@ log end is behind the current replica's; a current replica's lag is how far its 
 watermark. An offline log dir is listed with KAFKA_STORAGE_ERROR, no topics and -1 for its sizes, as Kafka does.
 
 AlterReplicaLogDirs (v1-v2: kio has no schema for v0) starts moving replicas this broker hosts into another of its
-log dirs (``LogDirMover``); per partition: LOG_DIR_NOT_FOUND for a path that is not a configured log dir, KAFKA_STORAGE_ERROR for an offline dir or
-replica, REPLICA_NOT_AVAILABLE for a partition this broker does not host, NONE when the move started, runs already
-or is not needed (the replica is there).
+log dirs (``LogDirMover``); per partition: LOG_DIR_NOT_FOUND for a path that is not a configured log dir,
+KAFKA_STORAGE_ERROR for an offline dir or replica, REPLICA_NOT_AVAILABLE for a partition this broker does not
+host, NONE when the move started, runs already or is not needed (the replica is there).
 """
 
 from __future__ import annotations
