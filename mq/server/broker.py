@@ -424,7 +424,7 @@ class KafkaServer:
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
-            *admin_topic_apis(admin, self.cache, config),
+            *admin_topic_apis(admin, self.cache, config, self.broker_id),
             *configs_apis(admin, config, self.broker_id),
             *client_quota_apis(self.zk),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),

@@ -198,6 +198,11 @@ class AdminZkClient:
         ``per_broker``), ConfigError (INVALID_CONFIG) for an unknown key or an ill-typed value."""
         DynamicBrokerConfig.validate(config, per_broker)
 
+    def dynamic_broker_configs(self, broker_id: int) -> tuple[dict[str, str], dict[str, str]]:
+        """``/config/brokers/<broker_id>`` and ``/config/brokers/<default>``."""
+        entity_config = self.zk.get_entity_config
+        return entity_config("brokers", str(broker_id)), entity_config("brokers", DEFAULT_BROKER_ENTITY)
+
     def change_broker_config(self, broker_id: int | None, config: Mapping[str, str]) -> None:
         """Replace the dynamic config of broker ``broker_id`` (None: the cluster default) and notify every broker."""
         self.validate_broker_config(config, per_broker=broker_id is not None)

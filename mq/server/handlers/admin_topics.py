@@ -50,7 +50,10 @@ def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
 
 
-def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerConfig) -> list[Api]:
+def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerConfig, broker_id: int) -> list[Api]:
+    """The topic admin APIs of broker ``broker_id``; a created topic's configs are described as this broker sees
+    them (its dynamic broker configs included)."""
+
     def has_leaders(topic: str, partitions: int) -> bool:
         info = cache.topics.get(topic)
         return (
@@ -64,6 +67,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
         waiting: dict[str, int] = {}
         names = [t.name for t in request.topics]
         validate_only = bool(getattr(request, "validate_only", False))
+        per_broker, default = await asyncio.to_thread(admin.dynamic_broker_configs, broker_id)
         for topic in request.topics:
             result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
             results.append(result)
@@ -99,7 +103,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
             result["replication_factor"] = len(assignment[min(assignment)])
             result["configs"] = [
                 {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
-                for e in describe_topic_configs(broker, configs)
+                for e in describe_topic_configs(broker, configs, per_broker, default)
             ]
             if not validate_only:
                 waiting[topic.name] = len(assignment)

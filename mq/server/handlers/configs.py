@@ -196,10 +196,6 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
         return zk.get_entity_config("topics", topic)
 
-    def dynamic_configs() -> tuple[dict[str, str], dict[str, str]]:
-        """This broker's ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
-        return zk.get_entity_config("brokers", str(broker_id)), zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
-
     def describe_broker(name: str) -> list[dict[str, Any]]:
         described = _broker_id(name)
         default = zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
@@ -223,7 +219,9 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
         }
         try:
             if resource.resource_type == ResourceType.TOPIC:
-                entries = describe_topic_configs(broker, topic_overrides(resource.resource_name), *dynamic_configs())
+                entries = describe_topic_configs(
+                    broker, topic_overrides(resource.resource_name), *admin.dynamic_broker_configs(broker_id)
+                )
             elif resource.resource_type == ResourceType.BROKER:
                 entries = describe_broker(resource.resource_name)
             else:
