@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -33,6 +34,11 @@ class Scrape(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/metrics":
             body, status, kind = SCRAPE.encode(), 200, "text/plain; version=0.0.4; charset=utf-8"
+        elif self.path == "/late":  # topic "late" appears from the third scrape on
+            late = next(self.server.late_scrapes) >= 2  # type: ignore[attr-defined]
+            line = 'kafka_server_brokertopicmetrics_messagesin_total{topic="late"} 5.0\n' if late else ""
+            body = SCRAPE.replace("# TYPE kafka_network", line + "# TYPE kafka_network").encode()
+            status, kind = 200, "text/plain; version=0.0.4; charset=utf-8"
         elif self.path == "/html":
             body, status, kind = b"<html><body>Grafana</body></html>\n", 200, "text/html"
         else:
@@ -47,9 +53,15 @@ class Scrape(BaseHTTPRequestHandler):
         pass
 
 
+class ScrapeServer(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Scrape)
+        self.late_scrapes = itertools.count()
+
+
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Scrape)
+    server = ScrapeServer()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -125,6 +137,15 @@ def test_polls_until_stopped(mq_command: list[str], endpoint: str) -> None:
     assert lines[0].startswith('"time","kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=orders:Count"')
     assert [line.rstrip("\n").split(",")[1:] for line in lines[1:]] == [["10", "20", "30"], ["10", "20", "30"]]
     assert int(lines[1].split(",")[0]) <= int(lines[2].split(",")[0])
+
+
+def test_wait_retries_until_every_name_matches(mq_command: list[str], endpoint: str) -> None:
+    late = "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=late"
+    done = jmx_tool(mq_command, "--jmx-url", f"{endpoint}/late", "--object-name", late, "--wait", "--one-time")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f'"time","{late}:Count"'
+    assert done.stdout.splitlines()[1].endswith(",5")
+    assert done.stderr.splitlines() == ["Could not find all object names, retrying"] * 2
 
 
 @pytest.mark.parametrize(
