@@ -53,7 +53,7 @@ from mq.tools.jmx_tool import (
     flag_value=True,
     default=None,
     metavar="[true|false]",
-    help="Poll once and exit (Kafka's tool also takes it with a value).",
+    help="Poll once and exit (also as --one-time true; --one-time false polls every interval).",
 )
 @click.option("--date-format", metavar="FORMAT", help="A java.text.SimpleDateFormat pattern for the time column.")
 @click.option(
@@ -87,7 +87,7 @@ def jmx_tool(
     explicit_interval = click.get_current_context().get_parameter_source("reporting_interval")
     if one_time and explicit_interval == click.core.ParameterSource.COMMANDLINE and reporting_interval != -1:
         raise ToolError(f"--one-time=true is incompatible with --reporting-interval={reporting_interval}", EXIT_USAGE)
-    once = one_time is not None or reporting_interval < 0
+    once = bool(one_time) or reporting_interval < 0
     try:
         queries = [ObjectNamePattern.parse(name) for name in object_names]
     except ValueError as exc:

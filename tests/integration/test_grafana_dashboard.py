@@ -39,7 +39,8 @@ def produce(bootstrap: str, count: int) -> None:
 
 def traffic(bootstrap: str) -> None:
     """10 records produced and consumed by GROUP (committed), then 5 more it has not read: its lag is 5."""
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(15)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(15)
     produce(bootstrap, 10)
     consumer = Consumer(
         {
