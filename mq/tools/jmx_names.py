@@ -283,7 +283,7 @@ MBEANS: tuple[MBeanKind, ...] = (
     *_mbeans("kafka.cluster", "Partition", "gauge", ("UnderReplicated", "InSyncReplicasCount", "ReplicasCount"), _TP),
     *_mbeans("kafka.coordinator.group", "GroupMetadataManager", "gauge", ("NumGroups", "NumOffsets")),
 )
-"""The MBeans mq's metrics endpoint stands for, as Kafka 2.8 names them."""
+"""The MBeans (as Kafka 2.8 names them) a scrape is read back as; a sample no entry here names is ignored."""
 
 _SLOT = "\x00{}\x00"
 _SLOT_RE = re.compile("\x00(\\d+)\x00")
