@@ -54,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.broker_api_versions:broker_api_versions",
         "Print the API versions each broker supports and which this client can use.",
     ),
+    "jmx-tool": ("mq.cli.jmx_tool:jmx_tool", "Print MBean values from a broker's metrics endpoint (Kafka's JmxTool)."),
 }
 
 
