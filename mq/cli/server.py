@@ -202,8 +202,8 @@ def status(
     of each log directory (with its free space when it is on this host).
 
     Without --bootstrap-server the broker of the local config (--config, default config/server.properties) is asked
-    on its listener, and its process tells the version, uptime (its log dir's lock record) and established
-    connections; a remote broker's uptime and connections come from --metrics-url only, else read "unknown".
+    on its listener (it must be running: its pid file or log dir lock names a live process), and its process tells
+    the version, uptime (its log dir's lock record) and established connections; a remote broker's uptime and connections come from --metrics-url only, else read "unknown".
 
     Exit codes: 0 healthy, 1 a partition is offline or under-replicated or the broker did not answer within
     --timeout, 2 bad usage.
@@ -225,9 +225,10 @@ def status(
             raise ToolError("the config's listener has port 0: give --bootstrap-server", EXIT_USAGE)
         bootstrap_server = f"{listener.host or '127.0.0.1'}:{listener.port}"
         process = tool.local_process(pid_file(config), config.log_dir_paths)
+        if process is None:
+            raise ToolError(f"No mq server runs for this config (no live pid in {pid_file(config)})")
         local = config
-        if process is not None:  # counted before this command's own connection
-            connections = tool.established_connections(process.pid, listener.port)
+        connections = tool.established_connections(process.pid, listener.port)  # before this command's connection
     cluster, topics, dirs = run_admin(bootstrap_server, command_config, timeout, tool.query)
     started = None if process is None else process.started
     if metrics_url is not None:
@@ -244,7 +245,7 @@ def status(
         [b.node_id for b in cluster.brokers],
         tool.partition_health(topics),
         tool.log_dir_usage(dirs, local=local is not None),
-        version=package_version() if process is not None else None,
+        version=None if local is None else package_version(),
         started=started,
         connections=connections,
         local_broker=None

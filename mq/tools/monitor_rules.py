@@ -21,6 +21,7 @@ condition stops holding or its labels are no longer seen.
 
 from __future__ import annotations
 
+import datetime
 import json
 import operator
 import re
@@ -210,8 +211,6 @@ class Notification:
 
     def document(self) -> dict[str, Any]:
         """The JSON body posted to webhooks and given to commands."""
-        import datetime
-
         return {
             "rule": self.rule.name,
             "state": self.state,

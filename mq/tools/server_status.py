@@ -121,7 +121,9 @@ def log_dir_usage(descriptions: Mapping[int, Sequence[LogDirDescription]], local
     return usage
 
 
-async def query(admin: AsyncAdmin) -> tuple[ClusterDescription, list[TopicMetadata], dict[int, Any]]:
+async def query(
+    admin: AsyncAdmin,
+) -> tuple[ClusterDescription, list[TopicMetadata], dict[int, tuple[LogDirDescription, ...]]]:
     """The cluster, every topic's partitions and every broker's log directories."""
     cluster = await admin.describe_cluster()
     topics = await admin.describe_topics()

@@ -59,6 +59,13 @@ def test_status_of_an_unreachable_broker_and_bad_usage(mq_command: list[str], tm
     unreachable = run(mq_command, "server", "status", "--bootstrap-server", f"127.0.0.1:{port}", "--timeout", "2")
     assert unreachable.returncode == 1 and unreachable.stdout == ""
     assert unreachable.stderr.startswith("Error: timed out after 2 s") and unreachable.stderr.count("\n") == 1
+    config = tmp_path / "server.properties"
+    config.write_text(f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'logs'}\n", encoding="utf-8")
+    stopped = run(mq_command, "server", "status", "--config", str(config))
+    assert (stopped.returncode, stopped.stdout) == (1, "")
+    assert (
+        stopped.stderr == f"Error: No mq server runs for this config (no live pid in {tmp_path}/logs/mq-server.pid)\n"
+    )
     wrong = run(mq_command, "server", "status", "--format", "yaml")
     assert wrong.returncode == 2
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mq.tools.monitor import GroupSampler, labels
-from mq.tools.monitor_rules import Alarms, Rule, RulesError, load_rules, parse_rules
+from mq.tools.monitor import GroupSampler, deliver, labels
+from mq.tools.monitor_rules import Alarms, Notification, Rule, RulesError, load_rules, parse_rules
 from mq.topic_partition import TopicPartition as TP
 from tests.unit.tools.group_fakes import FakeGroupAdmin, group, member
 
@@ -159,3 +159,18 @@ def test_group_sampler_reuses_lag_and_status_over_a_window() -> None:
     assert sampler.sample(lambda g: True)["group_status"][AT] == "STALL"  # owned, lag, no progress over 2 samples
     assert sampler.sample(lambda g: g != "g") == {"group_lag_seconds": {}, "group_lag_records": {}, "group_status": {}}
     assert sampler.history == {}
+
+
+def test_a_command_gets_the_document_and_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = rule(command=f'cat > {out}; echo "$MQ_ALARM_RULE $MQ_ALARM_STATE $MQ_ALARM_VALUE $MQ_ALARM_LABELS" >> {out}')
+    (fired,) = Alarms().evaluate(r, {AT: 5.0}, now=0)
+    problems: list[str] = []
+    deliver(fired, problems.append)
+    document, environment = out.read_text().splitlines()
+    assert json.loads(document) == fired.document()
+    assert environment == 'r firing 5.0 {"group": "g", "topic": "t"}' and problems == []
+    deliver(Notification(rule(command="exit 3"), "resolved", None, {}, 0), problems.append)
+    deliver(Notification(rule(webhook="http://127.0.0.1:1/x"), "resolved", None, {}, 0), problems.append)
+    assert problems[0] == "alarm r command exited with 3"
+    assert problems[1].startswith("cannot post alarm r to http://127.0.0.1:1/x: ")
