@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BrokerProcess, ZooKeeperProcess
+from conftest import BrokerProcess, ZooKeeperProcess, free_port
 from kafka import KafkaConsumer, KafkaProducer
 from waiting import wait_for
 
@@ -50,11 +50,51 @@ def test_status_of_a_healthy_local_broker(mq_command: list[str], broker: BrokerP
     remote = run(mq_command, "server", "status", "--bootstrap-server", broker.bootstrap, "--format", "json")
     assert remote.returncode == 0, remote.stderr
     assert json.loads(remote.stdout)["version"] is None and json.loads(remote.stdout)["uptime_seconds"] is None
+    assert json.loads(remote.stdout)["connections"] is None
+
+
+class MetricsPage(BaseHTTPRequestHandler):
+    """A Prometheus text page with a start time and two listeners' connection counts."""
+
+    def do_GET(self) -> None:
+        body = (
+            b"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1767225600.5\n"
+            b'connection_count{listener="A"} 2.0\nconnection_count{listener="B"} 1.0\n'
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_remote_broker_s_uptime_and_connections_come_from_its_metrics_page(
+    mq_command: list[str], broker: BrokerProcess
+) -> None:
+    server = HTTPServer(("127.0.0.1", 0), MetricsPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        result = run(mq_command, "server", "status", "--bootstrap-server", broker.bootstrap, "--metrics-url", url)
+        unreadable = run(mq_command, "server", "status", "--bootstrap-server", broker.bootstrap, "--metrics-url",
+                         f"http://127.0.0.1:{free_port()}/")  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 0, result.stderr
+    assert "Connections: 3" in result.stdout.splitlines()
+    assert any(
+        line.startswith("Uptime: ") and "(started 2026-01-01T00:00:00+00:00)" in line
+        for line in result.stdout.splitlines()
+    )
+    assert unreadable.returncode == 1 and unreadable.stderr.startswith("Error: cannot read http://127.0.0.1:")
 
 
 def test_status_of_an_unreachable_broker_and_bad_usage(mq_command: list[str], tmp_path: Path) -> None:
-    from conftest import free_port
-
     port = free_port()
     unreachable = run(mq_command, "server", "status", "--bootstrap-server", f"127.0.0.1:{port}", "--timeout", "2")
     assert unreachable.returncode == 1 and unreachable.stdout == ""
