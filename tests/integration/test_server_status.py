@@ -173,11 +173,15 @@ def test_a_lag_alarm_fires_when_the_group_stops_and_resolves_when_it_resumes(
         'group = "readers"\ncommand = "cat >> alarms.jsonl"\n',
         encoding="utf-8",
     )
+    created = run(mq_command, "topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic", "lag",
+                  "--partitions", "1", "--replication-factor", "1")  # fmt: skip
+    assert created.returncode == 0, created.stderr
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     consumer = KafkaConsumer("lag", bootstrap_servers=broker.bootstrap, group_id="readers",
                              auto_offset_reset="earliest", enable_auto_commit=False)  # fmt: skip
     consuming, done = threading.Event(), threading.Event()
     consuming.set()
+    commits: list[float] = []
 
     def produce() -> None:
         while not done.is_set():
@@ -185,8 +189,8 @@ def test_a_lag_alarm_fires_when_the_group_stops_and_resolves_when_it_resumes(
             producer.flush()
             time.sleep(0.1)
 
-    threads = [threading.Thread(target=produce)]
-    threads[0].start()
+    producing = threading.Thread(target=produce)
+    producing.start()
     monitor = subprocess.Popen(
         [*mq_command, "monitor", "--bootstrap-server", broker.bootstrap, "--rules", str(rules), "--interval", "0.5"],
         stdout=subprocess.PIPE,
@@ -203,11 +207,14 @@ def test_a_lag_alarm_fires_when_the_group_stops_and_resolves_when_it_resumes(
                     return True
                 if consuming.is_set() and consumer.poll(timeout_ms=100):
                     consumer.commit()
-                else:
+                    commits.append(time.monotonic())
+                elif not consuming.is_set():
                     time.sleep(0.1)
             return False
 
-        consume_until(lambda: False, timeout=4)  # keeping up: lag seconds stay below 2
+        assert consume_until(lambda: len(commits) >= 5, timeout=60)
+        keeping_up_since = commits[-1]
+        consume_until(lambda: commits[-1] - keeping_up_since > 4, timeout=30)  # several evaluations, lag < 2 s
         assert received == []
         consuming.clear()
         assert consume_until(lambda: bool(received), timeout=60)
@@ -223,7 +230,7 @@ def test_a_lag_alarm_fires_when_the_group_stops_and_resolves_when_it_resumes(
         assert (received[1]["state"], received[1]["value"]) == ("resolved", 0.0)
     finally:
         done.set()
-        threads[0].join()
+        producing.join()
         monitor.terminate()
         out, err = monitor.communicate(timeout=30)
         consumer.close()
