@@ -10,7 +10,7 @@ import click
 
 # name -> ("module:attribute", one-line help shown by `mq --help` without importing the module)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "server": ("mq.cli.server:server", "Start or stop an mq broker."),
+    "server": ("mq.cli.server:server", "Start, stop or check the status of an mq broker."),
     "topics": ("mq.cli.topics:topics", "Create, delete, describe, or change a topic."),
     "configs": ("mq.cli.configs:configs", "Describe or alter the dynamic config of topics, brokers, clients, users."),
     "console-producer": ("mq.cli.console:console_producer", "Read lines from standard input and produce them."),
@@ -55,10 +55,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print the API versions each broker supports and which this client can use.",
     ),
     "jmx-tool": ("mq.cli.jmx_tool:jmx_tool", "Print MBean values from a broker's metrics endpoint (Kafka's JmxTool)."),
+    "monitor": ("mq.cli.monitor:monitor", "Evaluate alarm rules (lag, group status, replicas, disk) and notify."),
 }
 
 
-def _version() -> str:
+def package_version() -> str:
     try:
         return version("mq")
     except PackageNotFoundError:
@@ -86,7 +87,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), "--version", prog_name="mq")
+@click.version_option(package_version(), "--version", prog_name="mq")
 def cli() -> None:
     """mq: a Kafka-compatible message broker and the operator's toolkit around it."""
 

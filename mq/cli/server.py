@@ -1,4 +1,5 @@
-"""``mq server start`` / ``mq server stop``: run a broker in the foreground or as a daemon, stop it by signal."""
+"""``mq server start`` / ``stop`` / ``status``: run a broker in the foreground or as a daemon, stop it by signal,
+report its health."""
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ from pathlib import Path
 
 import click
 
-from mq.cli.common import ToolError, handle_errors
+from mq.cli.common import (
+    DEFAULT_ADMIN_TIMEOUT_S,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ToolError,
+    admin_options,
+    echo_json,
+    handle_errors,
+)
 from mq.config import BrokerConfig
 
 DEFAULT_CONFIG = "config/server.properties"
@@ -167,3 +176,87 @@ def _lock_holder(config: BrokerConfig) -> int | None:
         pid = exc.holder.get("pid", "")
         return int(pid) if pid.isdigit() else None
     return None
+
+
+@server.command("status")
+@click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="A remote broker (default: the local config's).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="The local broker's config file.")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="As given to start.")
+@click.option("--metrics-url", metavar="URL", help="The broker's Prometheus metrics page, for uptime and connections.")
+@click.option("--format", "output_format", type=click.Choice(("text", "json")), default="text", show_default=True)
+@admin_options()
+@click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
+@handle_errors
+def status(
+    bootstrap_server: str | None,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+    metrics_url: str | None,
+    output_format: str,
+    command_config: str | None,
+    timeout: float | None,
+    verbose: bool,
+) -> None:
+    """Print the health of a broker and its cluster: broker ids, controller, mq version, uptime, connections,
+    partitions led, under-replicated (ISR smaller than the replicas) and offline (no leader) partitions, and the size
+    of each log directory (with its free space when it is on this host).
+
+    Without --bootstrap-server the broker of the local config (--config, default config/server.properties) is asked
+    on its listener (it must be running: its pid file or log dir lock names a live process), and its process tells
+    the version, uptime (its log dir's lock record) and established connections; a remote broker's uptime and connections come from --metrics-url only, else read "unknown".
+
+    Exit codes: 0 healthy, 1 a partition is offline or under-replicated or the broker did not answer within
+    --timeout, 2 bad usage.
+    """
+    import datetime
+
+    from mq.cli.admin_timeout import run_admin
+    from mq.cli.main import package_version
+    from mq.server.broker import parse_listener, pid_file, stored_broker_id
+    from mq.tools import server_status as tool
+
+    local = None
+    process = None
+    connections = None
+    if bootstrap_server is None:
+        config = _load(config_file, overrides, quiet=True)
+        listener = parse_listener(config.listeners)
+        if listener.port == 0:
+            raise ToolError("the config's listener has port 0: give --bootstrap-server", EXIT_USAGE)
+        bootstrap_server = f"{listener.host or '127.0.0.1'}:{listener.port}"
+        process = tool.local_process(pid_file(config), config.log_dir_paths)
+        if process is None:
+            raise ToolError(f"No mq server runs for this config (no live pid in {pid_file(config)})")
+        local = config
+        connections = tool.established_connections(process.pid, listener.port)  # before this command's connection
+    cluster, topics, dirs = run_admin(bootstrap_server, command_config, timeout, tool.query)
+    started = None if process is None else process.started
+    if metrics_url is not None:
+        try:
+            start_seconds, metric_connections = tool.read_metrics(metrics_url, timeout or DEFAULT_ADMIN_TIMEOUT_S)
+        except (OSError, ValueError) as exc:
+            raise ToolError(f"cannot read {metrics_url}: {exc}") from None
+        if start_seconds is not None:
+            started = datetime.datetime.fromtimestamp(start_seconds, datetime.UTC).replace(microsecond=0)
+        connections = metric_connections if metric_connections is not None else connections
+    result = tool.ServerStatus(
+        cluster.cluster_id,
+        cluster.controller_id,
+        [b.node_id for b in cluster.brokers],
+        tool.partition_health(topics),
+        tool.log_dir_usage(dirs, local=local is not None),
+        version=None if local is None else package_version(),
+        started=started,
+        connections=connections,
+        local_broker=None
+        if local is None
+        else (local.broker_id if local.broker_id >= 0 else stored_broker_id(local.log_dir_paths)),
+    )
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    if output_format == "json":
+        echo_json(tool.status_document(result, now))
+    else:
+        for line in tool.status_lines(result, now):
+            click.echo(line)
+    if not result.healthy:
+        sys.exit(EXIT_FAILED)

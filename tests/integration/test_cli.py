@@ -64,9 +64,11 @@ ADMIN_COMMANDS = {
     "delete-records": (["delete-records", "--offset-json-file", "OFFSETS"], ["--timeout", "2"]),
     "log-dirs": (["log-dirs", "--describe"], ["--timeout", "2"]),
     "broker-api-versions": (["broker-api-versions"], ["--timeout", "2"]),
+    "server-status": (["server", "status"], ["--timeout", "2"]),
+    "monitor": (["monitor", "--once", "--rules", "RULES"], ["--timeout", "2"]),
 }
-"""Every admin command: its arguments (OFFSETS: a delete-records offset file), and its flag for a 2 s bound (none:
---command-config's bound only)."""
+"""Every admin command: its arguments (OFFSETS: a delete-records offset file, RULES: a monitor rules file), and its
+flag for a 2 s bound (none: --command-config's bound only)."""
 
 
 @pytest.fixture
@@ -99,8 +101,11 @@ def test_admin_commands_fail_within_their_bound_when_the_broker_never_answers(
     properties.write_text("default.api.timeout.ms=2000\nrequest.timeout.ms=1000\nclient.id=ops\n", encoding="utf-8")
     offsets = tmp_path / "offsets.json"
     offsets.write_text('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}], "version": 1}', encoding="utf-8")
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": [{"name": "o", "metric": "offline_partitions", "threshold": 0}]}', encoding="utf-8")
+    files = {"OFFSETS": str(offsets), "RULES": str(rules)}
     runs = {
-        name: [*(str(offsets) if arg == "OFFSETS" else arg for arg in args), "--bootstrap-server", silent_server]
+        name: [*(files.get(arg, arg) for arg in args), "--bootstrap-server", silent_server]
         + (flag if bound == "flag" else [])
         + (["--command-config", str(properties)] if bound == "command-config" or not flag else [])
         for name, (args, flag) in ADMIN_COMMANDS.items()
