@@ -56,6 +56,25 @@ from mq.server.network import ClientAddress, Response
 from mq.server.quotas import ClientQuotas
 
 log = logging.getLogger(__name__)
+request_log = logging.getLogger("kafka.request.logger")
+"""DEBUG: one line per request the general path completed (off unless its level is lowered)."""
+
+
+def _log_completed(context: RequestContext, api_key: ApiKey, started: float) -> None:
+    header, client = context.header, context.client
+    request_log.debug(
+        "Completed request:RequestHeader(apiKey=%s, apiVersion=%d, clientId=%s, correlationId=%d) from connection "
+        "%s:%d-%d;totalTime:%.3f,principal:%s",
+        api_key.name,
+        header.api_version,
+        header.client_id,
+        header.correlation_id,
+        client.host,
+        client.port,
+        client.connection_id,
+        (time.perf_counter() - started) * 1000,
+        client.principal,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +180,12 @@ class ApiDispatcher:
     async def _answer(self, api: Api, context: RequestContext, body: Any) -> Response | None:
         """The encoded answer of the handler, or of the API's error builder when the handler failed."""
         header = context.header
+        started = time.perf_counter() if request_log.isEnabledFor(logging.DEBUG) else None
         try:
-            return _encoded(header.correlation_id, api.key, header.api_version, await api.handle(context, body))
+            response = _encoded(header.correlation_id, api.key, header.api_version, await api.handle(context, body))
+            if started is not None:
+                _log_completed(context, api.key, started)
+            return response
         except Exception as exc:
             code = error_code_of(exc)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:

@@ -38,7 +38,7 @@ from mq.zk.codecs import (
 )
 from mq.zk.store import BadVersionError, NodeExistsError, NoNodeError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.controller")
 
 PREFERRED, UNCLEAN = 0, 1
 """ElectLeaders election types."""

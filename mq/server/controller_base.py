@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from mq.errors import ErrorCode
+from mq.server import state_change_log as state_change
 from mq.server.event_thread import call_through
 from mq.server.partition_state import PartitionStateInfo
 from mq.topic_partition import TopicPartition
@@ -29,7 +30,7 @@ from mq.zk.codecs import (
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import BadVersionError, NodeExistsError
 
-log = logging.getLogger("mq.server.controller")
+log = logging.getLogger("kafka.controller")
 
 T = TypeVar("T")
 
@@ -175,6 +176,7 @@ class ControllerBase:
             leader, isr = chosen
             if self._write_state(tp, PartitionState(leader, state.leader_epoch + 1, isr, self.context.epoch), version):
                 changed.append(tp)
+                self._log_state_change(tp, "OnlinePartition")
         if changed:
             self._announce_leadership(changed)
         return changed
@@ -189,6 +191,12 @@ class ControllerBase:
             if found is not None:
                 self.context.states[tp] = found
             return False
+
+    def _log_state_change(self, tp: TopicPartition, from_state: str) -> None:
+        """The state-change line of a partition that just went online with its cached state."""
+        state, version = self.context.states[tp]
+        text = state_change.leader_and_isr(state.leader, state.leader_epoch, state.isr, version)
+        state_change.controller_changed(self.broker_id, self.context.epoch, tp, from_state, "OnlinePartition", text)
 
     def _stop_replicas(self, brokers: list[int], partitions: list[TopicPartition]) -> None:
         for broker_id in brokers:
@@ -212,6 +220,7 @@ class ControllerBase:
             try:
                 self.zk.create_partition_state(tp.topic, tp.partition, state)
                 self.context.states[tp] = (state, 0)
+                self._log_state_change(tp, "NewPartition")
             except NodeExistsError:
                 found = self.zk.get_partition_state(tp.topic, tp.partition)
                 if found is None:
@@ -232,6 +241,10 @@ class ControllerBase:
                 if broker_id in self.context.live_brokers:
                     by_broker.setdefault(broker_id, []).append(info)
         for broker_id, infos in sorted(by_broker.items()):
+            leaders = sum(1 for info in infos if info.leader == broker_id)
+            state_change.controller_sending(
+                self.broker_id, self.context.epoch, broker_id, leaders, len(infos) - leaders
+            )
             self.channel.leader_and_isr(broker_id, infos)
 
     def _send_update_metadata(self, partitions: list[TopicPartition], brokers: dict[int, BrokerRegistration]) -> None:
