@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import configparser
 import logging
 import os
 import signal
@@ -37,8 +38,9 @@ def _configure_logging(log_file: str | None, log_dir: str | None, logging_config
     """stderr only, the files of the logging config in ``log_dir``, and ``log_file`` (all of the root's lines)."""
     try:
         configure(log_dir, logging_config)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ToolError(f"cannot set up logging: {exc}") from None
+    except (OSError, ValueError, KeyError, RuntimeError, configparser.Error) as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ToolError(f"cannot set up logging: {first_line}") from None
     if log_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(log_file, encoding="utf-8")

@@ -176,15 +176,17 @@ class ControllerBase:
             leader, isr = chosen
             if self._write_state(tp, PartitionState(leader, state.leader_epoch + 1, isr, self.context.epoch), version):
                 changed.append(tp)
-                self._log_state_change(tp, "OnlinePartition")
         if changed:
             self._announce_leadership(changed)
         return changed
 
     def _write_state(self, tp: TopicPartition, state: PartitionState, version: int) -> bool:
-        """Conditional write of a partition's state; on a lost race the cached state is refreshed instead."""
+        """Conditional write of a partition's state (logged to the state-change log); on a lost race the cached state
+        is refreshed instead."""
+        before = self.context.states.get(tp)
         try:
             self.context.states[tp] = (state, self.zk.set_partition_state(tp.topic, tp.partition, state, version))
+            self._log_state_change(tp, "OnlinePartition" if before and before[0].leader >= 0 else "OfflinePartition")
             return True
         except BadVersionError:
             found = self.zk.get_partition_state(tp.topic, tp.partition)
@@ -193,10 +195,11 @@ class ControllerBase:
             return False
 
     def _log_state_change(self, tp: TopicPartition, from_state: str) -> None:
-        """The state-change line of a partition that just went online with its cached state."""
+        """The state-change line of a partition whose state was just written (Online with a leader, else Offline)."""
         state, version = self.context.states[tp]
         text = state_change.leader_and_isr(state.leader, state.leader_epoch, state.isr, version)
-        state_change.controller_changed(self.broker_id, self.context.epoch, tp, from_state, "OnlinePartition", text)
+        to_state = "OnlinePartition" if state.leader >= 0 else "OfflinePartition"
+        state_change.controller_changed(self.broker_id, self.context.epoch, tp, from_state, to_state, text)
 
     def _stop_replicas(self, brokers: list[int], partitions: list[TopicPartition]) -> None:
         for broker_id in brokers:
