@@ -246,9 +246,35 @@ class ApiDispatcher:
         api = self.apis.get(api_key)
         if api is None or api.now is None or not api.min_version <= api_version <= api.max_version:
             return LATER
+        if request_log.isEnabledFor(logging.DEBUG):
+            return self._logged_now(api, frame, api_version, correlation_id, client)
         if self.quotas is None:
             return api.now(frame, api_version, correlation_id, client)
         return self._throttled_now(self.quotas, api, frame, api_version, correlation_id, client)
+
+    def _logged_now(
+        self, api: Api, frame: bytearray, api_version: int, correlation_id: int, client: ClientAddress
+    ) -> NowResult:
+        """The immediate path while the request log is at DEBUG: the answer, and its line once it is complete."""
+        assert api.now is not None
+        context = RequestContext(parse_request_header(frame, False), client)
+        started = time.perf_counter()
+        if self.quotas is None:
+            result = api.now(frame, api_version, correlation_id, client)
+        else:
+            result = self._throttled_now(self.quotas, api, frame, api_version, correlation_id, client)
+        if result is LATER:
+            return result
+        if result is None or isinstance(result, bytes | list):
+            _log_completed(context, api.key, started)
+            return result
+
+        async def completed(answer: Awaitable[Response | None]) -> Response | None:
+            response = await answer
+            _log_completed(context, api.key, started)
+            return response
+
+        return completed(result)
 
     def _throttled_now(
         self,

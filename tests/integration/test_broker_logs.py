@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BrokerProcess, ZooKeeperProcess
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from waiting import wait_for
 
@@ -54,11 +54,12 @@ def test_log_files_audit_lines_and_logger_levels_of_a_running_broker(
     try:
         admin.create_topics([NewTopic("audited", 2, 1)])
         admin.delete_topics(["audited"])
+        admin.create_topics([NewTopic("logged", 1, 1)])
     finally:
         admin.close()
     admin_lines = [line for line in text(logs / "server.log").splitlines() if line.endswith("(kafka.admin)")]
     address = r"\(clientId=audit-client, address=127\.0\.0\.1:\d+\)"
-    assert len(admin_lines) == 2, admin_lines
+    assert len(admin_lines) == 3, admin_lines
     assert re.search(
         rf"INFO Admin change by User:ANONYMOUS {address} with CreateTopics: created topic audited with 2 "
         r"partitions, replication factor 1 \(kafka\.admin\)$",
@@ -87,6 +88,15 @@ def test_log_files_audit_lines_and_logger_levels_of_a_running_broker(
     assert wait_for(
         lambda: "DEBUG Completed request:RequestHeader(apiKey=DESCRIBE_CONFIGS" in text(logs / "kafka-request.log")
     )
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, client_id="logged-producer")
+    try:
+        producer.send("logged", b"one").get(15)  # Produce takes the immediate path: logged there too
+    finally:
+        producer.close()
+    produced = re.compile(
+        r"DEBUG Completed request:RequestHeader\(apiKey=PRODUCE, apiVersion=\d+, clientId=logged-producer"
+    )
+    assert wait_for(lambda: produced.search(text(logs / "kafka-request.log")))
 
     mq(mq_command, *loggers, "--entity-name", "0", "--alter", "--delete-config", "kafka.request.logger")
     described = mq(mq_command, *loggers, "--entity-name", "0", "--describe")
