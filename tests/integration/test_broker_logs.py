@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -141,3 +142,30 @@ def test_state_change_logs_of_a_cluster_merge_in_time_order(
     window = mq(mq_command, "state-change-log-merger", "--logs", ",".join(map(str, files)), "--topic", "merged",
                 "--start-time", stamps[-1])  # fmt: skip
     assert window == [line for line in merged if line.startswith(f"[{stamps[-1]}]")]
+
+
+def test_a_daemon_writes_its_log_files_and_its_stderr_to_the_log_dir(mq_command: list[str], tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "server.properties"
+    config.write_text(f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'data'}\n", encoding="utf-8")
+    logs = tmp_path / "logs"
+    started = mq(mq_command, "server", "start", str(config), "--daemon", "--log-dir", str(logs))
+    assert started[0].endswith(f"log {logs / 'server.out'})")
+    try:
+        assert sorted(p.name for p in logs.iterdir()) == sorted([*LOG_FILES, "server.out"])
+        assert "started on 127.0.0.1" in text(logs / "server.log")
+    finally:
+        mq(mq_command, "server", "stop", "--config", str(config))
+    assert "stopped" in text(logs / "server.log").splitlines()[-1]
+
+
+def test_an_unreadable_logging_config_is_one_line(mq_command: list[str], tmp_path: Path) -> None:
+    bad = tmp_path / "logging.ini"
+    bad.write_text("not an ini file\n", encoding="utf-8")
+    args = ["server", "start", "--log-dir", str(tmp_path / "logs"), "--logging-config", str(bad)]
+    result = subprocess.run([*mq_command, *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 1
+    assert not (tmp_path / "data").exists()  # refused before the broker read its config
+    assert result.stderr.startswith("Error: cannot set up logging: ") and len(result.stderr.splitlines()) == 1
