@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 from mq.errors import ErrorCode
 from mq.server import state_change_log as state_change
 from mq.server.event_thread import call_through
+from mq.server.logging_config import TRACE
 from mq.server.partition_state import PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from mq.zk.codecs import (
@@ -200,6 +201,16 @@ class ControllerBase:
         text = state_change.leader_and_isr(state.leader, state.leader_epoch, state.isr, version)
         to_state = "OnlinePartition" if state.leader >= 0 else "OfflinePartition"
         state_change.controller_changed(self.broker_id, self.context.epoch, tp, from_state, to_state, text)
+
+    def _log_replica_changes(self, brokers: set[int], from_state: str, to_state: str) -> None:
+        """The replica state changes (TRACE) of every replica on ``brokers``."""
+        if not brokers or not state_change.state_change_log.isEnabledFor(TRACE):
+            return
+        for tp in self.context.states:
+            for replica in sorted(brokers & set(self.context.replicas(tp))):
+                state_change.controller_replica_changed(
+                    self.broker_id, self.context.epoch, replica, tp, from_state, to_state
+                )
 
     def _stop_replicas(self, brokers: list[int], partitions: list[TopicPartition]) -> None:
         for broker_id in brokers:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from mq.server.logging_config import TRACE
 from mq.topic_partition import TopicPartition
 
 state_change_log = logging.getLogger("state.change.logger")
@@ -34,6 +35,23 @@ def controller_changed(
         from_state,
         to_state,
         state,
+    )
+
+
+def controller_replica_changed(
+    broker_id: int, epoch: int, replica: int, tp: TopicPartition, from_state: str, to_state: str
+) -> None:
+    """TRACE: ``[Controller id=0 epoch=1] Changed state of replica 2 for partition t-0 from OnlineReplica to
+    OfflineReplica``."""
+    state_change_log.log(
+        TRACE,
+        "[Controller id=%d epoch=%d] Changed state of replica %d for partition %s from %s to %s",
+        broker_id,
+        epoch,
+        replica,
+        tp,
+        from_state,
+        to_state,
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from mq.errors import ErrorCode
+from mq.server import logging_config
 from mq.server.controller import Controller
 from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.topic_partition import TopicPartition
@@ -357,4 +358,18 @@ def test_partition_state_changes_are_logged_in_kafka_lines(caplog: pytest.LogCap
         f"{prefix}Changed partition t-0 from OnlinePartition to OfflinePartition with state "
         "LeaderAndIsr(leader=-1, leaderEpoch=2, isr=List(2), zkVersion=2)",
         f"{prefix}Sending LeaderAndIsr request to broker 1 with 0 become-leader and 1 become-follower partitions",
+    ]
+
+
+def test_replicas_of_a_broker_that_dies_or_returns_are_traced(caplog: pytest.LogCaptureFixture) -> None:
+    zk, _, _ = setup([1, 2])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    AdminZkClient(zk).create_topic("u", 0, 0, replica_assignment={0: [1]})  # no replica on broker 2
+    caplog.set_level(logging_config.TRACE, logger="state.change.logger")
+    zk.store.delete(paths.broker(2))
+    zk.register_broker(BrokerRegistration(2, ["PLAINTEXT://127.0.0.1:9094"]))
+    traced = [r.getMessage() for r in caplog.records if r.levelno == logging_config.TRACE]
+    assert traced == [
+        "[Controller id=1 epoch=1] Changed state of replica 2 for partition t-0 from OnlineReplica to OfflineReplica",
+        "[Controller id=1 epoch=1] Changed state of replica 2 for partition t-0 from OfflineReplica to OnlineReplica",
     ]
