@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "delete-records": ("mq.cli.delete_records:delete_records", "Delete the records of partitions below given offsets."),
     "log-dirs": ("mq.cli.log_dirs:log_dirs", "Describe the log directories of brokers and the replicas in them."),
+    "state-change-log-merger": (
+        "mq.cli.state_change_merger:state_change_log_merger",
+        "Merge several brokers' state-change logs into one history in time order.",
+    ),
     "broker-api-versions": (
         "mq.cli.broker_api_versions:broker_api_versions",
         "Print the API versions each broker supports and which this client can use.",

@@ -4,6 +4,7 @@ report its health."""
 from __future__ import annotations
 
 import asyncio
+import configparser
 import logging
 import os
 import signal
@@ -24,9 +25,9 @@ from mq.cli.common import (
     handle_errors,
 )
 from mq.config import BrokerConfig
+from mq.server.logging_config import LOG_FORMAT, LOGGING_CONFIG, configure
 
 DEFAULT_CONFIG = "config/server.properties"
-LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 
 
 def _load(config_file: str | None, overrides: tuple[str, ...], quiet: bool = False) -> BrokerConfig:
@@ -42,12 +43,18 @@ def _load(config_file: str | None, overrides: tuple[str, ...], quiet: bool = Fal
         config_log.setLevel(level)
 
 
-def _configure_logging(log_file: str | None) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+def _configure_logging(log_file: str | None, log_dir: str | None, logging_config: str | None) -> None:
+    """stderr only, the files of the logging config in ``log_dir``, and ``log_file`` (all of the root's lines)."""
+    try:
+        configure(log_dir, logging_config)
+    except (OSError, ValueError, KeyError, RuntimeError, configparser.Error) as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ToolError(f"cannot set up logging: {first_line}") from None
     if log_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, handlers=handlers, force=True)
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        logging.root.addHandler(handler)
 
 
 @click.group("server")
@@ -60,23 +67,47 @@ def server() -> None:
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a broker key (repeatable).")
 @click.option("--daemon", is_flag=True, help="Detach and run in the background.")
 @click.option("--log-file", type=click.Path(dir_okay=False), help="Also log to this file (daemon default: server.log).")
+@click.option(
+    "--log-dir",
+    envvar="LOG_DIR",
+    type=click.Path(file_okay=False),
+    help="Write server.log, controller.log, state-change.log, ... here (env LOG_DIR; default: stderr only).",
+)
+@click.option(
+    "--logging-config",
+    type=click.Path(dir_okay=False, exists=True),
+    help=f"The logging config file used with --log-dir (default: {LOGGING_CONFIG}).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 @handle_errors
 def start(
-    config_file: str | None, overrides: tuple[str, ...], daemon: bool, log_file: str | None, verbose: bool
+    config_file: str | None,
+    overrides: tuple[str, ...],
+    daemon: bool,
+    log_file: str | None,
+    log_dir: str | None,
+    logging_config: str | None,
+    verbose: bool,
 ) -> None:
     """Start a broker with CONFIG_FILE (default: config/server.properties, else built-in defaults).
 
     Runs in the foreground until SIGTERM or SIGINT, then shuts down cleanly. A log directory another broker holds
     refuses the start with that broker's pid, and the running broker's files are left untouched. --daemon returns
     once the broker is up, or prints why it could not start. Exit codes: 0 after a clean shutdown (daemon: once
-    started), 1 if the broker could not start, 2 for bad usage.
+    started), 1 if the broker could not start, 2 for bad usage. With --log-dir (or LOG_DIR) the logging config file
+    lays out Kafka's log files there: server.log, controller.log, state-change.log, log-cleaner.log, kafka-request.log,
+    kafka-authorizer.log (a daemon's standard error goes to server.out there).
     """
-    _configure_logging(None if daemon else log_file)  # before the config, whose warnings are logged
-    config = _load(config_file, overrides)
     if daemon:
-        _start_daemon(config_file, overrides, log_file or str(config.log_dir_paths[0].parent / "server.log"), config)
+        _configure_logging(None, None, None)  # before the config, whose warnings are logged
+        config = _load(config_file, overrides)
+        default_log = Path(log_dir) / "server.out" if log_dir else config.log_dir_paths[0].parent / "server.log"
+        logging_args = ["--log-dir", log_dir] if log_dir else []
+        logging_args += ["--logging-config", logging_config] if logging_config else []
+        _start_daemon(config_file, overrides, log_file or str(default_log), config, logging_args)
         return
+    _configure_logging(log_file, log_dir, logging_config)
+    config = _load(config_file, overrides)
     from mq.server.allocator import keep_request_memory
     from mq.server.broker import new_event_loop, run
 
@@ -85,7 +116,9 @@ def start(
         runner.run(run(config))
 
 
-def _start_daemon(config_file: str | None, overrides: tuple[str, ...], log_file: str, config: BrokerConfig) -> None:
+def _start_daemon(
+    config_file: str | None, overrides: tuple[str, ...], log_file: str, config: BrokerConfig, logging_args: list[str]
+) -> None:
     """Start the broker detached, its standard error (logs and a failure's ``Error:`` line) appended to
     ``log_file``; return once it wrote its pid file, or fail with the first error line it logged."""
     from mq.server.broker import pid_file
@@ -96,6 +129,7 @@ def _start_daemon(config_file: str | None, overrides: tuple[str, ...], log_file:
     command += [config_file] if config_file else []
     for item in overrides:
         command += ["--override", item]
+    command += logging_args
     log_path = Path(log_file)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     marker = pid_file(config)

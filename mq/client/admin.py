@@ -353,10 +353,12 @@ class AsyncAdmin:
     async def _send_for_resource(
         self, resource_type: ResourceType, name: str, api_key: int, body: Mapping[str, Any]
     ) -> Any:
-        """Broker resources go to that broker (empty name: any broker); topic resources to any broker."""
+        """Broker and broker-logger resources go to that broker (empty name: any broker); topic resources to any
+        broker."""
 
         async def attempt() -> Any:
-            node = int(name) if resource_type == ResourceType.BROKER and name else None
+            per_broker = resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER)
+            node = int(name) if per_broker and name else None
             if node is not None and node not in self.cluster.brokers:
                 await self.cluster.refresh_metadata([])
             return await self.cluster.send(node, api_key, body)

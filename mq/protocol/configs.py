@@ -10,6 +10,7 @@ class ResourceType(IntEnum):
 
     TOPIC = 2
     BROKER = 4
+    BROKER_LOGGER = 8
 
 
 class AlterConfigOp(IntEnum):

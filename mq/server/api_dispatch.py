@@ -57,6 +57,25 @@ from mq.server.network import ClientAddress, Response
 from mq.server.quotas import ClientQuotas
 
 log = logging.getLogger(__name__)
+request_log = logging.getLogger("kafka.request.logger")
+"""DEBUG: one line per request the general path completed (off unless its level is lowered)."""
+
+
+def _log_completed(context: RequestContext, api_key: ApiKey, started: float) -> None:
+    header, client = context.header, context.client
+    request_log.debug(
+        "Completed request:RequestHeader(apiKey=%s, apiVersion=%d, clientId=%s, correlationId=%d) from connection "
+        "%s:%d-%d;totalTime:%.3f,principal:%s",
+        api_key.name,
+        header.api_version,
+        header.client_id,
+        header.correlation_id,
+        client.host,
+        client.port,
+        client.connection_id,
+        (time.perf_counter() - started) * 1000,
+        client.principal,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +181,12 @@ class ApiDispatcher:
     async def _answer(self, api: Api, context: RequestContext, body: Any) -> Response | None:
         """The encoded answer of the handler, or of the API's error builder when the handler failed."""
         header = context.header
+        started = time.perf_counter() if request_log.isEnabledFor(logging.DEBUG) else None
         try:
-            return _encoded(header.correlation_id, api.key, header.api_version, await api.handle(context, body))
+            response = _encoded(header.correlation_id, api.key, header.api_version, await api.handle(context, body))
+            if started is not None:
+                _log_completed(context, api.key, started)
+            return response
         except Exception as exc:
             code = error_code_of(exc)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:
@@ -224,9 +247,35 @@ class ApiDispatcher:
         api = self.apis.get(api_key)
         if api is None or api.now is None or not api.min_version <= api_version <= api.max_version:
             return LATER
+        if request_log.isEnabledFor(logging.DEBUG):
+            return self._logged_now(api, frame, api_version, correlation_id, client)
         if self.quotas is None:
             return api.now(frame, api_version, correlation_id, client)
         return self._throttled_now(self.quotas, api, frame, api_version, correlation_id, client)
+
+    def _logged_now(
+        self, api: Api, frame: bytearray, api_version: int, correlation_id: int, client: ClientAddress
+    ) -> NowResult:
+        """The immediate path while the request log is at DEBUG: the answer, and its line once it is complete."""
+        assert api.now is not None
+        context = RequestContext(parse_request_header(frame, False), client)
+        started = time.perf_counter()
+        if self.quotas is None:
+            result = api.now(frame, api_version, correlation_id, client)
+        else:
+            result = self._throttled_now(self.quotas, api, frame, api_version, correlation_id, client)
+        if result is LATER:
+            return result
+        if result is None or isinstance(result, bytes | list):
+            _log_completed(context, api.key, started)
+            return result
+
+        async def completed(answer: Awaitable[Response | None]) -> Response | None:
+            response = await answer
+            _log_completed(context, api.key, started)
+            return response
+
+        return completed(result)
 
     def _throttled_now(
         self,

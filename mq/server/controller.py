@@ -38,7 +38,7 @@ from mq.zk.codecs import (
 )
 from mq.zk.store import BadVersionError, NodeExistsError, NoNodeError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.controller")
 
 PREFERRED, UNCLEAN = 0, 1
 """ElectLeaders election types."""
@@ -188,6 +188,8 @@ class Controller(Reassignments, TopicDeletion):
         self.context.shutting_down &= live - born
         for broker in born | dead:
             self.context.offline_replicas.pop(broker, None)  # a restarted broker reloads its log dirs
+        self._log_replica_changes(dead, "OnlineReplica", "OfflineReplica")
+        self._log_replica_changes(born, "OfflineReplica", "OnlineReplica")
         changed = self._elect_leaders(lambda state: bool(dead & ({state.leader} | set(state.isr))) or state.leader < 0)
         if born:
             self._resume_deletions()

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from mq.errors import ErrorCode
+from mq.server import state_change_log as state_change
 from mq.server.event_thread import call_through
+from mq.server.logging_config import TRACE
 from mq.server.partition_state import PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from mq.zk.codecs import (
@@ -29,7 +31,7 @@ from mq.zk.codecs import (
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import BadVersionError, NodeExistsError
 
-log = logging.getLogger("mq.server.controller")
+log = logging.getLogger("kafka.controller")
 
 T = TypeVar("T")
 
@@ -180,15 +182,35 @@ class ControllerBase:
         return changed
 
     def _write_state(self, tp: TopicPartition, state: PartitionState, version: int) -> bool:
-        """Conditional write of a partition's state; on a lost race the cached state is refreshed instead."""
+        """Conditional write of a partition's state (logged to the state-change log); on a lost race the cached state
+        is refreshed instead."""
+        before = self.context.states.get(tp)
         try:
             self.context.states[tp] = (state, self.zk.set_partition_state(tp.topic, tp.partition, state, version))
+            self._log_state_change(tp, "OnlinePartition" if before and before[0].leader >= 0 else "OfflinePartition")
             return True
         except BadVersionError:
             found = self.zk.get_partition_state(tp.topic, tp.partition)
             if found is not None:
                 self.context.states[tp] = found
             return False
+
+    def _log_state_change(self, tp: TopicPartition, from_state: str) -> None:
+        """The state-change line of a partition whose state was just written (Online with a leader, else Offline)."""
+        state, version = self.context.states[tp]
+        text = state_change.leader_and_isr(state.leader, state.leader_epoch, state.isr, version)
+        to_state = "OnlinePartition" if state.leader >= 0 else "OfflinePartition"
+        state_change.controller_changed(self.broker_id, self.context.epoch, tp, from_state, to_state, text)
+
+    def _log_replica_changes(self, brokers: set[int], from_state: str, to_state: str) -> None:
+        """The replica state changes (TRACE) of every replica on ``brokers``."""
+        if not brokers or not state_change.state_change_log.isEnabledFor(TRACE):
+            return
+        for tp in self.context.states:
+            for replica in sorted(brokers & set(self.context.replicas(tp))):
+                state_change.controller_replica_changed(
+                    self.broker_id, self.context.epoch, replica, tp, from_state, to_state
+                )
 
     def _stop_replicas(self, brokers: list[int], partitions: list[TopicPartition]) -> None:
         for broker_id in brokers:
@@ -212,6 +234,7 @@ class ControllerBase:
             try:
                 self.zk.create_partition_state(tp.topic, tp.partition, state)
                 self.context.states[tp] = (state, 0)
+                self._log_state_change(tp, "NewPartition")
             except NodeExistsError:
                 found = self.zk.get_partition_state(tp.topic, tp.partition)
                 if found is None:
@@ -232,6 +255,10 @@ class ControllerBase:
                 if broker_id in self.context.live_brokers:
                     by_broker.setdefault(broker_id, []).append(info)
         for broker_id, infos in sorted(by_broker.items()):
+            leaders = sum(1 for info in infos if info.leader == broker_id)
+            state_change.controller_sending(
+                self.broker_id, self.context.epoch, broker_id, leaders, len(infos) - leaders
+            )
             self.channel.leader_and_isr(broker_id, infos)
 
     def _send_update_metadata(self, partitions: list[TopicPartition], brokers: dict[int, BrokerRegistration]) -> None:

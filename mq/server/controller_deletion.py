@@ -11,7 +11,7 @@ from mq.server.controller_base import ControllerBase
 from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.topic_partition import TopicPartition
 
-log = logging.getLogger("mq.server.controller")
+log = logging.getLogger("kafka.controller")
 
 
 class TopicDeletion(ControllerBase):

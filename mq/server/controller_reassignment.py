@@ -19,7 +19,7 @@ from mq.zk.codecs import (
 )
 from mq.zk.store import BadVersionError, NoNodeError
 
-log = logging.getLogger("mq.server.controller")
+log = logging.getLogger("kafka.controller")
 
 
 class Reassignments(ControllerBase):

@@ -30,6 +30,7 @@ from mq.errors import (
     error_code_of,
 )
 from mq.records.crc import Buffer
+from mq.server import state_change_log as state_change
 from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
 from mq.server.partition import AppendResult, Partition
@@ -131,9 +132,18 @@ class ReplicaManager:
                 self.partitions[info.tp] = partition
             if not self.log_manager.is_online(partition.log):
                 continue  # an offline replica follows no decision (the controller moves leadership elsewhere)
-            was_leader = partition.is_leader
+            was_leader, previous_epoch = partition.is_leader, partition.leader_epoch
             if not partition.apply_state(info):
                 continue
+            state_change.broker_became(
+                self.broker_id,
+                partition.is_leader,
+                info.tp,
+                info.leader_epoch,
+                partition.log_end_offset,
+                partition.high_watermark,
+                previous_epoch,
+            )
             if partition.is_leader:
                 if self.fetchers is not None:
                     self.fetchers.unfollow(info.tp)
@@ -149,7 +159,8 @@ class ReplicaManager:
 
     def stop_replicas(self, tps: Iterable[TopicPartition], delete: bool) -> None:
         for tp in tps:
-            self.partitions.pop(tp, None)
+            if self.partitions.pop(tp, None) is not None:
+                state_change.broker_stopped(self.broker_id, tp, delete)
             if self.fetchers is not None:
                 self.fetchers.unfollow(tp)
             if self.leadership_listener is not None:

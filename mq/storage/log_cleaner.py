@@ -35,7 +35,7 @@ from mq.storage.partition_log import Log
 from mq.storage.token_bucket import TokenBucket
 from mq.topic_partition import TopicPartition
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kafka.log.LogCleaner")
 
 
 def _wall_ms() -> int:

@@ -8,6 +8,11 @@ describing prints ``Dynamic configs for topic T are:`` (``All configs`` with ``-
 dynamic one (every entry with ``--all``). Through the metadata tree the znodes are read and written directly:
 ``Configs for topic 'T' are k=v,k2=v2`` and ``Completed updating config for entity: topic 'T'.``
 
+Broker loggers (``--entity-type broker-loggers --entity-name ID``) describe every logger of that broker with its
+level (``Dynamic configs for broker-logger 0 are:``, then ``  kafka.controller=INFO sensitive=false synonyms={}``)
+and alter levels with IncrementalAlterConfigs: ``--add-config kafka.controller=DEBUG`` sets one, ``--delete-config``
+lets it take its parent's level again.
+
 Client and user quotas are delegated to ``mq.tools.client_quotas`` (``describe_client_quotas`` and
 ``alter_client_quotas``, called with the ``SyncAdmin``).
 """
@@ -175,6 +180,8 @@ def _dynamic_source(entity: Entity) -> ConfigSource:
 
 
 def _resource_type(entity: Entity) -> ResourceType:
+    if entity.entity_type == "broker-loggers":
+        return ResourceType.BROKER_LOGGER
     return ResourceType.TOPIC if entity.entity_type == "topics" else ResourceType.BROKER
 
 
@@ -203,6 +210,8 @@ def source_name(entry: ConfigEntry) -> str:
 
 def _entity_config(admin: SyncAdmin, entity: Entity, describe_all: bool) -> list[ConfigEntry]:
     entries = admin.call(AsyncAdmin.describe_configs, _resource_type(entity), entity.resource_name, None, True)
+    if entity.entity_type == "broker-loggers":
+        return entries  # every logger, root first, as the broker lists them
     wanted = _dynamic_source(entity)
     return sorted((e for e in entries if describe_all or e.source == wanted), key=lambda e: e.name)
 
@@ -215,15 +224,15 @@ def describe(admin: SyncAdmin, entity: Entity, describe_all: bool) -> ConfigsOut
 
         lines = describe_client_quotas(admin, entity.entity_type, entity.name, entity.default)
         return ConfigsOutcome(lines=list(lines))
-    _refuse_broker_loggers(entity)
     if entity.name is not None or entity.default:
         entities = [entity]
     elif entity.entity_type == "topics":
         entities = [Entity("topics", name) for name in admin.list_topics(include_internal=True)]
     else:
         cluster = admin.call(AsyncAdmin.describe_cluster)
-        entities = [Entity("brokers", str(b.node_id)) for b in cluster.brokers]
-        entities.append(Entity("brokers", None, default=True))
+        entities = [Entity(entity.entity_type, str(b.node_id)) for b in cluster.brokers]
+        if entity.entity_type == "brokers":
+            entities.append(Entity("brokers", None, default=True))
     outcome = ConfigsOutcome()
     for one in entities:
         if one.default:
@@ -245,7 +254,8 @@ def alter(admin: SyncAdmin, entity: Entity, add: Mapping[str, str], delete: Sequ
 
         lines = alter_client_quotas(admin, entity.entity_type, entity.name, entity.default, dict(add), list(delete))
         return ConfigsOutcome(lines=list(lines))
-    _refuse_broker_loggers(entity)
+    if entity.entity_type == "broker-loggers":
+        return _alter_broker_loggers(admin, entity, add, delete)
     current = {e.name: e.value for e in _entity_config(admin, entity, False)}
     missing = [key for key in delete if key not in current]
     if missing:
@@ -268,9 +278,19 @@ def _name_required(entity: Entity) -> str:
     return f"an entity name must be specified with --alter of {entity.entity_type}"
 
 
-def _refuse_broker_loggers(entity: Entity) -> None:
-    if entity.entity_type == "broker-loggers":
-        raise ConfigCommandError("Entity type broker-loggers is not supported by mq configs yet")
+def _alter_broker_loggers(
+    admin: SyncAdmin, entity: Entity, add: Mapping[str, str], delete: Sequence[str]
+) -> ConfigsOutcome:
+    """Kafka's broker-logger alter: every named logger must exist on the broker; levels are SET, deleted ones
+    take their parent's level again (IncrementalAlterConfigs)."""
+    loggers = {e.name for e in _entity_config(admin, entity, False)}
+    invalid = [name for name in [*delete, *add] if name not in loggers]
+    if invalid:
+        raise ConfigCommandError(f"Invalid broker logger(s): {','.join(invalid)}")
+    changes: dict[str, tuple[AlterConfigOp, str | None]] = {k: (AlterConfigOp.SET, v) for k, v in add.items()}
+    changes.update({key: (AlterConfigOp.DELETE, "") for key in delete})
+    admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER_LOGGER, entity.resource_name, changes)
+    return ConfigsOutcome([f"Completed updating config for broker-logger {entity.name}."])
 
 
 def _zk_entity_label(entity: Entity) -> str:

@@ -19,6 +19,7 @@ from mq.errors import (
     UnknownTopicOrPartitionError,
 )
 from mq.protocol.api_keys import ApiKey
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.handlers.configs import describe_topic_configs
 from mq.server.metadata_cache import MetadataCache
@@ -107,6 +108,11 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
             ]
             if not validate_only:
                 waiting[topic.name] = len(assignment)
+                factor = len(assignment[min(assignment)])
+                audit(
+                    context,
+                    f"created topic {topic.name} with {len(assignment)} partitions, replication factor {factor}",
+                )
         timeout = _seconds(request.timeout)
         if waiting and timeout > 0:
             await cache.wait_until(lambda: all(has_leaders(t, n) for t, n in waiting.items()), timeout)
@@ -146,6 +152,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     raise TopicDeletionDisabledError("Topic deletion is disabled.")
                 await asyncio.to_thread(admin.delete_topic, _check_existing(name))
                 pending.append(name)
+                audit(context, f"deleted topic {name}")
             except KafkaError as exc:
                 code = exc.code
                 if isinstance(exc, UnknownTopicOrPartitionError):
@@ -186,6 +193,7 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                 continue
             if not request.validate_only:
                 waiting[topic.name] = topic.count
+                audit(context, f"increased the partitions of topic {topic.name} to {topic.count}")
         timeout = _seconds(request.timeout)
         if waiting and timeout > 0:
             await cache.wait_until(lambda: all(has_leaders(t, n) for t, n in waiting.items()), timeout)

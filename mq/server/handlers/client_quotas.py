@@ -19,6 +19,7 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.quotas import (
     CLIENT_ID,
@@ -211,6 +212,12 @@ def client_quota_apis(zk: KafkaZkClient) -> list[Api]:
 
     async def alter(context: RequestContext, request: Any) -> dict[str, Any]:
         answers = await asyncio.to_thread(alter_quotas, zk, request.entries, bool(request.validate_only))
+        if not request.validate_only:
+            for entry, answer in zip(request.entries, answers, strict=True):
+                if answer["error_code"] == ErrorCode.NONE:
+                    entity = ",".join(f"{c.entity_type}={c.entity_name or '<default>'}" for c in entry.entity)
+                    ops = ",".join(f"{o.key}={'<removed>' if o.remove else o.value}" for o in entry.ops)
+                    audit(context, f"altered client quotas of {entity}: {ops}")
         return {"throttle_time": 0, "entries": answers}
 
     def alter_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

@@ -14,6 +14,12 @@ broker id. A read-only key is refused with INVALID_REQUEST (``Cannot update thes
 unknown key or ill-typed value with INVALID_CONFIG, and nothing of a refused resource is written. Describing this
 broker lists every key (read-only unless its update mode lets it change); describing another broker lists the
 throttle rates and the dynamic keys set for it, and describing ``""`` lists the cluster defaults that are set.
+
+BROKER_LOGGER resources (Kafka's Log4jController) name the broker that answers: describing lists every logger with
+its effective level (source DYNAMIC_BROKER_LOGGER_CONFIG, no synonyms); only IncrementalAlterConfigs changes them,
+SET to one of Kafka's levels, DELETE to take the parent's level again (not for ``root``). An unknown logger or level
+is INVALID_CONFIG, APPEND/SUBTRACT or AlterConfigs INVALID_REQUEST. Levels live in the process: a restart reads the
+logging config again, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from mq.config_catalog import KAFKA_TOPIC_KEYS
 from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
+from mq.server import logging_config
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, Handler, RequestContext
 from mq.topic_partition import topic_name_error
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient, broker_entity
@@ -224,6 +232,9 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
                 )
             elif resource.resource_type == ResourceType.BROKER:
                 entries = describe_broker(resource.resource_name)
+            elif resource.resource_type == ResourceType.BROKER_LOGGER:
+                _check_own_broker(resource.resource_name, broker_id)
+                entries = describe_broker_loggers()
             else:
                 raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
         except KafkaError as exc:
@@ -252,7 +263,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
         ]
         return {"throttle_time": 0, "results": results}
 
-    def alter_one(resource: Any, validate_only: bool, incremental: bool) -> dict[str, Any]:
+    def alter_one(context: RequestContext, resource: Any, validate_only: bool, incremental: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {
             "error_code": ErrorCode.NONE,
             "error_message": None,
@@ -273,17 +284,29 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
                 admin.validate_broker_config(updated, per_broker=target is not None)
                 if not validate_only:
                     admin.change_broker_config(target, updated)
+            elif resource.resource_type == ResourceType.BROKER_LOGGER:
+                if not incremental:
+                    raise KafkaError(
+                        "AlterConfigs is not supported for BROKER_LOGGER, use IncrementalAlterConfigs",
+                        ErrorCode.INVALID_REQUEST,
+                    )
+                _check_own_broker(name, broker_id)
+                _alter_log_levels(resource.configs, validate_only)
             else:
                 raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
         except KafkaError as exc:
             return {**answer, "error_code": exc.code, "error_message": str(exc)}
+        if not validate_only:
+            kind = ResourceType(resource.resource_type).name.lower().replace("_", " ")
+            changes = ", ".join(_change_text(c, incremental) for c in resource.configs)
+            audit(context, f"altered the config of {kind} {resource.resource_name!r}: {changes or 'none'}")
         return answer
 
     def alter_handler(incremental: bool) -> Handler:
         async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
             validate_only = bool(request.validate_only)
             responses = await asyncio.to_thread(
-                lambda: [alter_one(r, validate_only, incremental) for r in request.resources]
+                lambda: [alter_one(context, r, validate_only, incremental) for r in request.resources]
             )
             return {"throttle_time": 0, "responses": responses}
 
@@ -310,6 +333,67 @@ def _altered(
     if incremental:
         return _apply_incremental(current, changes, fields)
     return {c.name: c.value for c in changes if c.value is not None}
+
+
+def _change_text(change: Any, incremental: bool) -> str:
+    """``key=value`` of one alteration; ``key`` and its operation for an incremental one other than SET."""
+    op = AlterConfigOp(change.config_operation) if incremental else AlterConfigOp.SET
+    return f"{change.name}={change.value}" if op == AlterConfigOp.SET else f"{op.name} {change.name}"
+
+
+def describe_broker_loggers() -> list[dict[str, Any]]:
+    """Every logger of this process with its effective level (Kafka's names), as Kafka describes BROKER_LOGGER."""
+    return [
+        {
+            "name": name,
+            "value": level,
+            "read_only": False,
+            "config_source": ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+            "is_sensitive": False,
+            "synonyms": [],
+            "config_type": ConfigType.STRING,
+            "documentation": None,
+        }
+        for name, level in logging_config.loggers().items()
+    ]
+
+
+def _check_own_broker(name: str, broker_id: int) -> None:
+    """A BROKER_LOGGER resource names the broker that answers."""
+    if name == "":
+        raise KafkaError("Broker id must not be empty", ErrorCode.INVALID_REQUEST)
+    if _broker_id(name) != broker_id:
+        raise KafkaError(f"Unexpected broker id, expected {broker_id} but received {name}", ErrorCode.INVALID_REQUEST)
+
+
+def _alter_log_levels(changes: Any, validate_only: bool) -> None:
+    """Kafka's checks of a BROKER_LOGGER alteration (every change first), then SET / DELETE of each level."""
+    for change in changes:
+        op = AlterConfigOp(change.config_operation)
+        if op in (AlterConfigOp.APPEND, AlterConfigOp.SUBTRACT):
+            raise KafkaError(
+                f"{op.name} operation is not allowed for the BROKER_LOGGER resource", ErrorCode.INVALID_REQUEST
+            )
+        if not logging_config.logger_exists(change.name):
+            raise KafkaError(f"Logger {change.name} does not exist!", ErrorCode.INVALID_CONFIG)
+        if op == AlterConfigOp.SET and change.value not in logging_config.KAFKA_LEVELS:
+            raise KafkaError(
+                f"Cannot set the log level of {change.name} to {change.value} as it is not a supported log level. "
+                f"Valid log levels are {', '.join(logging_config.KAFKA_LEVELS)}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        if op == AlterConfigOp.DELETE and change.name == logging_config.ROOT_LOGGER:
+            raise KafkaError(
+                f"Removing the log level of the {logging_config.ROOT_LOGGER} logger is not allowed",
+                ErrorCode.INVALID_REQUEST,
+            )
+    if validate_only:
+        return
+    for change in changes:
+        if AlterConfigOp(change.config_operation) == AlterConfigOp.SET:
+            logging_config.set_level(change.name, change.value)
+        else:
+            logging_config.unset_level(change.name)
 
 
 def _broker_id(name: str) -> int | None:

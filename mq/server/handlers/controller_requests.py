@@ -9,6 +9,7 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.controller import PREFERRED, UNCLEAN, Controller
 from mq.server.controller_base import ElectionResult
@@ -31,6 +32,10 @@ def controller_apis(controller: Controller) -> list[Api]:
         results = await asyncio.wrap_future(controller.call(elect))
         if results is None:
             return elect_leaders_error(context, request, ErrorCode.NOT_CONTROLLER)
+        elected = [str(tp) for tp, (code, _) in results.items() if code == ErrorCode.NONE]
+        if elected:
+            kind = "preferred" if election_type == PREFERRED else "unclean"
+            audit(context, f"elected {kind} leaders of {', '.join(elected)}")
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, (code, message) in results.items():
             if partitions is None and code == ErrorCode.ELECTION_NOT_NEEDED:

@@ -28,6 +28,7 @@ from mq.protocol.offset_commit import (
     offset_commit_of,
     read_offset_commit,
 )
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.metadata_cache import MetadataCache
@@ -164,6 +165,9 @@ def group_offset_apis(
         if code != ErrorCode.NONE:
             return offset_delete_error(context, request, code)
         errors.update(results)
+        deleted = [str(tp) for tp in known if errors.get(tp, ErrorCode.NONE) == ErrorCode.NONE]
+        if deleted:
+            audit(context, f"deleted the offsets of group {request.group_id} for {', '.join(deleted)}")
         topics: dict[str, list[dict[str, Any]]] = {}
         for topic in request.topics:
             for p in topic.partitions:

@@ -18,6 +18,7 @@ from typing import Any
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
 from mq.server.group_metadata import GroupState, JoinResult, SyncResult
@@ -274,6 +275,9 @@ def group_apis(
 
     async def delete_groups(context: RequestContext, request: Any) -> dict[str, Any]:
         results = await coordinator.delete_groups(request.groups_names)
+        deleted = [g for g, c in results.items() if c == ErrorCode.NONE]
+        if deleted:
+            audit(context, f"deleted consumer groups {', '.join(deleted)}")
         return {"throttle_time": 0, "results": [{"group_id": g, "error_code": c} for g, c in results.items()]}
 
     def delete_groups_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

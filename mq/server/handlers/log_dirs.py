@@ -18,6 +18,7 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.log_dir_mover import LogDirMover
 from mq.server.replica_manager import ReplicaManager
@@ -101,6 +102,9 @@ def log_dirs_apis(replica_manager: ReplicaManager, mover: LogDirMover | None = N
                     {"partition_index": int(p), "error_code": move_one(TopicPartition(topic.name, int(p)), entry.path)}
                     for p in topic.partitions
                 )
+        moved = [f"{t}-{p['partition_index']}" for t, ps in outcomes.items() for p in ps if p["error_code"] == 0]
+        if moved:
+            audit(context, f"moved replicas {', '.join(moved)} between log dirs")
         return {"throttle_time": 0, "results": [{"topic_name": t, "partitions": ps} for t, ps in outcomes.items()]}
 
     def alter_replica_log_dirs_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

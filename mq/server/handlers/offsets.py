@@ -7,6 +7,7 @@ from typing import Any
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
@@ -81,6 +82,14 @@ def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
             }
             for t in request.topics
         ]
+        deleted = [
+            f"{t['name']}-{p['partition_index']} below {p['low_watermark']}"
+            for t in topics
+            for p in t["partitions"]
+            if p["error_code"] == ErrorCode.NONE
+        ]
+        if deleted:
+            audit(context, f"deleted records of {', '.join(deleted)}")
         return {"throttle_time": 0, "topics": topics}
 
     def delete_records_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
+from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
@@ -88,7 +89,16 @@ def _original(assignment: TopicAssignment, partition: int) -> list[int]:
 
 def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
     async def alter(context: RequestContext, request: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(alter_now, request)
+        answer = await asyncio.to_thread(alter_now, request)
+        changed = [
+            f"{topic['name']}-{p['partition_index']}"
+            for topic in answer["responses"]
+            for p in topic["partitions"]
+            if p["error_code"] == ErrorCode.NONE
+        ]
+        if changed:
+            audit(context, f"altered the reassignment of {', '.join(changed)}")
+        return answer
 
     def alter_now(request: Any) -> dict[str, Any]:
         live = set(zk.get_all_brokers())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from mq.errors import ErrorCode
+from mq.server import logging_config
 from mq.server.controller import Controller
 from mq.server.partition_state import LEADER_DURING_DELETE, PartitionStateInfo
 from mq.topic_partition import TopicPartition
@@ -333,3 +337,39 @@ def test_replicas_in_a_failed_log_dir_lose_leadership_and_leave_the_isr() -> Non
     zk.store.delete(paths.broker(1))
     zk.register_broker(BrokerRegistration(1, ["PLAINTEXT://127.0.0.1:9093"]))  # restarted: its dirs were reloaded
     assert controller.context.offline_on(t[0]) == set()
+
+
+def test_partition_state_changes_are_logged_in_kafka_lines(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="state.change.logger")
+    zk, controller, _ = setup([1, 2])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    controller.controlled_shutdown(1)
+    zk.store.delete(paths.broker(2))
+    prefix = "[Controller id=1 epoch=1] "
+    assert [r.getMessage() for r in caplog.records if r.name == "state.change.logger"] == [
+        f"{prefix}Changed partition t-0 from NewPartition to OnlinePartition with state "
+        "LeaderAndIsr(leader=1, leaderEpoch=0, isr=List(1, 2), zkVersion=0)",
+        f"{prefix}Sending LeaderAndIsr request to broker 1 with 1 become-leader and 0 become-follower partitions",
+        f"{prefix}Sending LeaderAndIsr request to broker 2 with 0 become-leader and 1 become-follower partitions",
+        f"{prefix}Changed partition t-0 from OnlinePartition to OnlinePartition with state "
+        "LeaderAndIsr(leader=2, leaderEpoch=1, isr=List(2), zkVersion=1)",
+        f"{prefix}Sending LeaderAndIsr request to broker 1 with 0 become-leader and 1 become-follower partitions",
+        f"{prefix}Sending LeaderAndIsr request to broker 2 with 1 become-leader and 0 become-follower partitions",
+        f"{prefix}Changed partition t-0 from OnlinePartition to OfflinePartition with state "
+        "LeaderAndIsr(leader=-1, leaderEpoch=2, isr=List(2), zkVersion=2)",
+        f"{prefix}Sending LeaderAndIsr request to broker 1 with 0 become-leader and 1 become-follower partitions",
+    ]
+
+
+def test_replicas_of_a_broker_that_dies_or_returns_are_traced(caplog: pytest.LogCaptureFixture) -> None:
+    zk, _, _ = setup([1, 2])
+    AdminZkClient(zk).create_topic("t", 0, 0, replica_assignment={0: [1, 2]})
+    AdminZkClient(zk).create_topic("u", 0, 0, replica_assignment={0: [1]})  # no replica on broker 2
+    caplog.set_level(logging_config.TRACE, logger="state.change.logger")
+    zk.store.delete(paths.broker(2))
+    zk.register_broker(BrokerRegistration(2, ["PLAINTEXT://127.0.0.1:9094"]))
+    traced = [r.getMessage() for r in caplog.records if r.levelno == logging_config.TRACE]
+    assert traced == [
+        "[Controller id=1 epoch=1] Changed state of replica 2 for partition t-0 from OnlineReplica to OfflineReplica",
+        "[Controller id=1 epoch=1] Changed state of replica 2 for partition t-0 from OfflineReplica to OnlineReplica",
+    ]

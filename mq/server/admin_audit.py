@@ -1,0 +1,39 @@
+"""``kafka.admin``: one INFO line per admin change a client made, with who made it.
+
+``Admin change by <principal> (clientId=<id>, address=<host>:<port>) with <Api>: <what changed>`` — topic
+create/delete, partition add, config change (broker loggers included), DeleteRecords, OffsetDelete, group deletion,
+reassignment, leader election, client quota change, replica log dir moves. Validate-only requests and refused changes
+are not logged, nor are offset resets: they are OffsetCommits, which consumers send alike. The logging config sends
+these lines to server.log.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mq.protocol.api_keys import ApiKey
+from mq.server.api_dispatch import RequestContext
+
+admin_log = logging.getLogger("kafka.admin")
+
+
+def audit(context: RequestContext, change: str) -> None:
+    """Log ``change`` (e.g. ``created topic t with 3 partitions``) as made by the client of ``context``."""
+    client = context.client
+    admin_log.info(
+        "Admin change by %s (clientId=%s, address=%s:%d) with %s: %s",
+        client.principal,
+        context.header.client_id or "",
+        client.host,
+        client.port,
+        _api_name(context.header.api_key),
+        change,
+    )
+
+
+def _api_name(api_key: int) -> str:
+    """Kafka's request name (``CreateTopics``) of an API key."""
+    try:
+        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
+    except ValueError:
+        return str(api_key)
