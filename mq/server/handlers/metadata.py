@@ -4,6 +4,11 @@
 (``auto.create.topics.enable``) and the request (v4+ ``allow_auto_topic_creation``; always for older versions) allow
 it; the first answer then carries LEADER_NOT_AVAILABLE, as Kafka's does. A v10 or v11 request naming a topic by id
 alone is invalid: each of its topics answers INVALID_REQUEST (under the name "", as Kafka's brokers answer).
+
+A broker learns the live brokers and the controller from its first UpdateMetadata, moments after it starts. A
+Metadata request that comes before waits for it (at most ``FIRST_UPDATE_WAIT_S``): answered at once, it would name
+no broker and no controller, and a client that then waits for the controller (librdkafka's admin requests) may not
+ask again before its request times out.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ NO_AUTHORIZED_OPERATIONS = -2147483648
 NULL_NAMES_FROM = 12
 """The first version whose topics may be named by id alone (v10 and v11 carry ids but answer by name)."""
 
+FIRST_UPDATE_WAIT_S = 5.0
+"""How long a Metadata request waits for the broker's first UpdateMetadata."""
+
 AutoCreate = Callable[[str], ErrorCode]
 """Creates a topic for a Metadata request and returns the error code to answer with."""
 
@@ -30,6 +38,8 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
         allow_auto = context.version < 4 or bool(request.allow_auto_topic_creation)
         if context.version < NULL_NAMES_FROM and any(t.name is None for t in request.topics or ()):
             raise KafkaError(f"Topic name can not be null for version {context.version}", ErrorCode.INVALID_REQUEST)
+        if cache.controller_id < 0:
+            await cache.wait_until(lambda: cache.controller_id >= 0, FIRST_UPDATE_WAIT_S)
         if request.topics is None:
             topics = [_describe(cache, info) for _, info in sorted(cache.topics.items())]
         else:
