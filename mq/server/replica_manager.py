@@ -32,6 +32,18 @@ from mq.errors import (
 from mq.records.crc import Buffer
 from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
+from mq.server.metrics import (
+    BYTES_IN,
+    BYTES_OUT,
+    BYTES_REJECTED,
+    FAILED_FETCH,
+    FAILED_PRODUCE,
+    MESSAGES_IN,
+    TOTAL_FETCH,
+    TOTAL_PRODUCE,
+    BrokerTopicStats,
+    ReplicaManagerStats,
+)
 from mq.server.partition import AppendResult, Partition
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, settled, waited
@@ -100,6 +112,9 @@ class ReplicaManager:
         self.fetch_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Fetch")
         self.produce_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Produce")
         self.quotas = ReplicationQuotas(config, broker_id, topic_config)
+        self.topic_stats = BrokerTopicStats()
+        """Counted per produced batch and per answered fetch partition (``mq.server.metrics``)."""
+        self.stats = ReplicaManagerStats()
         """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
         """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
@@ -210,6 +225,10 @@ class ReplicaManager:
         partition.pending_isr = None
         if zk_version is None or partition.zk_version != change.zk_version:
             return
+        if len(change.isr) < len(partition.isr):
+            self.stats.isr_shrinks += 1
+        elif len(change.isr) > len(partition.isr):
+            self.stats.isr_expands += 1
         partition.isr = change.isr
         partition.zk_version = zk_version
         partition.maybe_increment_high_watermark()
@@ -246,23 +265,32 @@ class ReplicaManager:
     def append_to_leader(self, tp: TopicPartition, records: Buffer, required_acks: int) -> AppendResult | ProduceResult:
         """The synchronous part of a produce to ``tp``: append to the leader (waking the fetches watching it, and the
         acks=all produces when the high watermark moved), or the error for that partition as a ProduceResult."""
+        stats = self.topic_stats.of(tp.topic)
+        stats[TOTAL_PRODUCE] += 1
         try:
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader or self.log_manager.offline_dirs:
                 partition = self.leader_partition(tp)  # raises unless it leads a partition in an online dir
             high_watermark = partition.high_watermark
+            end_offset = partition.log_end_offset
             min_isr = self.topic_config(tp.topic).min_insync_replicas if required_acks == -1 else 0
             try:
                 appended = partition.append_records_to_leader(records, required_acks, min_isr)
             except OSError as exc:
                 raise self.log_manager.storage_error(partition.log, exc) from exc
+            stats[MESSAGES_IN] += partition.log_end_offset - end_offset  # 0 for a duplicate batch
+            stats[BYTES_IN] += len(records)
             self._appended(tp, partition.high_watermark != high_watermark)
             if partition.log.flush_due:
                 self.flush_requested(partition)
             return appended
         except KafkaError as exc:
+            stats[FAILED_PRODUCE] += 1
+            if exc.code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE):
+                stats[BYTES_REJECTED] += len(records)
             return ProduceResult(exc.code, message=str(exc), record_errors=exc.record_errors)
         except Exception as exc:
+            stats[FAILED_PRODUCE] += 1
             log.exception("append to %s failed", tp)
             return ProduceResult(error_code_of(exc), message=str(exc))
 
@@ -393,6 +421,14 @@ class ReplicaManager:
         def respond(results: dict[TopicPartition, FetchResult]) -> T:
             if replica_id >= 0:
                 self._record_leader_throttled(results)
+            of = self.topic_stats.of
+            for tp, result in results.items():
+                stats = of(tp.topic)
+                stats[TOTAL_FETCH] += 1
+                if result.error != ErrorCode.NONE:
+                    stats[FAILED_FETCH] += 1
+                elif result.records is not None:
+                    stats[BYTES_OUT] += result.records.length
             return answer(results)
 
         def ready(results: dict[TopicPartition, FetchResult]) -> bool:
