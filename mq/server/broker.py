@@ -182,6 +182,8 @@ class KafkaServer:
         """Request times, recorded while ``metrics.listener`` is set."""
         self.flush_timer = Timer()
         self.metrics_server: MetricsServer | None = None
+        self.metrics_port = 0
+        """The bound port of ``metrics.listener`` (0: off)."""
         self._metrics_collector: BrokerCollector | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
@@ -511,7 +513,7 @@ class KafkaServer:
         registry, self._metrics_collector = registry_for(self)
         self.request_stats = RequestStats()
         self.metrics_server = MetricsServer(registry, lambda: self.ready, self._refresh_controller_metrics)
-        await self.metrics_server.start(listener)
+        self.metrics_port = await self.metrics_server.start(listener)
 
     async def _refresh_controller_metrics(self) -> None:
         """Before a scrape: the controller's counts, taken on its thread (the last ones stay if it is busy)."""

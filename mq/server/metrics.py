@@ -62,22 +62,25 @@ kafka_log_logcleaner_cleaner_recopy_percent                            gauge
 kafka_log_logcleanermanager_uncleanable_partitions_count               gauge
 kafka_consumergroup_current_offset                                     gauge     consumergroup, topic, partition
 kafka_consumergroup_lag                                                gauge     consumergroup, topic, partition
-kafka_consumergroup_lag_seconds                                        gauge     consumergroup, topic, partition
 process_cpu_seconds_total, process_resident_memory_bytes,              (prometheus-client's process collector)
 process_virtual_memory_bytes, process_open_fds, process_max_fds,
 process_start_time_seconds
 =====================================================================  ========  ===========================================
 
-Beyond Kafka: consumer lag (kafka_exporter's names: committed offset, high watermark minus it, and the age of the
-oldest unconsumed record as ``mq consumer-groups`` computes LAG-SECONDS) and the software of connected clients
+Beyond Kafka: consumer lag of the groups this broker coordinates (kafka_exporter's names: the committed offset and
+the high watermark minus it, for the partitions this broker leads) and the software of connected clients
 (ApiVersions v3's client_software_name/version; Kafka's own metric, under Strimzi's name for it).
+
+A scrape never fails for the broker's state: a section that cannot be read (a log closed by the shutdown, a broker
+still starting) is left out of that scrape and logged at debug level.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -89,6 +92,8 @@ from mq.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from mq.server.broker import KafkaServer
+
+log = logging.getLogger(__name__)
 
 QUANTILES = (("0.50", 0.50), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
 """Kafka's histogram percentiles, and the ``quantile`` label Strimzi's rules give each."""
@@ -257,14 +262,24 @@ class BrokerCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         broker = self.broker
         now = time.monotonic()
-        yield from self._topic_metrics()
+        sections: list[Callable[[], Iterator[Metric]]] = [
+            self._topic_metrics,
+            self._replica_metrics,
+            lambda: self._controller_metrics(now),
+            self._log_metrics,
+            lambda: self._network_metrics(now),
+            self._group_metrics,
+        ]
         if broker.request_stats is not None:
-            yield from self._request_metrics(broker.request_stats, now)
-        yield from self._replica_metrics()
-        yield from self._controller_metrics(now)
-        yield from self._log_metrics()
-        yield from self._network_metrics(now)
-        yield from self._group_metrics()
+            stats = broker.request_stats
+            sections.insert(1, lambda: self._request_metrics(stats, now))
+        for section in sections:
+            try:
+                metrics = list(section())
+            except Exception:
+                log.debug("metrics section %s not read", section, exc_info=True)
+                continue
+            yield from metrics
 
     def _topic_metrics(self) -> Iterator[Metric]:
         manager = self.broker.replica_manager
