@@ -222,6 +222,9 @@ class ControllerStats:
 
 @dataclass(slots=True)
 class ReplicaManagerStats:
+    """ISR changes of partitions this broker leads: its own (a follower fell behind or caught up) and the
+    controller's (a follower's broker died or came back)."""
+
     isr_shrinks: int = 0
     isr_expands: int = 0
 

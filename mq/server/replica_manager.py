@@ -146,10 +146,12 @@ class ReplicaManager:
                 self.partitions[info.tp] = partition
             if not self.log_manager.is_online(partition.log):
                 continue  # an offline replica follows no decision (the controller moves leadership elsewhere)
-            was_leader = partition.is_leader
+            was_leader, old_isr = partition.is_leader, partition.isr
             if not partition.apply_state(info):
                 continue
             if partition.is_leader:
+                if was_leader:  # the controller changed the ISR under this leader (a replica died or came back)
+                    self._count_isr_change(old_isr, partition.isr)
                 if self.fetchers is not None:
                     self.fetchers.unfollow(info.tp)
                 partition.log.leader_epoch_cache.assign(info.leader_epoch, partition.log_end_offset)
@@ -225,14 +227,18 @@ class ReplicaManager:
         partition.pending_isr = None
         if zk_version is None or partition.zk_version != change.zk_version:
             return
-        if len(change.isr) < len(partition.isr):
-            self.stats.isr_shrinks += 1
-        elif len(change.isr) > len(partition.isr):
-            self.stats.isr_expands += 1
+        self._count_isr_change(partition.isr, change.isr)
         partition.isr = change.isr
         partition.zk_version = zk_version
         partition.maybe_increment_high_watermark()
         self._partition_changed(change.tp)
+
+    def _count_isr_change(self, old: frozenset[int], new: frozenset[int]) -> None:
+        """Kafka's IsrShrinks / IsrExpands of a partition this broker leads."""
+        if len(new) < len(old):
+            self.stats.isr_shrinks += 1
+        elif len(new) > len(old):
+            self.stats.isr_expands += 1
 
     def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
         if partition.update_follower_fetch(replica_id, fetch_offset):
