@@ -178,6 +178,7 @@ class KafkaServer:
         self.dispatcher: ApiDispatcher | None = None
         self.ready = False
         """Logs loaded, registered and serving; False again from the start of the shutdown (``/ready``)."""
+        self.shutting_down = False
         self.request_stats: RequestStats | None = None
         """Request times, recorded while ``metrics.listener`` is set."""
         self.flush_timer = Timer()
@@ -754,7 +755,7 @@ class KafkaServer:
         if self.dir_locks is None:  # the start-up stopped before the log dirs were ours: leave them as they are
             self.zk_executor.shutdown(wait=False)
             return
-        self.ready = False
+        self.ready, self.shutting_down = False, True
         log.info("mq broker %d shutting down", self.broker_id)
         if isinstance(self.store, ZooKeeperStore):
             self.store.operation_timeout_s = STOPPING_ZOOKEEPER_TIMEOUT_S

@@ -54,7 +54,7 @@ kafka_server_socket_server_metrics_connection_count                    gauge    
 kafka_server_socket_server_metrics_connections_software                gauge     clientSoftwareName, clientSoftwareVersion,
                                                                                  listener, networkProcessor="0"
 kafka_network_socketserver_networkprocessoravgidle_percent             gauge     (a fraction 0..1, as Kafka's)
-kafka_server_kafkaserver_brokerstate                                   gauge     (3 running, 7 shutting down)
+kafka_server_kafkaserver_brokerstate                                   gauge     (1 starting, 3 running, 7 shutting down)
 kafka_server_quota_throttle_time_ms_total                              counter   quota (produce, fetch, request)
 kafka_log_logcleaner_cleaner_runs_total                                counter
 kafka_log_logcleaner_max_clean_time_secs                               gauge
@@ -249,8 +249,8 @@ def _api_name(api_key: int) -> str:
         return str(api_key)
 
 
-SHUTTING_DOWN, RUNNING = 7, 3
-"""Kafka's BrokerState values for a broker serving and for one stopping."""
+STARTING, RUNNING, SHUTTING_DOWN = 1, 3, 7
+"""Kafka's BrokerState values."""
 
 
 class BrokerCollector(Collector):
@@ -458,8 +458,8 @@ class BrokerCollector(Collector):
         )
         yield GaugeMetricFamily(
             "kafka_server_kafkaserver_brokerstate",
-            "3 while serving, 7 while shutting down",
-            RUNNING if broker.ready else SHUTTING_DOWN,
+            "1 starting, 3 serving, 7 shutting down",
+            RUNNING if broker.ready else SHUTTING_DOWN if broker.shutting_down else STARTING,
         )
         quotas = broker.client_quotas
         throttle = CounterMetricFamily(

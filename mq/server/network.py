@@ -27,6 +27,13 @@ for ``ACCEPT_BACKOFF_SECONDS``. Each of these is logged at most once per ``REPOR
 established connections go on being served meanwhile. A periodic sweep closes connections
 idle for ``connections.max.idle.ms`` and those whose request has been arriving for longer than
 ``socket.request.receive.timeout.ms``.
+
+While metrics are on (``SocketServer.request_stats``), each request's times are taken on the loop and recorded once
+its response is sent (``mq.server.metrics.RequestStats``): received (the connection's last read that completed
+frames before the request was handled: for a frame that waited behind a pending one, a later read may stand in, so
+its queue time is a lower bound), started, handled (the immediate handler returned; the
+general path's whole time is local time), answered (the response was ready) and sent (the write that emptied the
+connection's output).
 """
 
 from __future__ import annotations
