@@ -10,7 +10,8 @@ it reads loop-owned state without locks; nothing here mutates broker state.
 Names follow what Strimzi's JMX exporter rules (``kafka-metrics.yaml``) make of Kafka's MBeans: lower case,
 ``PerSec`` dropped, meters as counters ``_total``, gauges by their name, histograms and timers as summaries (a gauge
 per quantile with ``quantile`` = "0.50", "0.75", "0.95", "0.98", "0.99", "0.999", plus ``_count`` and ``_sum``;
-quantiles over the last one to two minutes, count and sum since start). Topic metrics come once per topic (label
+quantiles over the last one to two minutes, count and sum since start; request times are those of every
+``SAMPLE_EVERY``-th request of each type, the count is of all of them and the sum is scaled to it). Topic metrics come once per topic (label
 ``topic``) and once for all topics (no label).
 
 =====================================================================  ========  ===========================================
@@ -158,6 +159,8 @@ class ApiStats:
     """One request type's counts per version and its five time histograms."""
 
     requests: dict[int, int] = field(default_factory=dict)
+    count: int = 0
+    """Requests of this type (the histograms hold the timed sample of them)."""
     total: Histogram = field(default_factory=Histogram)
     queue: Histogram = field(default_factory=Histogram)
     local: Histogram = field(default_factory=Histogram)
@@ -165,22 +168,34 @@ class ApiStats:
     send: Histogram = field(default_factory=Histogram)
 
 
+SAMPLE_EVERY = 8
+"""Of each request type, the first request and every ``SAMPLE_EVERY``-th after it are timed (as Kafka's
+histograms keep a sample, not every value); every request is counted."""
+
+
 class RequestStats:
-    """Kafka's RequestMetrics, recorded by the network layer once per request from its loop timestamps (seconds of
-    ``time.monotonic``): received (the read that completed the frame), started (handed to the handler), handled
-    (the handler returned), answered (the response was ready) and sent (the socket took all of it)."""
+    """Kafka's RequestMetrics, recorded by the network layer: ``count`` for every request, ``record`` for those it
+    says to time, from their loop timestamps (seconds of ``time.monotonic``): received (the read that completed the
+    frame), started (handed to the handler), handled (the handler returned), answered (the response was ready) and
+    sent (the socket took all of it)."""
 
     def __init__(self) -> None:
         self.apis: dict[int, ApiStats] = {}
 
-    def record(
-        self, api_key: int, version: int, received: float, started: float, handled: float, answered: float, sent: float
-    ) -> None:
+    def count(self, api_key: int, version: int) -> bool:
+        """Count a request; True when it is to be timed."""
         stats = self.apis.get(api_key)
         if stats is None:
             stats = self.apis[api_key] = ApiStats()
         requests = stats.requests
         requests[version] = requests.get(version, 0) + 1
+        stats.count += 1
+        return stats.count % SAMPLE_EVERY == 1
+
+    def record(
+        self, api_key: int, received: float, started: float, handled: float, answered: float, sent: float
+    ) -> None:
+        stats = self.apis[api_key]
         stats.queue.record((started - received) * 1000)
         stats.local.record((handled - started) * 1000)
         stats.remote.record((answered - handled) * 1000)
@@ -233,12 +248,21 @@ def _summary(name: str, documentation: str) -> Metric:
     return Metric(name, documentation, "summary")
 
 
-def _add_histogram(metric: Metric, histogram: Histogram, labels: dict[str, str], now: float) -> None:
+def _add_histogram(
+    metric: Metric, histogram: Histogram, labels: dict[str, str], now: float, count: int | None = None
+) -> None:
+    """Quantile samples, ``_count`` and ``_sum``; with ``count`` (the histogram holds a sample of ``count`` values)
+    the sum is the sample's scaled to it."""
     name = metric.name
     for (label, _), value in zip(QUANTILES, histogram.quantiles(now), strict=True):
         metric.add_sample(name, {**labels, "quantile": label}, value)
-    metric.add_sample(name + "_count", labels, histogram.count)
-    metric.add_sample(name + "_sum", labels, histogram.sum)
+    total = histogram.sum
+    if count is None:
+        count = histogram.count
+    elif histogram.count:
+        total = total * count / histogram.count
+    metric.add_sample(name + "_count", labels, count)
+    metric.add_sample(name + "_sum", labels, total)
 
 
 def _api_name(api_key: int) -> str:
@@ -312,11 +336,11 @@ class BrokerCollector(Collector):
             for version, count in sorted(api.requests.items()):
                 requests.add_metric([name, str(version)], count)
             labels = {"request": name}
-            _add_histogram(times["totaltimems"], api.total, labels, now)
-            _add_histogram(times["requestqueuetimems"], api.queue, labels, now)
-            _add_histogram(times["localtimems"], api.local, labels, now)
-            _add_histogram(times["remotetimems"], api.remote, labels, now)
-            _add_histogram(times["responsesendtimems"], api.send, labels, now)
+            _add_histogram(times["totaltimems"], api.total, labels, now, api.count)
+            _add_histogram(times["requestqueuetimems"], api.queue, labels, now, api.count)
+            _add_histogram(times["localtimems"], api.local, labels, now, api.count)
+            _add_histogram(times["remotetimems"], api.remote, labels, now, api.count)
+            _add_histogram(times["responsesendtimems"], api.send, labels, now, api.count)
         yield requests
         yield from times.values()
 

@@ -336,13 +336,14 @@ class Connection(asyncio.BufferedProtocol):
         size = len(frame)  # the handler owns the frame and may resize it
         timing = None
         if server.request_stats is not None and size >= 4:
-            timing = self._timed(frame)
+            timing = self._timed(frame, server.request_stats)
         try:
             result = now(frame, self.address) if now is not None else _GENERAL
             if result is None or type(result) is bytes or type(result) is list:
                 if size >= pooled:
                     server.pool.release(size)
                 if timing is not None:
+                    timing[3] = time.monotonic()  # handled and answered at once: no remote time
                     self._timing = timing
                     self._answered_at(result)
                 if result is not None:
@@ -350,7 +351,7 @@ class Connection(asyncio.BufferedProtocol):
                 return True
             self._pending = True
             if timing is not None:
-                timing[4] = time.monotonic()
+                timing[3] = time.monotonic()
                 self._timing = timing
             if inspect.isawaitable(result):
                 future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
@@ -395,7 +396,7 @@ class Connection(asyncio.BufferedProtocol):
             del frame
             self._done(size)
             if self._timing is not None:
-                self._timing[4] = time.monotonic()  # the general path's time counts as local time
+                self._timing[3] = time.monotonic()  # the general path's time counts as local time
                 self._answered_at(response)
             if response is not None:
                 self._respond(response)
@@ -418,24 +419,25 @@ class Connection(asyncio.BufferedProtocol):
             self._respond(response)
         self._handle_frames()
 
-    def _timed(self, frame: bytearray) -> list[float]:
-        """Start timing a request (metrics on): [api key, version, received, started, handled, answered], times of
-        ``time.monotonic``; ``received`` is the read that completed the frame. Notes the client's software from an
-        ApiVersions v3+."""
+    def _timed(self, frame: bytearray, stats: RequestStats) -> list[float] | None:
+        """Count a request (metrics on) and start timing it if ``stats`` samples it: [api key, received, started,
+        handled, answered], times of ``time.monotonic``. Notes the client's software from an ApiVersions v3+."""
         api_key, version = _KEY_VERSION.unpack_from(frame, 0)
         if api_key == _API_VERSIONS and version >= 3 and self.software is None:
             with contextlib.suppress(Exception):  # a malformed frame is the handlers' to refuse
                 body = decode_request(frame)[1]
                 self.software = (str(body.client_software_name), str(body.client_software_version))
+        if not stats.count(api_key, version):
+            return None
         now = time.monotonic()
-        return [api_key, version, self._received, now, now, now]
+        return [api_key, self._received, now, now, now]
 
     def _answered_at(self, response: Response | None) -> None:
         """The pending request is answered: its times are recorded once its response is sent (at once without
         one)."""
         timing, self._timing = self._timing, None
         assert timing is not None
-        timing[5] = now = time.monotonic()
+        timing[4] = now = time.monotonic()
         if response is None:
             self._record(timing, now)
         elif self._fd >= 0:
@@ -444,8 +446,8 @@ class Connection(asyncio.BufferedProtocol):
     def _record(self, timing: list[float], sent: float) -> None:
         stats = self._server.request_stats
         if stats is not None:
-            api_key, version, received, started, handled, answered = timing
-            stats.record(int(api_key), int(version), received, started, handled, answered, sent)
+            api_key, received, started, handled, answered = timing
+            stats.record(int(api_key), received, started, handled, answered, sent)
 
     def _done(self, size: int) -> None:
         """The pending frame is done with (a produce request's records are appended by now)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mq.server.metrics import BOUNDS_MS, QUANTILES, WINDOW_S, Histogram, RequestStats, _api_name
+from mq.server.metrics import BOUNDS_MS, QUANTILES, SAMPLE_EVERY, WINDOW_S, Histogram, RequestStats, _api_name
 
 
 def test_quantiles_are_within_a_bucket_of_the_true_value() -> None:
@@ -34,12 +34,20 @@ def test_an_empty_histogram_reports_zeros_and_huge_values_land_in_the_last_bucke
     assert histogram.quantiles(histogram.window_start)[0] == BOUNDS_MS[-1]
 
 
+def test_request_stats_count_every_request_and_time_a_sample() -> None:
+    stats = RequestStats()
+    timed = [stats.count(0, 9 if i % 2 else 8) for i in range(2 * SAMPLE_EVERY + 1)]
+    assert timed == [i % SAMPLE_EVERY == 0 for i in range(2 * SAMPLE_EVERY + 1)]  # the first, then every 8th
+    assert stats.apis[0].requests == {8: SAMPLE_EVERY + 1, 9: SAMPLE_EVERY}
+    assert stats.apis[0].count == 2 * SAMPLE_EVERY + 1
+
+
 def test_request_stats_split_a_request_into_kafkas_five_times() -> None:
     stats = RequestStats()
-    stats.record(0, 9, received=1.0, started=1.001, handled=1.003, answered=1.010, sent=1.012)
-    stats.record(0, 9, received=2.0, started=2.0, handled=2.0, answered=2.0, sent=2.0)
+    stats.count(0, 9)
+    stats.record(0, received=1.0, started=1.001, handled=1.003, answered=1.010, sent=1.012)
+    stats.record(0, received=2.0, started=2.0, handled=2.0, answered=2.0, sent=2.0)
     produce = stats.apis[0]
-    assert produce.requests == {9: 2}
     assert round(produce.queue.sum, 6) == 1.0
     assert round(produce.local.sum, 6) == 2.0
     assert round(produce.remote.sum, 6) == 7.0
