@@ -5,7 +5,8 @@ every request (``RequestStats``, only while ``metrics.listener`` is set), the re
 fetches per topic (``BrokerTopicStats``), the controller and the log flushes time themselves (``Timer``). Gauges
 (partition counts, log offsets, purgatory sizes, connections, consumer lag) are not recorded at all: the collector
 reads them from the broker's state when scraped. The scrape runs on the event loop (``mq.server.metrics_http``), so
-it reads loop-owned state without locks; nothing here mutates broker state.
+it reads loop-owned state without locks; it changes nothing but the recorders (it prunes topic counters, and starts
+new quantile windows).
 
 Names follow what Strimzi's JMX exporter rules (``kafka-metrics.yaml``) make of Kafka's MBeans: lower case,
 ``PerSec`` dropped, meters as counters ``_total``, gauges by their name, histograms and timers as summaries (a gauge
@@ -218,13 +219,25 @@ _TOPIC_METRICS = (
 
 class BrokerTopicStats(dict[str, list[int]]):
     """Kafka's BrokerTopicMetrics: per topic, eight counters indexed by ``MESSAGES_IN`` ... ``TOTAL_FETCH``; the
-    all-topics values are their sums, taken at scrape time."""
+    all-topics values are their sums plus ``gone``, taken at scrape time. Topics this broker holds no partition of
+    (deleted ones, names clients asked for in vain) are folded into ``gone`` at each scrape, so the dict stays
+    bounded by the topics here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gone = [0] * len(_TOPIC_METRICS)
 
     def of(self, topic: str) -> list[int]:
         counters = self.get(topic)
         if counters is None:
             counters = self[topic] = [0] * len(_TOPIC_METRICS)
         return counters
+
+    def prune(self, hosted: set[str]) -> None:
+        """Fold the counters of topics not in ``hosted`` into ``gone`` (on the loop, which records them)."""
+        for topic in [t for t in self if t not in hosted]:
+            for index, value in enumerate(self.pop(topic)):
+                self.gone[index] += value
 
 
 @dataclass(slots=True)
@@ -310,13 +323,16 @@ class BrokerCollector(Collector):
 
     def _topic_metrics(self) -> Iterator[Metric]:
         manager = self.broker.replica_manager
-        stats = manager.topic_stats if manager is not None else BrokerTopicStats()
+        if manager is None:
+            return
+        stats = manager.topic_stats
+        stats.prune({tp.topic for tp in manager.partitions})
         for index, short in enumerate(_TOPIC_METRICS):
             metric = CounterMetricFamily(
                 f"kafka_server_brokertopicmetrics_{short}", f"BrokerTopicMetrics {short}", labels=["topic"]
             )
-            total = 0
-            for topic, counters in list(stats.items()):
+            total = stats.gone[index]
+            for topic, counters in stats.items():
                 value = counters[index]
                 total += value
                 metric.add_metric([topic], value)

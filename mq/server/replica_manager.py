@@ -112,10 +112,10 @@ class ReplicaManager:
         self.fetch_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Fetch")
         self.produce_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Produce")
         self.quotas = ReplicationQuotas(config, broker_id, topic_config)
+        """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
         self.topic_stats = BrokerTopicStats()
         """Counted per produced batch and per answered fetch partition (``mq.server.metrics``)."""
         self.stats = ReplicaManagerStats()
-        """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
         """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
         coordinator loads and unloads ``__consumer_offsets`` partitions through it."""

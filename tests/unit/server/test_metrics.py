@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from mq.server.metrics import BOUNDS_MS, QUANTILES, SAMPLE_EVERY, WINDOW_S, Histogram, RequestStats, _api_name
+from mq.server.metrics import (
+    BOUNDS_MS,
+    MESSAGES_IN,
+    QUANTILES,
+    SAMPLE_EVERY,
+    WINDOW_S,
+    BrokerTopicStats,
+    Histogram,
+    RequestStats,
+    _api_name,
+)
 
 
 def test_quantiles_are_within_a_bucket_of_the_true_value() -> None:
@@ -61,3 +71,13 @@ def test_request_names_are_kafkas() -> None:
     assert _api_name(2) == "ListOffsets"
     assert _api_name(8) == "OffsetCommit"
     assert _api_name(18) == "ApiVersions"
+
+
+def test_topic_counters_of_topics_gone_still_count_for_all_topics() -> None:
+    stats = BrokerTopicStats()
+    stats.of("kept")[MESSAGES_IN] += 3
+    stats.of("deleted")[MESSAGES_IN] += 5
+    stats.prune({"kept"})
+    assert list(stats) == ["kept"]
+    assert stats.gone[MESSAGES_IN] == 5
+    assert stats.of("kept")[MESSAGES_IN] == 3
