@@ -1,8 +1,9 @@
 """The broker's metrics: plain recorders on the hot path, one Prometheus collector that reads everything at scrape time.
 
-Components own their recorders and count per request or per batch, never per record: the network layer times
-every request (``RequestStats``, only while ``metrics.listener`` is set), the replica manager counts appends and
-fetches per topic (``BrokerTopicStats``), the controller and the log flushes time themselves (``Timer``). Gauges
+Components own their recorders and count per request or per batch, never per record: the network layer counts
+every request and times a sample of them (``RequestStats``, only while ``metrics.listener`` is set), the replica
+manager counts appends and fetches per topic (``BrokerTopicStats``), the controller and the log flushes time
+themselves (``Timer``). Gauges
 (partition counts, log offsets, purgatory sizes, connections, consumer lag) are not recorded at all: the collector
 reads them from the broker's state when scraped. The scrape runs on the event loop (``mq.server.metrics_http``), so
 it reads loop-owned state without locks; it changes nothing but the recorders (it prunes topic counters, and starts
@@ -11,9 +12,9 @@ new quantile windows).
 Names follow what Strimzi's JMX exporter rules (``kafka-metrics.yaml``) make of Kafka's MBeans: lower case,
 ``PerSec`` dropped, meters as counters ``_total``, gauges by their name, histograms and timers as summaries (a gauge
 per quantile with ``quantile`` = "0.50", "0.75", "0.95", "0.98", "0.99", "0.999", plus ``_count`` and ``_sum``;
-quantiles over the last one to two minutes, count and sum since start; request times are those of every
-``SAMPLE_EVERY``-th request of each type, the count is of all of them and the sum is scaled to it). Topic metrics come once per topic (label
-``topic``) and once for all topics (no label).
+quantiles over the last one to two minutes, count and sum since start; request times are those of the first and
+every ``SAMPLE_EVERY``-th request of each type, the count is of all of them and the sum is scaled to it). Topic
+metrics come once per topic (label ``topic``) and once for all topics (no label).
 
 =====================================================================  ========  ===========================================
 name                                                                   type      labels
