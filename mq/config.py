@@ -496,6 +496,9 @@ class BrokerConfig:
     quota_window_size_seconds: int = _key(
         "quota.window.size.seconds", 1, "length of one client quota sample", minimum=1
     )
+    metrics_listener: str = _key(
+        "metrics.listener", "", "http://HOST:PORT serving /metrics (Prometheus), /health, /ready; empty: off"
+    )
     explicit_keys: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """Keys set by the properties file or an override (their source is STATIC_BROKER_CONFIG)."""
 

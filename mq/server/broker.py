@@ -62,6 +62,8 @@ from mq.server.isr_updates import IsrChangeWriter
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.log_dir_mover import LogDirMover
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
+from mq.server.metrics import BrokerCollector, RequestStats, Timer, registry_for
+from mq.server.metrics_http import CONTROLLER_WAIT_S, MetricsServer
 from mq.server.network import ConnectionLimits, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.quotas import ClientQuotas, Entity, parse_entity_path, read_all_quota_configs, read_quota_config
@@ -174,6 +176,16 @@ class KafkaServer:
         self.registration_keeper: RegistrationKeeper | None = None
         self.client_quotas: ClientQuotas | None = None
         self.dispatcher: ApiDispatcher | None = None
+        self.ready = False
+        """Logs loaded, registered and serving; False again from the start of the shutdown (``/ready``)."""
+        self.shutting_down = False
+        self.request_stats: RequestStats | None = None
+        """Request times, recorded while ``metrics.listener`` is set."""
+        self.flush_timer = Timer()
+        self.metrics_server: MetricsServer | None = None
+        self.metrics_port = 0
+        """The bound port of ``metrics.listener`` (0: off)."""
+        self._metrics_collector: BrokerCollector | None = None
 
     # --- configuration of topics -------------------------------------------------------------------------------
 
@@ -320,6 +332,8 @@ class KafkaServer:
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
         self.dir_locks = LogDirLocks.acquire(log_dirs)
+        if config.metrics_listener:
+            await self._start_metrics(config.metrics_listener)
         if config.zookeeper_connect:
             connect = config.zookeeper_connect
             self.store = await loop.run_in_executor(
@@ -374,6 +388,7 @@ class KafkaServer:
                 )
 
         self.log_manager.roll_listener = flush_rolled
+        self.log_manager.flush_listener = self.flush_timer.record
 
         coordinator = self.group_coordinator = GroupCoordinator(
             config,
@@ -455,6 +470,7 @@ class KafkaServer:
             send_buffer_bytes=config.socket_send_buffer_bytes,
             receive_buffer_bytes=config.socket_receive_buffer_bytes,
         )
+        self.server.request_stats = self.request_stats
         _, port = await self.server.start()
         advertised = parse_listener(config.advertised_listeners or config.listeners)
         host = advertised.host or socket.gethostname()
@@ -489,8 +505,34 @@ class KafkaServer:
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        self.ready = True
         log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, self.bound.host, port, cluster_id)
         return self.bound
+
+    async def _start_metrics(self, listener: str) -> None:
+        """Serve /metrics, /health and /ready on ``metrics.listener`` (ConfigError when it cannot be bound)."""
+        registry, self._metrics_collector = registry_for(self)
+        self.request_stats = RequestStats()
+        self.metrics_server = MetricsServer(registry, lambda: self.ready, self._refresh_controller_metrics)
+        self.metrics_port = await self.metrics_server.start(listener)
+
+    async def _refresh_controller_metrics(self) -> None:
+        """Before a scrape: the controller's counts, taken on its thread (the last ones stay if it is busy)."""
+        controller = getattr(self, "controller", None)
+        collector = self._metrics_collector
+        if controller is None or collector is None or not controller.active:
+            return
+
+        def counts() -> tuple[int, int, int, int]:
+            context = controller.context
+            live = context.live_brokers
+            offline = sum(1 for state, _ in context.states.values() if state.leader not in live)
+            partitions = sum(len(a.partitions) for a in context.assignments.values())
+            return int(controller.active), offline, len(context.assignments), partitions
+
+        with contextlib.suppress(Exception):
+            found = asyncio.wrap_future(controller.call(counts))
+            collector.controller_snapshot = await asyncio.wait_for(found, CONTROLLER_WAIT_S)
 
     def _on_new_session(self) -> None:
         """On the metadata thread: the ZooKeeper session expired and a new one began: register again and stop acting
@@ -713,6 +755,7 @@ class KafkaServer:
         if self.dir_locks is None:  # the start-up stopped before the log dirs were ours: leave them as they are
             self.zk_executor.shutdown(wait=False)
             return
+        self.ready, self.shutting_down = False, True
         log.info("mq broker %d shutting down", self.broker_id)
         if isinstance(self.store, ZooKeeperStore):
             self.store.operation_timeout_s = STOPPING_ZOOKEEPER_TIMEOUT_S
@@ -750,6 +793,8 @@ class KafkaServer:
         with contextlib.suppress(FileNotFoundError):
             if marker.read_text(encoding="utf-8").strip() == str(os.getpid()):
                 marker.unlink()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         self.dir_locks.release()
         log.info("mq broker %d stopped", self.broker_id)
 

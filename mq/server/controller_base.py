@@ -11,6 +11,7 @@ parts are the controller's own election and broker/topic events (``controller``)
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -21,6 +22,7 @@ from mq.errors import ErrorCode
 from mq.server import state_change_log as state_change
 from mq.server.event_thread import call_through
 from mq.server.logging_config import TRACE
+from mq.server.metrics import ControllerStats
 from mq.server.partition_state import PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from mq.zk.codecs import (
@@ -125,6 +127,8 @@ class ControllerBase:
         self._post = post
         self.context = ControllerContext()
         self.active = False
+        self.stats = ControllerStats()
+        """Leader elections timed and unclean ones counted here, on the controller thread."""
         self._watching = False
         self._watched_topics: set[str] = set()
         self._events: deque[Callable[[], None]] = deque()
@@ -170,6 +174,7 @@ class ControllerBase:
         for tp in partitions:
             if tp not in self.context.states or tp.topic in self.context.deleting:
                 continue
+            started = time.monotonic()
             state, version = self.context.states[tp]
             chosen = select(tp, state, self.context.replicas(tp))
             if chosen is None or chosen == (state.leader, state.isr):
@@ -177,6 +182,10 @@ class ControllerBase:
             leader, isr = chosen
             if self._write_state(tp, PartitionState(leader, state.leader_epoch + 1, isr, self.context.epoch), version):
                 changed.append(tp)
+                if leader != state.leader:
+                    self.stats.leader_election.time_since(started)
+                    if leader >= 0 and leader not in state.isr:
+                        self.stats.unclean_elections += 1
         if changed:
             self._announce_leadership(changed)
         return changed

@@ -27,6 +27,13 @@ for ``ACCEPT_BACKOFF_SECONDS``. Each of these is logged at most once per ``REPOR
 established connections go on being served meanwhile. A periodic sweep closes connections
 idle for ``connections.max.idle.ms`` and those whose request has been arriving for longer than
 ``socket.request.receive.timeout.ms``.
+
+While metrics are on (``SocketServer.request_stats``), each request's times are taken on the loop and recorded once
+its response is sent (``mq.server.metrics.RequestStats``): received (the connection's last read that completed
+frames before the request was handled: for a frame that waited behind a pending one, a later read may stand in, so
+its queue time is a lower bound), started, handled (the immediate handler returned; the
+general path's whole time is local time), answered (the response was ready) and sent (the write that emptied the
+connection's output).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import ipaddress
 import logging
 import os
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -47,8 +55,11 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from mq.errors import KafkaError
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import decode_request
 from mq.protocol.framing import UNBOUNDED, FrameReceiver, MemoryPool
 from mq.protocol.response_writer import FileRegion
+from mq.server.metrics import RequestStats
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +86,9 @@ REPORT_INTERVAL_SECONDS = 10.0
 OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 Response = bytes | list[bytes | FileRegion]
+
+_KEY_VERSION = struct.Struct(">hh")
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 def _no_mute(delay_ms: float) -> None:
@@ -194,6 +208,11 @@ class Connection(asyncio.BufferedProtocol):
         self._closing = False
         self.made = False
         self.address = ClientAddress("", 0, connection_id)
+        self._received = 0.0  # when the last read that completed frames arrived
+        self._timing: list[float] | None = None  # the pending request's timestamps (see ``_timed``)
+        self._sending: list[list[float]] = []  # timestamps of the answered requests whose responses are unsent
+        self.software: tuple[str, str] | None = None
+        """The client's software name and version from its ApiVersions (v3+), while metrics are on."""
 
     # --- asyncio.BufferedProtocol ------------------------------------------------------------------------------
 
@@ -221,7 +240,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         if frames:
             self._frames.extend(frames)
-            self.last_active = now = time.monotonic()
+            self.last_active = self._received = now = time.monotonic()
             self.frame_started = now if receiver.buffered_bytes else 0.0
             self._handle_frames()
         elif not self.frame_started:
@@ -315,15 +334,25 @@ class Connection(asyncio.BufferedProtocol):
         """Hand one frame to the immediate path; False if that failed and the connection is closing."""
         server = self._server
         size = len(frame)  # the handler owns the frame and may resize it
+        timing = None
+        if server.request_stats is not None and size >= 4:
+            timing = self._timed(frame, server.request_stats)
         try:
             result = now(frame, self.address) if now is not None else _GENERAL
             if result is None or type(result) is bytes or type(result) is list:
                 if size >= pooled:
                     server.pool.release(size)
+                if timing is not None:
+                    timing[3] = time.monotonic()  # handled and answered at once: no remote time
+                    self._timing = timing
+                    self._answered_at(result)
                 if result is not None:
                     self._respond(result)
                 return True
             self._pending = True
+            if timing is not None:
+                timing[3] = time.monotonic()
+                self._timing = timing
             if inspect.isawaitable(result):
                 future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
                 future.add_done_callback(functools.partial(self._answered, frame, size))
@@ -366,6 +395,9 @@ class Connection(asyncio.BufferedProtocol):
                 continue
             del frame
             self._done(size)
+            if self._timing is not None:
+                self._timing[3] = time.monotonic()  # the general path's time counts as local time
+                self._answered_at(response)
             if response is not None:
                 self._respond(response)
             self._handle_frames(from_general=True)
@@ -381,9 +413,41 @@ class Connection(asyncio.BufferedProtocol):
             self._failed(exc)
             return
         response = future.result()
+        if self._timing is not None:
+            self._answered_at(response)
         if response is not None:
             self._respond(response)
         self._handle_frames()
+
+    def _timed(self, frame: bytearray, stats: RequestStats) -> list[float] | None:
+        """Count a request (metrics on) and start timing it if ``stats`` samples it: [api key, received, started,
+        handled, answered], times of ``time.monotonic``. Notes the client's software from an ApiVersions v3+."""
+        api_key, version = _KEY_VERSION.unpack_from(frame, 0)
+        if api_key == _API_VERSIONS and version >= 3 and self.software is None:
+            with contextlib.suppress(Exception):  # a malformed frame is the handlers' to refuse
+                body = decode_request(frame)[1]
+                self.software = (str(body.client_software_name), str(body.client_software_version))
+        if not stats.count(api_key, version):
+            return None
+        now = time.monotonic()
+        return [api_key, self._received, now, now, now]
+
+    def _answered_at(self, response: Response | None) -> None:
+        """The pending request is answered: its times are recorded once its response is sent (at once without
+        one)."""
+        timing, self._timing = self._timing, None
+        assert timing is not None
+        timing[4] = now = time.monotonic()
+        if response is None:
+            self._record(timing, now)
+        elif self._fd >= 0:
+            self._sending.append(timing)
+
+    def _record(self, timing: list[float], sent: float) -> None:
+        stats = self._server.request_stats
+        if stats is not None:
+            api_key, received, started, handled, answered = timing
+            stats.record(int(api_key), received, started, handled, answered, sent)
 
     def _done(self, size: int) -> None:
         """The pending frame is done with (a produce request's records are appended by now)."""
@@ -510,7 +574,11 @@ class Connection(asyncio.BufferedProtocol):
             return
         if not out and not self._write_paused:
             self._unsent = 0
-            self.last_active = time.monotonic()
+            self.last_active = now = time.monotonic()
+            if self._sending:
+                for timing in self._sending:
+                    self._record(timing, now)
+                self._sending.clear()
             self._server.request_done.set()
 
     def _send(self, transport: asyncio.Transport, pieces: list[bytes | memoryview]) -> None:
@@ -613,6 +681,8 @@ class SocketServer:
         self.receive_buffer_bytes = receive_buffer_bytes
         self.connections: set[Connection] = set()
         self.request_done = asyncio.Event()
+        self.request_stats: RequestStats | None = None
+        """Set while metrics are on: every request's times are recorded there."""
         self._listeners: list[socket.socket] = []
         self._per_ip: dict[str, int] = {}
         self._per_ip_limits: dict[str, int] = {}

@@ -65,6 +65,8 @@ class Partition:
     high_watermark: int = 0
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    follower_lag: int = 0
+    """As a follower: the leader's high watermark at the last fetch minus this log's end (ReplicaFetcher MaxLag)."""
 
     @property
     def is_leader(self) -> bool:

@@ -240,6 +240,8 @@ class ClientQuotaManager:
         self.window_num = window_num
         self.window_ms = window_ms
         self.max_throttle_ms = max_throttle_ms
+        self.throttle_time_ms_total = 0
+        """Throttle time handed out since start (read by the metrics collector)."""
         self.overrides: dict[Entity, float] = {}
         self._sensors: dict[tuple[str, str], Rate] = {}
         self._resolved: dict[tuple[str, str], _Resolved | None] = {}
@@ -285,7 +287,9 @@ class ClientQuotaManager:
             sensor = self._sensors[quota.tags] = Rate(self.window_num, self.window_ms)
         sensor.record(value, now_ms)
         window = sensor.window_size_ms(now_ms)
-        return min(throttle_time_ms(sensor.measure(now_ms), quota.bound, window), self.max_throttle_ms)
+        throttle_ms = min(throttle_time_ms(sensor.measure(now_ms), quota.bound, window), self.max_throttle_ms)
+        self.throttle_time_ms_total += throttle_ms
+        return throttle_ms
 
     def _drop_idle(self, now_ms: int) -> None:
         idle = now_ms - self.window_num * self.window_ms

@@ -299,6 +299,7 @@ class ReplicaFetcher:
                     if self.quota is not None and self.quota.is_throttled(tp):
                         self.quota.record(len(records))
                     progressed = True
+                partition.follower_lag = max(int(data.high_watermark) - partition.log_end_offset, 0)
                 new_hw = min(int(data.high_watermark), partition.log_end_offset)
                 if new_hw > partition.high_watermark:
                     partition.high_watermark = new_hw

@@ -33,6 +33,18 @@ from mq.records.crc import Buffer
 from mq.server import state_change_log as state_change
 from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
+from mq.server.metrics import (
+    BYTES_IN,
+    BYTES_OUT,
+    BYTES_REJECTED,
+    FAILED_FETCH,
+    FAILED_PRODUCE,
+    MESSAGES_IN,
+    TOTAL_FETCH,
+    TOTAL_PRODUCE,
+    BrokerTopicStats,
+    ReplicaManagerStats,
+)
 from mq.server.partition import AppendResult, Partition
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, settled, waited
@@ -102,6 +114,9 @@ class ReplicaManager:
         self.produce_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Produce")
         self.quotas = ReplicationQuotas(config, broker_id, topic_config)
         """Replication throttles: the leader side is applied in ``fetch``, the follower side by the fetchers."""
+        self.topic_stats = BrokerTopicStats()
+        """Counted per produced batch and per answered fetch partition (``mq.server.metrics``)."""
+        self.stats = ReplicaManagerStats()
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
         """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
         coordinator loads and unloads ``__consumer_offsets`` partitions through it."""
@@ -132,7 +147,7 @@ class ReplicaManager:
                 self.partitions[info.tp] = partition
             if not self.log_manager.is_online(partition.log):
                 continue  # an offline replica follows no decision (the controller moves leadership elsewhere)
-            was_leader, previous_epoch = partition.is_leader, partition.leader_epoch
+            was_leader, previous_epoch, old_isr = partition.is_leader, partition.leader_epoch, partition.isr
             if not partition.apply_state(info):
                 continue
             state_change.broker_became(
@@ -145,6 +160,8 @@ class ReplicaManager:
                 previous_epoch,
             )
             if partition.is_leader:
+                if was_leader:  # the controller changed the ISR under this leader (a replica died or came back)
+                    self._count_isr_change(old_isr, partition.isr)
                 if self.fetchers is not None:
                     self.fetchers.unfollow(info.tp)
                 partition.log.leader_epoch_cache.assign(info.leader_epoch, partition.log_end_offset)
@@ -221,10 +238,18 @@ class ReplicaManager:
         partition.pending_isr = None
         if zk_version is None or partition.zk_version != change.zk_version:
             return
+        self._count_isr_change(partition.isr, change.isr)
         partition.isr = change.isr
         partition.zk_version = zk_version
         partition.maybe_increment_high_watermark()
         self._partition_changed(change.tp)
+
+    def _count_isr_change(self, old: frozenset[int], new: frozenset[int]) -> None:
+        """Kafka's IsrShrinks / IsrExpands of a partition this broker leads."""
+        if len(new) < len(old):
+            self.stats.isr_shrinks += 1
+        elif len(new) > len(old):
+            self.stats.isr_expands += 1
 
     def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
         if partition.update_follower_fetch(replica_id, fetch_offset):
@@ -257,23 +282,32 @@ class ReplicaManager:
     def append_to_leader(self, tp: TopicPartition, records: Buffer, required_acks: int) -> AppendResult | ProduceResult:
         """The synchronous part of a produce to ``tp``: append to the leader (waking the fetches watching it, and the
         acks=all produces when the high watermark moved), or the error for that partition as a ProduceResult."""
+        stats = self.topic_stats.of(tp.topic)
+        stats[TOTAL_PRODUCE] += 1
         try:
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader or self.log_manager.offline_dirs:
                 partition = self.leader_partition(tp)  # raises unless it leads a partition in an online dir
             high_watermark = partition.high_watermark
+            end_offset = partition.log_end_offset
             min_isr = self.topic_config(tp.topic).min_insync_replicas if required_acks == -1 else 0
             try:
                 appended = partition.append_records_to_leader(records, required_acks, min_isr)
             except OSError as exc:
                 raise self.log_manager.storage_error(partition.log, exc) from exc
+            stats[MESSAGES_IN] += partition.log_end_offset - end_offset  # 0 for a duplicate batch
+            stats[BYTES_IN] += len(records)
             self._appended(tp, partition.high_watermark != high_watermark)
             if partition.log.flush_due:
                 self.flush_requested(partition)
             return appended
         except KafkaError as exc:
+            stats[FAILED_PRODUCE] += 1
+            if exc.code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE):
+                stats[BYTES_REJECTED] += len(records)
             return ProduceResult(exc.code, message=str(exc), record_errors=exc.record_errors)
         except Exception as exc:
+            stats[FAILED_PRODUCE] += 1
             log.exception("append to %s failed", tp)
             return ProduceResult(error_code_of(exc), message=str(exc))
 
@@ -404,6 +438,14 @@ class ReplicaManager:
         def respond(results: dict[TopicPartition, FetchResult]) -> T:
             if replica_id >= 0:
                 self._record_leader_throttled(results)
+            of = self.topic_stats.of
+            for tp, result in results.items():
+                stats = of(tp.topic)
+                stats[TOTAL_FETCH] += 1
+                if result.error != ErrorCode.NONE:
+                    stats[FAILED_FETCH] += 1
+                elif result.records is not None:
+                    stats[BYTES_OUT] += result.records.length
             return answer(results)
 
         def ready(results: dict[TopicPartition, FetchResult]) -> bool:

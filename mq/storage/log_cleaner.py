@@ -126,6 +126,11 @@ class LogCleaner:
         self._in_progress: set[TopicPartition] = set()
         self._uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
         self._stop = threading.Event()
+        self.runs = 0
+        """Cleanings done; with the last one's seconds and bytes written per 100 read (read by the broker's
+        metrics, from any thread)."""
+        self.last_clean_time_secs = 0.0
+        self.last_recopy_percent = 0.0
         self._throttler = TokenBucket(max_io_bytes_per_second) if max_io_bytes_per_second < sys.float_info.max else None
         """The I/O rate every cleaner thread shares; its burst is a tenth of a second of bytes."""
         self._threads: list[threading.Thread] = []
@@ -179,6 +184,9 @@ class LogCleaner:
             end_offset, stats = cleaner.clean(chosen.log, chosen.first_dirty_offset, chosen.first_uncleanable_offset)
             self._checkpoint(chosen.tp, chosen.log.dir.parent, end_offset)
             self._report(cleaner.thread_id, chosen, end_offset, stats)
+            self.runs += 1
+            self.last_clean_time_secs = stats.elapsed_s
+            self.last_recopy_percent = 100 * stats.bytes_written / max(stats.bytes_read, 1)
         except CleaningAbortedError as exc:
             log.info("Cleaning of log %s aborted: %s", chosen.tp, exc)
         except OSError as exc:
@@ -232,6 +240,11 @@ class LogCleaner:
             stats.records_read,
             stats.bytes_written / 1e6,
         )
+
+    @property
+    def uncleanable_count(self) -> int:
+        """Logs the cleaner gave up on after an unexpected error."""
+        return len(self._uncleanable)
 
     # --- threads -----------------------------------------------------------------------------------------------
 

@@ -110,6 +110,8 @@ class LogManager:
         self.roll_listener: Callable[[Log], None] | None = None
         """Told of every roll of every log (see ``Log.on_roll``): the broker schedules ``Log.flush_rolled`` on a
         worker thread. Unset, a roll leaves the recovery point where it is."""
+        self.flush_listener: Callable[[float], None] = lambda ms: None
+        """Told the milliseconds each flush (fsync) took, on the thread that flushed (the broker's metrics)."""
 
     # --- start-up ----------------------------------------------------------------------------------------------
 
@@ -407,12 +409,16 @@ class LogManager:
     def flush(self, partition_log: Log) -> None:
         """fsync everything above the recovery point (``Log.flush``, flush.messages) unless the dir is offline; an
         OSError takes the dir offline."""
+        started = time.monotonic()
         self._guarded(partition_log, partition_log.flush)
+        self.flush_listener((time.monotonic() - started) * 1000)
 
     def flush_rolled(self, partition_log: Log) -> None:
         """fsync the segments a roll left below the active one (``Log.flush_rolled``) unless the dir is offline; an
         OSError takes the dir offline."""
+        started = time.monotonic()
         self._guarded(partition_log, partition_log.flush_rolled)
+        self.flush_listener((time.monotonic() - started) * 1000)
 
     def flush_dirty_logs(self) -> None:
         for partition_log in self.all_logs():

@@ -8,7 +8,8 @@ Everything lives under one base directory (default ``./mq-cluster``)::
     broker-<id>/server.log       the broker's stderr (its log)
 
 Brokers get ``broker.id`` 1..N, ``zookeeper.connect`` to the local ZooKeeper and their own
-``listeners=PLAINTEXT://127.0.0.1:<port>``. Processes run in their own sessions, so they outlive the command
+``listeners=PLAINTEXT://127.0.0.1:<port>``, and ``metrics.listener=http://127.0.0.1:<metrics_port>`` (recorded in
+``cluster.json``; an ``--override`` of it wins). Processes run in their own sessions, so they outlive the command
 that started them. A stopped cluster started again keeps its data and ports.
 
     python -m mq.tools.local_cluster start N [--base-dir DIR] [--port P] [--zookeeper-port P] [--override k=v]
@@ -94,6 +95,8 @@ class BrokerState:
     broker_id: int
     port: int
     pid: int = 0
+    metrics_port: int = 0
+    """Its ``metrics.listener`` port (chosen free at its first start; 0 until then)."""
 
 
 @dataclass
@@ -255,9 +258,12 @@ class LocalCluster:
             raise ClusterError(f"Port {broker.port} (broker {broker.broker_id}) is already in use")
         directory = self.broker_dir(broker.broker_id)
         directory.mkdir(parents=True, exist_ok=True)
+        if not broker.metrics_port or _port_open(broker.metrics_port):
+            broker.metrics_port = free_port()
         settings = [
             f"broker.id={broker.broker_id}",
             f"listeners=PLAINTEXT://127.0.0.1:{broker.port}",
+            f"metrics.listener=http://127.0.0.1:{broker.metrics_port}",
             f"log.dirs={directory / 'kafka-logs'}",
             f"zookeeper.connect={self.zookeeper_connect(state)}",
             f"offsets.topic.replication.factor={min(3, len(state.brokers))}",
