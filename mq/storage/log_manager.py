@@ -307,16 +307,21 @@ class LogManager:
     # --- moving replicas between log dirs -------------------------------------------------------------------------
 
     def log_dir_named(self, path: str) -> Path:
-        """The configured log dir ``path`` names; LOG_DIR_NOT_FOUND when it is none of them."""
+        """The configured log dir ``path`` names; LOG_DIR_NOT_FOUND when it is none of them (or no path at all, e.g.
+        one with a NUL byte)."""
+        not_found = KafkaError(f"Log dir {path!r} is not found in the config", ErrorCode.LOG_DIR_NOT_FOUND)
         wanted = os.path.normpath(path)
         for directory in self.log_dirs:
             if str(directory) == wanted:
                 return directory
-        resolved = Path(path).resolve()
+        try:
+            resolved = Path(path).resolve()
+        except (ValueError, OSError):
+            raise not_found from None
         for directory in self.log_dirs:
             if directory.resolve() == resolved:
                 return directory
-        raise KafkaError(f"Log dir {path} is not found in the config", ErrorCode.LOG_DIR_NOT_FOUND)
+        raise not_found
 
     def create_future_log(self, tp: TopicPartition, directory: Path) -> Log | None:
         """Start moving the replica of ``tp`` into ``directory`` (a configured, online log dir): its future log there,

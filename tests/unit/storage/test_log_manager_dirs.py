@@ -41,6 +41,9 @@ def test_future_log_errors_and_no_op(tmp_path: Path) -> None:
     with pytest.raises(KafkaError) as unknown_dir:
         log_manager.log_dir_named(str(tmp_path / "elsewhere"))
     assert unknown_dir.value.code == ErrorCode.LOG_DIR_NOT_FOUND
+    with pytest.raises(KafkaError) as no_path:
+        log_manager.log_dir_named(str(tmp_path / "d0") + "\x00")
+    assert no_path.value.code == ErrorCode.LOG_DIR_NOT_FOUND
     with pytest.raises(KafkaError) as absent:
         log_manager.create_future_log(TopicPartition("absent", 0), log_manager.log_dirs[1])
     assert absent.value.code == ErrorCode.REPLICA_NOT_AVAILABLE
