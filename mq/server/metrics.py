@@ -65,13 +65,16 @@ kafka_log_logcleaner_cleaner_recopy_percent                            gauge
 kafka_log_logcleanermanager_uncleanable_partitions_count               gauge
 kafka_consumergroup_current_offset                                     gauge     consumergroup, topic, partition
 kafka_consumergroup_lag                                                gauge     consumergroup, topic, partition
+kafka_consumergroup_lag_seconds                                        gauge     consumergroup, topic, partition
 process_cpu_seconds_total, process_resident_memory_bytes,              (prometheus-client's process collector)
 process_virtual_memory_bytes, process_open_fds, process_max_fds,
 process_start_time_seconds
 =====================================================================  ========  ===========================================
 
 Beyond Kafka: consumer lag of the groups this broker coordinates (kafka_exporter's names: the committed offset and
-the high watermark minus it, for the partitions this broker leads) and the software of connected clients
+the high watermark minus it, for the partitions this broker leads; in seconds, the age of the first unconsumed
+record as the timestamp of its batch's header gives it, one read of a header per lagging partition and scrape) and
+the software of connected clients
 (ApiVersions v3's client_software_name/version; Kafka's own metric, under Strimzi's name for it).
 
 A scrape never fails for the broker's state: a section that cannot be read (a log closed by the shutdown, a broker
@@ -517,16 +520,29 @@ class BrokerCollector(Collector):
         labels = ["consumergroup", "topic", "partition"]
         current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset", labels=labels)
         lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus committed offset", labels=labels)
+        lag_seconds = GaugeMetricFamily(
+            "kafka_consumergroup_lag_seconds",
+            "Age of the first unconsumed record (by its batch's timestamp); 0 without lag",
+            labels=labels,
+        )
+        now_ms = time.time() * 1000
         if coordinator is not None and manager is not None:
             for group_id, group in list(coordinator.groups.items()):
                 for tp, committed in list(group.offsets.items()):
                     key = [group_id, tp.topic, str(tp.partition)]
                     current.add_metric(key, committed.offset)
                     partition = manager.partitions.get(tp)
-                    if partition is not None and partition.is_leader:
-                        lag.add_metric(key, max(partition.high_watermark - committed.offset, 0))
+                    if partition is None or not partition.is_leader:
+                        continue
+                    behind = max(partition.high_watermark - committed.offset, 0)
+                    lag.add_metric(key, behind)
+                    if not behind:
+                        lag_seconds.add_metric(key, 0)
+                    elif stamp := partition.log.entry_timestamp(max(committed.offset, partition.log.log_start_offset)):
+                        lag_seconds.add_metric(key, max(now_ms - stamp, 0) / 1000)
         yield current
         yield lag
+        yield lag_seconds
 
 
 def registry_for(broker: KafkaServer) -> tuple[CollectorRegistry, BrokerCollector]:

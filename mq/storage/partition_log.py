@@ -35,8 +35,10 @@ from mq.errors import (
 )
 from mq.records import iter_records
 from mq.records.batch_header import (
+    V2_HEADER_SIZE,
     BatchHeader,
     Codec,
+    TimestampType,
     iter_headers,
     parse_header,
     set_log_append_time,
@@ -520,6 +522,23 @@ class Log:
         ``LeaderEpochFileCache.end_offset_for``."""
         with self._lock:
             return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    def entry_timestamp(self, offset: int) -> int | None:
+        """The timestamp of the entry holding ``offset``, from its header alone: a v2 batch's base timestamp (at or
+        before each of its records'; its max timestamp under LogAppendTime), a v1 message's. None at or beyond the
+        log end, below the log start, for v0 messages, or when the segment went away meanwhile."""
+        try:
+            found = self.read(offset, V2_HEADER_SIZE)
+            if found.records is None:
+                return None
+            header = parse_header(os.pread(found.records.fd, V2_HEADER_SIZE, found.records.position), complete=False)
+        except (OffsetOutOfRangeError, OSError, CorruptRecordError):
+            return None
+        if header is None or header.timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+            return None
+        return (
+            header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else header.first_timestamp
+        )
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start with a timestamp >= ``timestamp``,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -29,9 +30,10 @@ def test_client_software_and_consumer_lag(in_process_broker: Callable[..., Any],
     broker = in_process_broker([f"log.dirs={tmp_path / 'logs'}", "metrics.listener=http://127.0.0.1:0"])
     port = broker.server.metrics_port
     producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(10):
-        producer.produce("lagged", value=b"%d" % i)
-    assert producer.flush(30) == 0
+    written_ms = int(time.time() * 1000) - 100_000
+    for i in range(10):  # a batch each, record i written 100 - i seconds ago
+        producer.produce("lagged", value=b"%d" % i, timestamp=written_ms + i * 1000)
+        assert producer.flush(30) == 0
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=GROUP, enable_auto_commit=False)
     tp = TopicPartition("lagged", 0)
     consumer.assign([tp])
@@ -49,6 +51,9 @@ def test_client_software_and_consumer_lag(in_process_broker: Callable[..., Any],
     labels = f'consumergroup="{GROUP}",partition="0",topic="lagged"'
     assert re.search(rf"^kafka_consumergroup_current_offset\{{{labels}\}} 4\.0$", text, re.M), text
     assert re.search(rf"^kafka_consumergroup_lag\{{{labels}\}} 6\.0$", text, re.M)
+    seconds = re.search(rf"^kafka_consumergroup_lag_seconds\{{{labels}\}} (\S+)$", text, re.M)
+    assert seconds is not None, text
+    assert 96 <= float(seconds.group(1)) < 96 + 60  # the first unconsumed record, offset 4, is 96 s old
     assert scrape(port, "/ready")[0] == 200
 
 
