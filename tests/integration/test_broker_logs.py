@@ -113,11 +113,11 @@ def test_state_change_logs_of_a_cluster_merge_in_time_order(
 ) -> None:
     monkeypatch.setenv("LOG_DIR", "logs")
     connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
-    brokers = [broker_factory(f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}"]).start() for i in (1, 2)]
+    brokers = [broker_factory(f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}"]).start() for i in (1, 2, 3)]
     files = [logs_of(b) / "state-change.log" for b in brokers]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     mq(mq_command, "topics", "--bootstrap-server", bootstrap, "--create", "--topic", "merged", "--partitions", "2",
-       "--replication-factor", "2")  # fmt: skip
+       "--replication-factor", "3")  # fmt: skip
     assert wait_for(
         lambda: all(text(f).count("merged-") >= 2 and " starts at leader epoch 0 " in text(f) for f in files)
     )
@@ -128,8 +128,8 @@ def test_state_change_logs_of_a_cluster_merge_in_time_order(
     stamps = [TIMESTAMP.match(line).group(1) for line in merged]  # type: ignore[union-attr]
     assert stamps == sorted(stamps)
     every = [line for f in files for line in text(f).splitlines() if "merged-" in line]
-    assert sorted(merged) == sorted(every)  # every line of the topic from both brokers, nothing else
-    assert any("[Broker id=1]" in line for line in merged) and any("[Broker id=2]" in line for line in merged)
+    assert sorted(merged) == sorted(every)  # every line of the topic from the three brokers, nothing else
+    assert all(any(f"[Broker id={i}]" in line for line in merged) for i in (1, 2, 3))
     assert any(re.search(r"\[Controller id=\d epoch=\d+\] Changed partition merged-1 ", line) for line in merged)
 
     one = mq(mq_command, "state-change-log-merger", "--logs", ",".join(map(str, files)), "--topic", "merged",
