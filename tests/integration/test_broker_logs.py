@@ -113,7 +113,9 @@ def test_state_change_logs_of_a_cluster_merge_in_time_order(
 ) -> None:
     monkeypatch.setenv("LOG_DIR", "logs")
     connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
-    brokers = [broker_factory(f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}"]).start() for i in (1, 2, 3)]
+    brokers = [
+        broker_factory(f"broker{i}", [f"zookeeper.connect={connect}", f"broker.id={i}"]).start() for i in (1, 2, 3)
+    ]
     files = [logs_of(b) / "state-change.log" for b in brokers]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     mq(mq_command, "topics", "--bootstrap-server", bootstrap, "--create", "--topic", "merged", "--partitions", "2",

@@ -3,6 +3,7 @@ request metrics and the log gauges; /health and /ready; a taken port refuses the
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -12,6 +13,7 @@ import urllib.request
 from collections.abc import Callable
 
 import pytest
+from waiting import wait_for
 
 from tests.integration.conftest import BrokerProcess, free_port
 
@@ -64,6 +66,25 @@ def test_scrape_after_kcat_produce(broker_factory: Callable[..., BrokerProcess])
     assert sample(text, "process_open_fds") > 0
     assert get(port, "/ready")[0] == 200
     assert get(port, "/nothing")[0] == 404
+
+
+def test_server_status_reads_uptime_and_connections_from_the_metrics(
+    mq_command: list[str], broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    port = free_port()
+    broker = broker_factory(overrides=[f"metrics.listener=http://127.0.0.1:{port}"]).start()
+    args = ["server", "status", "--bootstrap-server", broker.bootstrap, "--format", "json"]
+    plain = subprocess.run([*mq_command, *args], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["uptime_seconds"] is None  # a remote broker tells no uptime over the Kafka protocol
+    metrics = [*args, "--metrics-url", f"http://127.0.0.1:{port}/metrics"]
+    with socket.create_connection(("127.0.0.1", broker.port)):  # a client's connection, open while status runs
+        assert wait_for(lambda: sample(get(port, "/metrics")[1], "kafka_server_socket_server_metrics_connection_count",
+                                       'listener="PLAINTEXT",networkProcessor="0"') >= 1)  # fmt: skip
+        status = subprocess.run([*mq_command, *metrics], capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    document = json.loads(status.stdout)
+    assert document["uptime_seconds"] >= 0 and document["connections"] >= 1
 
 
 def test_taken_port_refuses_the_start(broker_factory: Callable[..., BrokerProcess]) -> None:
