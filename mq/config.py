@@ -191,6 +191,12 @@ class BrokerConfig:
     advertised_listeners: str | None = _key(
         "advertised.listeners", None, "listeners given to clients; default: listeners"
     )
+    listener_security_protocol_map: str = _key(
+        "listener.security.protocol.map",
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "NAME:PROTOCOL pairs: the security protocol of each listener name; mq serves PLAINTEXT only, so a start"
+        " with a listener of another protocol is refused",
+    )
     log_dirs: str | None = _key("log.dirs", None, "comma-separated log directories", shipped="data/kafka-logs")
     log_dir: str = _key("log.dir", "/tmp/kafka-logs", "log directory used when log.dirs is unset")
     num_partitions: int = _key("num.partitions", 1, "partitions of an auto-created topic", minimum=1)
@@ -503,12 +509,46 @@ class BrokerConfig:
     """Keys set by the properties file or an override (their source is STATIC_BROKER_CONFIG)."""
 
     def __post_init__(self) -> None:
+        self._check_listeners()
         queued = self.queued_max_request_bytes
         if queued is not None and queued != -1 and queued < self.socket_request_max_bytes:
             raise ConfigError(
                 f"queued.max.request.bytes ({queued}) must be -1 or at least socket.request.max.bytes "
                 f"({self.socket_request_max_bytes}), or a largest request could never be received"
             )
+
+    def _check_listeners(self) -> None:
+        """One listener, and a PLAINTEXT one: mq binds a single plaintext listener, and serving a listener named
+        SSL or SASL_* in plaintext would hand an operator who asked for encryption or authentication neither."""
+        protocols: dict[str, str] = {}
+        for pair in self.listener_security_protocol_map.split(","):
+            name, sep, protocol = pair.strip().partition(":")
+            if not sep or not name or not protocol:
+                raise ConfigError(
+                    f"invalid listener.security.protocol.map entry '{pair.strip()}': expected NAME:PROTOCOL"
+                )
+            protocols[name.strip().upper()] = protocol.strip().upper()
+        configured: tuple[tuple[str, str | None], ...] = (
+            ("listeners", self.listeners),
+            ("advertised.listeners", self.advertised_listeners),
+        )
+        for key, value in configured:
+            entries = [e.strip() for e in (value or "").split(",") if e.strip()]
+            if len(entries) > 1:
+                raise ConfigError(f"{key} names {len(entries)} listeners ({value}); mq serves exactly one")
+            for entry in entries:
+                listener = entry.partition("://")[0].strip().upper()
+                mapped = protocols.get(listener)
+                if mapped is None:
+                    raise ConfigError(
+                        f"listener {entry} in {key}: no security protocol for {listener} in "
+                        "listener.security.protocol.map"
+                    )
+                if mapped != "PLAINTEXT":
+                    raise ConfigError(
+                        f"listener {entry} in {key}: security protocol {mapped} is not supported by mq, which "
+                        "serves PLAINTEXT only"
+                    )
 
     @property
     def request_memory_bytes(self) -> int:

@@ -480,6 +480,7 @@ class KafkaServer:
             [f"{self.bound.name}://{self.bound.host}:{self.bound.port}"],
             config.broker_rack,
             int(time.time() * 1000),
+            {self.bound.name: "PLAINTEXT"},  # the one listener, PLAINTEXT (BrokerConfig refuses any other)
         )
         self.zk.register_broker(self._registration)
         if isinstance(self.store, ZooKeeperStore):

@@ -106,11 +106,12 @@ class BrokerRegistration:
     timestamp_ms: int = 0
     security_protocol_map: dict[str, str] = field(default_factory=lambda: {"PLAINTEXT": "PLAINTEXT"})
 
-    def host_port(self, listener: str = "PLAINTEXT") -> tuple[str, int] | None:
-        """Host and port of the named listener's endpoint, if registered."""
+    def host_port(self) -> tuple[str, int] | None:
+        """Host and port of the first endpoint whose listener's security protocol is PLAINTEXT (its name mapped by
+        ``security_protocol_map``, else the name itself), if registered."""
         for endpoint in self.endpoints:
             name, _, address = endpoint.partition("://")
-            if name == listener:
+            if self.security_protocol_map.get(name, name) == "PLAINTEXT":
                 host, _, port = address.rpartition(":")
                 return host.strip("[]"), int(port)
         return None

@@ -390,3 +390,26 @@ def test_a_per_broker_key_needs_a_broker_id(monkeypatch: pytest.MonkeyPatch) -> 
     assert str(default.value) == (
         "Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["listeners=SSL://:9093"], "listener SSL://:9093 in listeners: security protocol SSL is not supported"),
+        (["advertised.listeners=SASL_SSL://h:1"], "security protocol SASL_SSL is not supported by mq"),
+        (["listeners=INTERNAL://:9092"], "no security protocol for INTERNAL in listener.security.protocol.map"),
+        (["listeners=PLAINTEXT://:1,OTHER://:2"], "listeners names 2 listeners"),
+        (["listeners=A://:1", "listener.security.protocol.map=A"], "invalid listener.security.protocol.map entry 'A'"),
+        (["listeners=A://:1", "listener.security.protocol.map=A:SSL"], "security protocol SSL is not supported"),
+    ],
+)
+def test_a_listener_mq_cannot_serve_as_configured_is_refused(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig.load(None, overrides)
+
+
+def test_a_named_listener_mapped_to_plaintext_is_served() -> None:
+    config = BrokerConfig.load(
+        None, ["listeners=INTERNAL://:9092", "listener.security.protocol.map=INTERNAL:PLAINTEXT"]
+    )
+    assert config.listeners == "INTERNAL://:9092"

@@ -111,3 +111,11 @@ def test_cluster_id() -> None:
 def test_garbage_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="not JSON"):
         PartitionState.decode(b"\xff{")
+
+
+def test_a_named_plaintext_listener_is_the_registrations_address() -> None:
+    registration = BrokerRegistration(1, ["INTERNAL://h1:9092"], None, 0, {"INTERNAL": "PLAINTEXT"})
+    decoded = BrokerRegistration.decode(1, registration.encode())
+    assert decoded.host_port() == ("h1", 9092)
+    assert json.loads(registration.encode())["host"] == "h1"
+    assert BrokerRegistration(2, ["SSL://h2:9093"], None, 0, {"SSL": "SSL"}).host_port() is None
