@@ -4,6 +4,7 @@ printed), and the time of one scrape of ``/metrics`` with ``--partitions`` parti
 
 Two produce cases: batched (``--records`` 100 B records from a file, librdkafka's default batching, acks=1) and one
 record per request (linger.ms=0, batch.num.messages=1: the per-request cost of the request timing shows most there).
+Within a round the two brokers take turns going first.
 
     PYTHONPATH=. python scripts/bench_metrics.py [--records 500000] [--rounds 5] [--partitions 1000]
 """
@@ -79,13 +80,16 @@ def main() -> None:
                 ("one record per request", single, args.single, ("-X", "linger.ms=0", "-X", "batch.num.messages=1")),
             ):
                 ratios, rates_on, rates_off, cpu_on, cpu_off = [], [], [], [], []
-                for _ in range(args.rounds):
-                    before = cpu_seconds(on.pid)
-                    rate_on = kcat(on_bootstrap, "bench", file, records, *extra)
-                    cpu_on.append((cpu_seconds(on.pid) - before) / records * 1e6)
-                    before = cpu_seconds(off.pid)
-                    rate_off = kcat(off_bootstrap, "bench", file, records, *extra)
-                    cpu_off.append((cpu_seconds(off.pid) - before) / records * 1e6)
+                for round_index in range(args.rounds):
+                    measured: dict[bool, tuple[float, float]] = {}
+                    for metrics in (True, False) if round_index % 2 == 0 else (False, True):  # neither always first
+                        process, bootstrap = (on, on_bootstrap) if metrics else (off, off_bootstrap)
+                        before = cpu_seconds(process.pid)
+                        rate = kcat(bootstrap, "bench", file, records, *extra)
+                        measured[metrics] = rate, (cpu_seconds(process.pid) - before) / records * 1e6
+                    (rate_on, used_on), (rate_off, used_off) = measured[True], measured[False]
+                    cpu_on.append(used_on)
+                    cpu_off.append(used_off)
                     rates_on.append(rate_on)
                     rates_off.append(rate_off)
                     ratios.append(rate_on / rate_off)
