@@ -1,22 +1,28 @@
-"""Every broker key a Kafka release defines, 0.8.0 to 4.0, and many of later 4.x releases: the key, the first release
-that reads it, the first release that no longer does (None: still read) and the value type of the latest release that
-defines it, as Kafka's ConfigDef names it in lower case (``int``, ``long``, ``short``, ``double``, ``boolean``,
-``string``, ``list``, ``password``, ``class``, ``map``; None: not determined).
+"""Every broker key a Kafka release defines, 0.8.0 to 4.3: the key, the first release that reads it, the first
+release that no longer does (None: still read) and the value type of the latest release that defines it, as Kafka's
+ConfigDef names it in lower case (``int``, ``long``, ``short``, ``double``, ``boolean``, ``string``, ``list``,
+``password``, ``class``, ``map``; None: not determined).
 
 Taken from each release's broker configuration: the keys KafkaConfig.scala reads (0.8) or defines (0.9 to 3.6),
 then the keys of the ``*Config``/``*Configs`` classes merged into the broker's definition (3.7 on), plus the keys
 Kafka's own authorizers read from the broker's properties (``super.users``, ...). A release is named by its line
 (``0.8.2``, ``1.1``, ``3.9``). "4.0" is the 4.0 development line as of October 2024, with the ZooKeeper keys and
-``log.message.timestamp.difference.max.ms`` that the 4.0 release removed. "4.x" marks keys read from later 4.x
-sources (group, share and streams coordinator, KRaft controller and log directory keys) whose first release was not
-pinned down; keys of later releases outside those classes, and later removals, may be missing.
-Per-listener keys (``listener.name.<listener>.<key>``) are matched by ``KAFKA_BROKER_KEY_PREFIXES``.
+``log.message.timestamp.difference.max.ms`` that the 4.0 release removed. Keys added in 4.1 to 4.3 come from
+those releases' configuration and upgrade pages, their KIPs and the group coordinator, share group, remote log
+manager and SASL config classes; no removal of a broker key in 4.1 to 4.3 was found (4.3 deprecates
+``group.coordinator.rebalance.protocols``), and keys of those releases outside these sources may be missing. "4.x"
+marks keys of a 4.x release after 4.0 whose first release was not pinned down.
+Per-listener keys (``listener.name.<listener>.<key>``) and the keys handed to the remote storage and remote log
+metadata managers under their default prefixes (``rsm.config.``, ``rlmm.config.``) are matched by
+``KAFKA_BROKER_KEY_PREFIXES``.
 """
 
 from __future__ import annotations
 
-KAFKA_BROKER_KEY_PREFIXES: tuple[str, ...] = ("listener.name.",)
-"""Prefixes under which Kafka reads any key (per-listener SSL/SASL settings)."""
+KAFKA_BROKER_KEY_PREFIXES: tuple[str, ...] = ("listener.name.", "rsm.config.", "rlmm.config.")
+"""Prefixes under which Kafka reads any key: per-listener SSL/SASL settings, and the settings of the remote storage
+and remote log metadata managers (e.g. ``rlmm.config.remote.log.metadata.topic.min.isr``, 4.3), whose prefixes
+``remote.log.storage.manager.impl.prefix`` and ``remote.log.metadata.manager.impl.prefix`` default to these."""
 
 KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "add.partitions.to.txn.max.timeout.ms": ("4.x", None, None),
@@ -87,23 +93,23 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "fetch.max.bytes": ("2.5", None, "int"),
     "fetch.purgatory.purge.interval.requests": ("0.8.0", None, "int"),
     "follower.replication.throttled.rate": ("3.9", None, "long"),
-    "group.consumer.assignment.interval.ms": ("4.x", None, None),
-    "group.consumer.assignor.offload.enable": ("4.x", None, None),
+    "group.consumer.assignment.interval.ms": ("4.3", None, "int"),
+    "group.consumer.assignor.offload.enable": ("4.3", None, "boolean"),
     "group.consumer.assignors": ("3.5", None, "list"),
     "group.consumer.heartbeat.interval.ms": ("3.5", None, "int"),
-    "group.consumer.max.assignment.interval.ms": ("4.x", None, None),
+    "group.consumer.max.assignment.interval.ms": ("4.3", None, "int"),
     "group.consumer.max.heartbeat.interval.ms": ("3.5", None, "int"),
     "group.consumer.max.session.timeout.ms": ("3.5", None, "int"),
     "group.consumer.max.size": ("3.5", None, "int"),
     "group.consumer.migration.policy": ("3.8", None, "string"),
-    "group.consumer.min.assignment.interval.ms": ("4.x", None, None),
+    "group.consumer.min.assignment.interval.ms": ("4.3", None, "int"),
     "group.consumer.min.heartbeat.interval.ms": ("3.5", None, "int"),
     "group.consumer.min.session.timeout.ms": ("3.5", None, "int"),
     "group.consumer.regex.refresh.interval.ms": ("4.x", None, None),
     "group.consumer.session.timeout.ms": ("3.5", None, "int"),
     "group.coordinator.append.linger.ms": ("3.8", None, "int"),
     "group.coordinator.background.threads": ("4.x", None, None),
-    "group.coordinator.cached.buffer.max.bytes": ("4.x", None, None),
+    "group.coordinator.cached.buffer.max.bytes": ("4.x", None, "int"),
     "group.coordinator.new.enable": ("3.5", None, "boolean"),
     "group.coordinator.rebalance.protocols": ("3.7", None, "list"),
     "group.coordinator.threads": ("3.5", None, "int"),
@@ -111,36 +117,42 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "group.max.session.timeout.ms": ("0.9.0", None, "int"),
     "group.max.size": ("2.2", None, "int"),
     "group.min.session.timeout.ms": ("0.9.0", None, "int"),
-    "group.share.assignment.interval.ms": ("4.x", None, None),
-    "group.share.assignor.offload.enable": ("4.x", None, None),
+    "group.share.assignment.interval.ms": ("4.3", None, "int"),
+    "group.share.assignor.offload.enable": ("4.3", None, "boolean"),
     "group.share.assignors": ("4.x", None, None),
     "group.share.delivery.count.limit": ("3.9", None, "int"),
     "group.share.enable": ("3.9", None, "boolean"),
     "group.share.heartbeat.interval.ms": ("3.9", None, "int"),
     "group.share.initialize.retry.interval.ms": ("4.x", None, None),
-    "group.share.max.assignment.interval.ms": ("4.x", None, None),
+    "group.share.max.assignment.interval.ms": ("4.3", None, "int"),
+    "group.share.max.delivery.count.limit": ("4.3", None, "int"),
     "group.share.max.groups": ("3.9", None, "short"),
     "group.share.max.heartbeat.interval.ms": ("3.9", None, "int"),
+    "group.share.max.partition.max.record.locks": ("4.x", None, "int"),
     "group.share.max.record.lock.duration.ms": ("3.9", None, "int"),
     "group.share.max.session.timeout.ms": ("3.9", None, "int"),
+    "group.share.max.share.sessions": ("4.x", None, "int"),
     "group.share.max.size": ("3.9", None, "int"),
-    "group.share.min.assignment.interval.ms": ("4.x", None, None),
+    "group.share.min.assignment.interval.ms": ("4.3", None, "int"),
+    "group.share.min.delivery.count.limit": ("4.3", None, "int"),
     "group.share.min.heartbeat.interval.ms": ("3.9", None, "int"),
+    "group.share.min.partition.max.record.locks": ("4.x", None, "int"),
     "group.share.min.record.lock.duration.ms": ("3.9", None, "int"),
     "group.share.min.session.timeout.ms": ("3.9", None, "int"),
     "group.share.partition.max.record.locks": ("3.9", None, "int"),
+    "group.share.persister.class.name": ("4.x", None, "string"),
     "group.share.record.lock.duration.ms": ("3.9", None, "int"),
     "group.share.session.timeout.ms": ("3.9", None, "int"),
-    "group.streams.assignment.interval.ms": ("4.x", None, None),
-    "group.streams.assignor.offload.enable": ("4.x", None, None),
+    "group.streams.assignment.interval.ms": ("4.3", None, "int"),
+    "group.streams.assignor.offload.enable": ("4.3", None, "boolean"),
     "group.streams.heartbeat.interval.ms": ("4.x", None, None),
     "group.streams.initial.rebalance.delay.ms": ("4.x", None, None),
-    "group.streams.max.assignment.interval.ms": ("4.x", None, None),
+    "group.streams.max.assignment.interval.ms": ("4.3", None, "int"),
     "group.streams.max.heartbeat.interval.ms": ("4.x", None, None),
     "group.streams.max.session.timeout.ms": ("4.x", None, None),
     "group.streams.max.size": ("4.x", None, None),
     "group.streams.max.standby.replicas": ("4.x", None, None),
-    "group.streams.min.assignment.interval.ms": ("4.x", None, None),
+    "group.streams.min.assignment.interval.ms": ("4.3", None, "int"),
     "group.streams.min.heartbeat.interval.ms": ("4.x", None, None),
     "group.streams.min.session.timeout.ms": ("4.x", None, None),
     "group.streams.min.task.offset.interval.ms": ("4.x", None, None),
@@ -275,6 +287,7 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "remote.log.manager.fetch.max.bytes.per.second": ("3.8", None, "long"),
     "remote.log.manager.fetch.quota.window.num": ("3.8", None, "int"),
     "remote.log.manager.fetch.quota.window.size.seconds": ("3.8", None, "int"),
+    "remote.log.manager.follower.thread.pool.size": ("4.2", None, "int"),
     "remote.log.manager.task.interval.ms": ("3.0", None, "long"),
     "remote.log.manager.task.retry.backoff.max.ms": ("3.0", None, "long"),
     "remote.log.manager.task.retry.backoff.ms": ("3.0", None, "long"),
@@ -329,6 +342,19 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "sasl.login.retry.backoff.ms": ("3.1", None, "long"),
     "sasl.mechanism.controller.protocol": ("2.8", None, "string"),
     "sasl.mechanism.inter.broker.protocol": ("0.10.0", None, "string"),
+    "sasl.oauthbearer.assertion.algorithm": ("4.1", None, "string"),
+    "sasl.oauthbearer.assertion.claim.aud": ("4.1", None, "string"),
+    "sasl.oauthbearer.assertion.claim.exp.seconds": ("4.1", None, "int"),
+    "sasl.oauthbearer.assertion.claim.iss": ("4.1", None, "string"),
+    "sasl.oauthbearer.assertion.claim.jti.include": ("4.1", None, "boolean"),
+    "sasl.oauthbearer.assertion.claim.nbf.seconds": ("4.1", None, "int"),
+    "sasl.oauthbearer.assertion.claim.sub": ("4.1", None, "string"),
+    "sasl.oauthbearer.assertion.file": ("4.1", None, "string"),
+    "sasl.oauthbearer.assertion.private.key.file": ("4.1", None, "string"),
+    "sasl.oauthbearer.assertion.private.key.passphrase": ("4.1", None, "password"),
+    "sasl.oauthbearer.assertion.template.file": ("4.1", None, "string"),
+    "sasl.oauthbearer.client.credentials.client.id": ("4.1", None, "string"),
+    "sasl.oauthbearer.client.credentials.client.secret": ("4.1", None, "password"),
     "sasl.oauthbearer.clock.skew.seconds": ("3.1", None, "int"),
     "sasl.oauthbearer.expected.audience": ("3.1", None, "list"),
     "sasl.oauthbearer.expected.issuer": ("3.1", None, "string"),
@@ -336,6 +362,9 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": ("3.1", None, "long"),
     "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": ("3.1", None, "long"),
     "sasl.oauthbearer.jwks.endpoint.url": ("3.1", None, "string"),
+    "sasl.oauthbearer.jwt.retriever.class": ("4.1", None, "class"),
+    "sasl.oauthbearer.jwt.validator.class": ("4.1", None, "class"),
+    "sasl.oauthbearer.scope": ("4.1", None, "string"),
     "sasl.oauthbearer.scope.claim.name": ("3.1", None, "string"),
     "sasl.oauthbearer.sub.claim.name": ("3.1", None, "string"),
     "sasl.oauthbearer.token.endpoint.url": ("3.1", None, "string"),
@@ -345,14 +374,14 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "security.providers": ("2.4", None, "string"),
     "server.max.startup.time.ms": ("3.5", None, "long"),
     "share.coordinator.append.linger.ms": ("4.0", None, "int"),
-    "share.coordinator.cached.buffer.max.bytes": ("4.x", None, None),
-    "share.coordinator.cold.partition.snapshot.interval.ms": ("4.x", None, None),
+    "share.coordinator.cached.buffer.max.bytes": ("4.x", None, "int"),
+    "share.coordinator.cold.partition.snapshot.interval.ms": ("4.x", None, "int"),
     "share.coordinator.load.buffer.size": ("4.0", None, "int"),
     "share.coordinator.snapshot.update.records.per.snapshot": ("4.0", None, "int"),
     "share.coordinator.state.topic.compression.codec": ("4.0", None, "int"),
     "share.coordinator.state.topic.min.isr": ("4.0", None, "short"),
     "share.coordinator.state.topic.num.partitions": ("4.0", None, "int"),
-    "share.coordinator.state.topic.prune.interval.ms": ("4.x", None, None),
+    "share.coordinator.state.topic.prune.interval.ms": ("4.x", None, "int"),
     "share.coordinator.state.topic.replication.factor": ("4.0", None, "short"),
     "share.coordinator.state.topic.segment.bytes": ("4.0", None, "int"),
     "share.coordinator.threads": ("4.0", None, "int"),
@@ -399,6 +428,7 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "transaction.state.log.num.partitions": ("0.11.0", None, "int"),
     "transaction.state.log.replication.factor": ("0.11.0", None, "short"),
     "transaction.state.log.segment.bytes": ("0.11.0", None, "int"),
+    "transaction.two.phase.commit.enable": ("4.1", None, "boolean"),
     "transactional.id.expiration.ms": ("0.11.0", None, "int"),
     "unclean.leader.election.enable": ("0.8.2", None, "boolean"),
     "unclean.leader.election.interval.ms": ("3.9", None, "long"),

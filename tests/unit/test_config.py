@@ -336,6 +336,37 @@ def test_catalogue_facts() -> None:
     assert "offsets.topic.retention.minutes" not in KAFKA_BROKER_KEYS  # only ever in 0.8's documentation
 
 
+@pytest.mark.parametrize(
+    "override",
+    [
+        "remote.log.manager.follower.thread.pool.size=4",  # 4.2, KIP-1179
+        "group.share.max.delivery.count.limit=12",  # 4.3, KIP-1240
+        "group.consumer.assignor.offload.enable=false",  # 4.3, KIP-1263
+        "transaction.two.phase.commit.enable=true",  # 4.1, KIP-939
+        "sasl.oauthbearer.assertion.claim.exp.seconds=300",  # 4.1, KIP-1139
+        "rlmm.config.remote.log.metadata.topic.min.isr=2",  # 4.3, KIP-1235, under the manager's prefix
+    ],
+)
+def test_keys_of_kafka_4_1_to_4_3_are_accepted(override: str) -> None:
+    BrokerConfig.load(None, [override])
+
+
+def test_keys_of_kafka_4_1_to_4_3_are_checked() -> None:
+    assert KAFKA_BROKER_KEYS["remote.log.manager.follower.thread.pool.size"] == ("4.2", None, "int")
+    assert KAFKA_BROKER_KEYS["group.streams.assignment.interval.ms"] == ("4.3", None, "int")
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(None, ["remote.log.manager.follower.thread.pool.sise=4"])
+    assert str(info.value) == (
+        "unknown broker config key 'remote.log.manager.follower.thread.pool.sise' in --override; "
+        "did you mean remote.log.manager.follower.thread.pool.size?"
+    )
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(None, ["group.share.min.delivery.count.limit=two"])
+    assert str(info.value) == (
+        "invalid value 'two' for group.share.min.delivery.count.limit in --override: expected an integer"
+    )
+
+
 def test_update_modes_follow_kafka() -> None:
     modes = {f.metadata["key"]: f.metadata["update"] for f in config_fields(BrokerConfig)}
     for key in ("log.retention.ms", "log.segment.bytes", "log.cleanup.policy", "message.max.bytes", "max.connections"):
