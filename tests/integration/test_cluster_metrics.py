@@ -15,7 +15,7 @@ from waiting import wait_for
 
 from tests.integration.conftest import BrokerProcess, ZooKeeperProcess, free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def value(port: int, name: str) -> float:
@@ -51,8 +51,10 @@ def test_follower_kill_shows_under_replication_on_the_leader(
     assert wait_for(lambda: value(ports[1], "kafka_server_replicamanager_leadercount") >= 1)
     assert wait_for(lambda: value(ports[1], urp) == 0)
     brokers[3].kill()
-    assert wait_for(lambda: value(ports[1], urp) == 1)
-    assert value(ports[1], "kafka_server_replicamanager_isrshrinks_total") >= 1
+    assert wait_for(lambda: value(ports[1], urp) == 1, timeout=60)
+    assert wait_for(lambda: value(ports[1], "kafka_server_replicamanager_isrshrinks_total") >= 1)
     brokers[3].start()
-    assert wait_for(lambda: value(ports[1], urp) == 0)
-    assert value(ports[1], "kafka_server_replicamanager_isrexpands_total") >= 1
+    # a restarted follower catches up and rejoins the ISR; on a loaded machine its start alone takes seconds
+    caught_up = wait_for(lambda: value(ports[1], urp) == 0, timeout=90)
+    assert caught_up, f"still under-replicated; the follower's log:\n{brokers[3].stderr()[-3000:]}"
+    assert wait_for(lambda: value(ports[1], "kafka_server_replicamanager_isrexpands_total") >= 1)
