@@ -13,6 +13,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from waiting import wait_for
 
+from mq.zk.zk_store import ZooKeeperStore
 from tests.integration.conftest import BrokerProcess, ZooKeeperProcess, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -53,6 +54,11 @@ def test_follower_kill_shows_under_replication_on_the_leader(
     brokers[3].kill()
     assert wait_for(lambda: value(ports[1], urp) == 1, timeout=60)
     assert wait_for(lambda: value(ports[1], "kafka_server_replicamanager_isrshrinks_total") >= 1)
+    store = ZooKeeperStore(connect)
+    try:  # as Kafka, a broker refuses to start while its killed predecessor's registration lives (its session)
+        assert wait_for(lambda: store.get_or_none("/brokers/ids/3") is None, timeout=30)
+    finally:
+        store.close()
     brokers[3].start()
     # a restarted follower catches up and rejoins the ISR; on a loaded machine its start alone takes seconds
     caught_up = wait_for(lambda: value(ports[1], urp) == 0, timeout=90)

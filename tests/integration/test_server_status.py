@@ -17,6 +17,8 @@ from conftest import BrokerProcess, ZooKeeperProcess, free_port
 from kafka import KafkaConsumer, KafkaProducer
 from waiting import wait_for
 
+from mq.zk.zk_store import ZooKeeperStore
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
@@ -115,7 +117,7 @@ def test_status_follows_a_follower_that_dies_and_catches_up(
     cluster_on: Callable[[ZooKeeperProcess, list[str]], tuple[str, list[BrokerProcess]]],
     zookeeper: ZooKeeperProcess,
 ) -> None:
-    _, brokers = cluster_on(zookeeper, ["replica.lag.time.max.ms=3000"])
+    connect, brokers = cluster_on(zookeeper, ["replica.lag.time.max.ms=3000"])
     created = run(mq_command, "topics", "--bootstrap-server", brokers[0].bootstrap, "--create", "--topic", "r",
                   "--partitions", "2", "--replication-factor", "3")  # fmt: skip
     assert created.returncode == 0, created.stderr
@@ -126,13 +128,18 @@ def test_status_follows_a_follower_that_dies_and_catches_up(
 
     assert wait_for(lambda: status(brokers[0]).returncode == 0, timeout=30)
     led = json.loads(status(brokers[0]).stdout)["partitions_led"]
-    follower = next(b for i, b in enumerate(brokers, start=1) if str(i) not in led)  # 2 leaders among 3 brokers
+    follower_id, follower = next((i, b) for i, b in enumerate(brokers, start=1) if str(i) not in led)  # 2 leaders
     survivor = next(b for b in brokers if b is not follower)
     follower.kill()
     assert wait_for(lambda: status(survivor).returncode == 1, timeout=60, interval=0.5)
     unhealthy = status(survivor)
     assert json.loads(unhealthy.stdout)["under_replicated_partitions"] == ["r-0", "r-1"]
     assert json.loads(unhealthy.stdout)["offline_partitions"] == []
+    store = ZooKeeperStore(connect)
+    try:  # as Kafka, a broker refuses to start while its killed predecessor's registration lives (its session)
+        assert wait_for(lambda: store.get_or_none(f"/brokers/ids/{follower_id}") is None, timeout=30)
+    finally:
+        store.close()
     follower.start()
     assert wait_for(lambda: status(survivor).returncode == 0, timeout=90, interval=0.5)
 
