@@ -19,4 +19,4 @@ fi
 python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy
-python3 -m pytest --durations=25 "$@"
+python3 -m pytest -n 3 --dist loadfile --durations=25 "$@"

@@ -5,6 +5,7 @@ its sockets and resident memory return near their baseline once the fuzzing conn
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -68,7 +69,12 @@ def advertised(broker: BrokerProcess) -> list[tuple[int, int]]:
 
 
 def sockets_open(pid: int) -> int:
-    return sum(1 for fd in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"))
+    """The broker's open sockets (a descriptor closed while they are counted is not one)."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            count += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+    return count
 
 
 def rss_kb(pid: int) -> int:
