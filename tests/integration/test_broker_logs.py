@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BrokerProcess, ZooKeeperProcess
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from waiting import wait_for
 
@@ -98,6 +98,24 @@ def test_log_files_audit_lines_and_logger_levels_of_a_running_broker(
         r"DEBUG Completed request:RequestHeader\(apiKey=PRODUCE, apiVersion=\d+, clientId=logged-producer"
     )
     assert wait_for(lambda: produced.search(text(logs / "kafka-request.log")))
+
+    consumer = KafkaConsumer(
+        "logged", bootstrap_servers=broker.bootstrap, group_id="readers", auto_offset_reset="earliest"
+    )
+    try:  # a member's commits are not admin changes
+        assert wait_for(lambda: consumer.poll(200, max_records=1))
+        consumer.commit()
+    finally:
+        consumer.close()
+    groups = ["consumer-groups", "--bootstrap-server", broker.bootstrap, "--group", "readers", "--reset-offsets"]
+    mq(mq_command, *groups, "--topic", "logged", "--to-earliest", "--execute")
+    resets = [line for line in text(logs / "server.log").splitlines() if "outside any generation" in line]
+    assert len(resets) == 1, resets
+    assert re.search(
+        r"Admin change by User:ANONYMOUS \(clientId=[^,]*, address=127\.0\.0\.1:\d+\) with OffsetCommit: committed "
+        r"offsets of group readers outside any generation: logged-0=0 \(kafka\.admin\)$",
+        resets[0],
+    )
 
     mq(mq_command, *loggers, "--entity-name", "0", "--alter", "--delete-config", "kafka.request.logger")
     described = mq(mq_command, *loggers, "--entity-name", "0", "--describe")

@@ -5,16 +5,20 @@ Per-partition checks come first (unknown topic: UNKNOWN_TOPIC_OR_PARTITION; meta
 ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE); the rest is committed together and shares one outcome.
 A partition without a committed offset fetches as offset -1 with empty metadata and no error.
 
-OffsetCommit has an immediate path: the frames clients send are read by ``read_offset_commit`` (no entity), the
-offsets are appended at once and the answer, written by ``encode_offset_commit_response``, leaves now or, while the
-write waits for the ISR, when the produce purgatory completes it. Frames it does not read take the general path
-(kio), which answers through the same code.
+OffsetCommit has an immediate path: the frames group members send are read by ``read_offset_commit`` (no entity),
+the offsets are appended at once and the answer, written by ``encode_offset_commit_response``, leaves now or, while
+the write waits for the ISR, when the produce purgatory completes it. Frames it does not read, and commits outside
+any generation (generation -1: offset resets, and consumers that assign partitions themselves), take the general
+path (kio), which answers through the same code. A commit outside any generation is an admin change: the first one
+per connection and group is audited (a reset tool sends one; a self-assigning consumer is not logged at every
+commit).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +42,8 @@ from mq.topic_partition import TopicPartition
 
 NO_OFFSET = -1
 NO_METADATA = ""
+AUDITED_COMMITTERS = 4096
+"""How many (connection, group) pairs that committed outside a generation are remembered, so as to audit each once."""
 
 
 def _partition_answers(
@@ -54,9 +60,14 @@ def group_offset_apis(
 ) -> list[Api]:
     # --- OffsetCommit --------------------------------------------------------------------------------------------
 
-    def commit(version: int, correlation_id: int, request: OffsetCommit) -> bytes | asyncio.Future[bytes]:
+    def commit(
+        version: int,
+        correlation_id: int,
+        request: OffsetCommit,
+        committed: Callable[[Mapping[TopicPartition, OffsetCommitValue]], None] | None = None,
+    ) -> bytes | asyncio.Future[bytes]:
         """The response to ``request``: now, or a future while the write waits for the ISR. A topic named twice is
-        answered once, with all its partitions."""
+        answered once, with all its partitions. ``committed`` hears the offsets that were stored."""
         now = time_ms()
         retention_ms = request.retention_ms
         errors: dict[TopicPartition, ErrorCode] = {}
@@ -79,6 +90,8 @@ def group_offset_apis(
                     )
 
         def answered(code: ErrorCode) -> bytes:
+            if code == ErrorCode.NONE and committed is not None:
+                committed(valid)
             errors.update(dict.fromkeys(valid, code))
             return commit_response(version, correlation_id, request, errors)
 
@@ -99,10 +112,27 @@ def group_offset_apis(
 
     def offset_commit_now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         request = read_offset_commit(frame, version)
-        return LATER if request is None else commit(version, correlation_id, request)
+        if request is None or request.generation_id < 0:
+            return LATER
+        return commit(version, correlation_id, request)
+
+    audited: OrderedDict[tuple[int, str], None] = OrderedDict()
 
     async def offset_commit(context: RequestContext, request: Any) -> bytes:
-        return await settled(commit(context.version, context.header.correlation_id, offset_commit_of(request)))
+        everything = offset_commit_of(request)
+        committer = (context.client.connection_id, everything.group_id)
+
+        def committed_outside_generation(offsets: Mapping[TopicPartition, OffsetCommitValue]) -> None:
+            if committer in audited:
+                return
+            audited[committer] = None
+            if len(audited) > AUDITED_COMMITTERS:
+                audited.popitem(last=False)
+            listed = ", ".join(f"{tp}={value.offset}" for tp, value in offsets.items())
+            audit(context, f"committed offsets of group {everything.group_id} outside any generation: {listed}")
+
+        outside = committed_outside_generation if everything.generation_id < 0 else None
+        return await settled(commit(context.version, context.header.correlation_id, everything, outside))
 
     def offset_commit_error(context: RequestContext, request: Any, code: ErrorCode) -> bytes:
         everything = offset_commit_of(request)
