@@ -9,8 +9,8 @@ user's credentials are described with DescribeUserScramCredentials, after its qu
 for user-principal 'alice' are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096``. Through the metadata
 tree (``--zookeeper``, as Kafka 2's) the credential is computed here and written to ``/config/users/<user>`` with a
 change notification (only SCRAM keys can be changed that way), and describing prints the node's configs as they are
-stored. Passwords and salted passwords never reach an output line or an error message. Failures raise
-``ConfigCommandError``.
+stored (every user, by name, when none is named). Passwords and salted passwords never reach an output line or an
+error message. Failures raise ``ConfigCommandError``.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def describe_user_credentials(admin: SyncAdmin, user: str | None) -> list[str]:
         if one.error != ErrorCode.NONE:
             lines.append(
                 f"Error retrieving SCRAM credential configs for user-principal '{one.user}': "
-                f"{exception_class(one.error)}: {one.message or one.error.name}"
+                f"{exception_class(one.error).rsplit('.', 1)[-1]}: {one.message or one.error.name}"
             )
             continue
         text = ", ".join(f"{mechanism}=iterations={iterations}" for mechanism, iterations in one.credentials)
@@ -169,7 +169,7 @@ def describe_users_zk(zk: KafkaZkClient, user: str | None, default: bool) -> lis
     if default or user is not None:
         configs = {None if default else user: read_user_config(zk, None if default else user)}
     else:
-        configs = {name: config for name, config in read_all_user_configs(zk).items() if config}
+        configs = {name: config for name, config in sorted(read_all_user_configs(zk).items()) if config}
     lines = []
     for name, config in configs.items():
         label = "default user-principal" if name in (None, DEFAULT) else f"user-principal '{name}'"
