@@ -17,6 +17,7 @@ salted password becomes the stored and server keys; it is never stored or logged
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ from mq.server.scram_credentials import (
     write_user_config,
 )
 from mq.zk.kafka_zk_client import KafkaZkClient
+
+log = logging.getLogger(__name__)
 
 EMPTY_USER = "Username must not be empty"
 UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
@@ -159,6 +162,7 @@ def alter_credentials(
         try:
             write_user_config(zk, user, configs[user])
         except Exception as exc:
+            log.warning("SCRAM credentials of user %s not written: %s", user, exc)
             failed.append(_alter_result(user, error_code_of(exc), "Error persisting user SCRAM credentials"))
     failed_users = {f["user"] for f in failed}
     results += failed
@@ -189,7 +193,9 @@ def user_scram_credential_apis(zk: KafkaZkClient) -> list[Api]:
     def describe_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "error_message": None, "results": []}
 
-    def alter_locked(upsertions: Sequence[Any], deletions: Sequence[Any]) -> tuple[list[dict[str, Any]], Any]:
+    def alter_locked(
+        upsertions: Sequence[Any], deletions: Sequence[Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
         with altering:
             return alter_credentials(zk, upsertions, deletions)
 
