@@ -21,6 +21,7 @@ from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ResourceType
+from mq.security.scram import ScramMechanism, mechanism_of_type
 from mq.topic_partition import TopicPartition
 
 
@@ -159,6 +160,28 @@ class ClientQuotaEntry:
 
     entity: dict[str, str | None]
     values: dict[str, float]
+
+
+@dataclass(frozen=True)
+class UserScramCredentials:
+    """DescribeUserScramCredentials' answer for one user: its credentials as (mechanism name, iterations), or the
+    error the broker gave for that user."""
+
+    user: str
+    credentials: tuple[tuple[str, int], ...] = ()
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ScramUpsertion:
+    """A credential to set with AlterUserScramCredentials: the client salts the password itself."""
+
+    user: str
+    mechanism: ScramMechanism
+    iterations: int
+    salt: bytes = field(repr=False)
+    salted_password: bytes = field(repr=False)
 
 
 class AsyncAdmin:
@@ -805,6 +828,51 @@ class AsyncAdmin:
         body = {"entries": [entry], "validate_only": validate_only}
         response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.ALTER_CLIENT_QUOTAS, body))
         _raise_for_responses(response.entries, "alter client quotas")
+
+    async def describe_user_scram_credentials(self, users: Sequence[str] = ()) -> list[UserScramCredentials]:
+        """DescribeUserScramCredentials of ``users`` (none: every user holding a credential), in the broker's order;
+        a failed request raises, a failed user carries its error."""
+        body = {"users": [{"name": user} for user in users] or None}
+        response = await self.cluster.with_retries(
+            lambda: self.cluster.send(None, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, body)
+        )
+        if response.error_code != ErrorCode.NONE:
+            raise kafka_error(response.error_code, response.error_message, "describe user SCRAM credentials")
+        described = []
+        for result in response.results:
+            credentials = []
+            for info in result.credential_infos:
+                mechanism = mechanism_of_type(int(info.mechanism))
+                credentials.append((mechanism.name if mechanism is not None else "UNKNOWN", int(info.iterations)))
+            described.append(
+                UserScramCredentials(
+                    result.user, tuple(credentials), ErrorCode(result.error_code), result.error_message
+                )
+            )
+        return described
+
+    async def alter_user_scram_credentials(
+        self, upsertions: Sequence[ScramUpsertion] = (), deletions: Sequence[tuple[str, ScramMechanism]] = ()
+    ) -> None:
+        """AlterUserScramCredentials: set ``upsertions`` and delete ``deletions`` ((user, mechanism) pairs); the
+        first user the broker refused raises."""
+        body = {
+            "deletions": [{"name": user, "mechanism": mechanism.type} for user, mechanism in deletions],
+            "upsertions": [
+                {
+                    "name": u.user,
+                    "mechanism": u.mechanism.type,
+                    "iterations": u.iterations,
+                    "salt": u.salt,
+                    "salted_password": u.salted_password,
+                }
+                for u in upsertions
+            ],
+        }
+        response = await self.cluster.with_retries(
+            lambda: self.cluster.send(None, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)
+        )
+        _raise_for_responses(response.results, "alter user SCRAM credentials")
 
 
 def _group_error(response: Any) -> int:

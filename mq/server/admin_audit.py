@@ -2,9 +2,10 @@
 
 ``Admin change by <principal> (clientId=<id>, address=<host>:<port>) with <Api>: <what changed>`` — topic
 create/delete, partition add, config change (broker loggers included), DeleteRecords, OffsetDelete, group deletion,
-reassignment, leader election, client quota change, replica log dir moves, and offset resets (OffsetCommits outside
-any generation: the first per connection and group). Validate-only requests and refused changes are not logged. The
-logging config sends these lines to server.log.
+reassignment, leader election, client quota change, SCRAM credential change (mechanism and iterations, never a
+secret), replica log dir moves, and offset resets (OffsetCommits outside any generation: the first per connection and
+group). Validate-only requests and refused changes are not logged. The logging config sends these lines to
+server.log.
 """
 
 from __future__ import annotations

@@ -58,6 +58,7 @@ from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
 from mq.server.handlers.reassignments import reassignment_apis
+from mq.server.handlers.user_scram_credentials import user_scram_credential_apis
 from mq.server.isr_updates import IsrChangeWriter
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.log_dir_mover import LogDirMover
@@ -66,10 +67,23 @@ from mq.server.metrics import BrokerCollector, RequestStats, Timer, registry_for
 from mq.server.metrics_http import CONTROLLER_WAIT_S, MetricsServer
 from mq.server.network import ConnectionLimits, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
-from mq.server.quotas import ClientQuotas, Entity, parse_entity_path, read_all_quota_configs, read_quota_config
+from mq.server.quotas import (
+    ClientQuotas,
+    Entity,
+    desanitize,
+    parse_entity_path,
+    read_all_quota_configs,
+    read_quota_config,
+)
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
 from mq.server.scheduler import Scheduler
+from mq.server.scram_credentials import (
+    ScramCredentialCache,
+    UserCredentials,
+    read_all_credentials,
+    read_user_credentials,
+)
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_dir_lock import LogDirLocks
@@ -175,6 +189,8 @@ class KafkaServer:
         self.liveness: PeerLivenessMonitor | None = None
         self.registration_keeper: RegistrationKeeper | None = None
         self.client_quotas: ClientQuotas | None = None
+        self.scram_credentials = ScramCredentialCache()
+        """Every user's SCRAM credentials, for the SASL exchanges (loop-owned)."""
         self.dispatcher: ApiDispatcher | None = None
         self.ready = False
         """Logs loaded, registered and serving; False again from the start of the shutdown (``/ready``)."""
@@ -216,6 +232,7 @@ class KafkaServer:
         assert self.zk is not None
         changed_topics: set[str] = set()
         quotas: dict[Entity, dict[str, str]] = {}
+        credentials: dict[str, UserCredentials] = {}
         brokers_changed = False
         for child in sorted(children):
             sequence = int(child.rsplit("_", 1)[1])
@@ -234,6 +251,8 @@ class KafkaServer:
                 entity = parse_entity_path(f"{entity_type}/{name}")
                 if entity is not None:
                     quotas[entity] = read_quota_config(self.zk, entity)
+                if entity_type == "users" and "/" not in name:
+                    credentials[desanitize(name)] = read_user_credentials(self.zk, desanitize(name))
         dynamic = self._read_dynamic_config() if brokers_changed else None
         if dynamic is not None:
             self._dynamic_config_read = dynamic
@@ -244,7 +263,7 @@ class KafkaServer:
             overrides = {name: self.zk.get_entity_config("topics", name) for name in changed_topics}
         topics = {name: defaults.with_overrides(topic_overrides) for name, topic_overrides in overrides.items()}
         rates = self._read_throttle_rates() if brokers_changed else None
-        self._post(lambda: self._apply_config_changes(topics, rates, dynamic, quotas))
+        self._post(lambda: self._apply_config_changes(topics, rates, dynamic, quotas, credentials))
 
     def _apply_config_changes(
         self,
@@ -252,9 +271,11 @@ class KafkaServer:
         rates: tuple[dict[str, str], dict[str, str]] | None,
         dynamic: BrokerConfig | None,
         quotas: dict[Entity, dict[str, str]],
+        credentials: dict[str, UserCredentials],
     ) -> None:
         """On the loop: the new topic configs go to their logs at once; a new broker config replaces the cached
-        topic configs (those not read again are read on next use) and the connection limits."""
+        topic configs (those not read again are read on next use) and the connection limits; users' quotas and SCRAM
+        credentials replace theirs."""
         assert self.replica_manager is not None
         if dynamic is not None:
             self.dynamic_config = dynamic
@@ -275,6 +296,8 @@ class KafkaServer:
             self._update_log_dir_move_rate(*rates)
         if quotas:
             self._update_client_quotas(quotas)
+        for user, user_credentials in credentials.items():
+            self.scram_credentials.update(user, user_credentials)
 
     def _update_log_dir_move_rate(self, broker_overrides: dict[str, str], default_overrides: dict[str, str]) -> None:
         """``replica.alter.log.dirs.io.max.bytes.per.second`` of ``/config/brokers/<id>`` over ``<default>``."""
@@ -442,6 +465,7 @@ class KafkaServer:
             *admin_topic_apis(admin, self.cache, config, self.broker_id),
             *configs_apis(admin, config, self.broker_id),
             *client_quota_apis(self.zk),
+            *user_scram_credential_apis(self.zk),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *reassignment_apis(self.zk),
@@ -503,6 +527,10 @@ class KafkaServer:
         self._update_log_dir_move_rate(*rates)
         self.log_dir_mover.start()
         self._update_client_quotas(await loop.run_in_executor(self.zk_executor, read_all_quota_configs, self.zk))
+        for user, user_credentials in (
+            await loop.run_in_executor(self.zk_executor, read_all_credentials, self.zk)
+        ).items():
+            self.scram_credentials.update(user, user_credentials)
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")

@@ -14,7 +14,9 @@ and alter levels with IncrementalAlterConfigs: ``--add-config kafka.controller=D
 lets it take its parent's level again.
 
 Client and user quotas are delegated to ``mq.tools.client_quotas`` (``describe_client_quotas`` and
-``alter_client_quotas``, called with the ``SyncAdmin``).
+``alter_client_quotas``, called with the ``SyncAdmin``), users' SCRAM credentials (``SCRAM-SHA-256=[password=...]``)
+to ``mq.tools.user_scram_credentials``, which also serves users with ``--zookeeper``; clients need
+``--bootstrap-server``.
 """
 
 from __future__ import annotations
@@ -223,6 +225,10 @@ def describe(admin: SyncAdmin, entity: Entity, describe_all: bool) -> ConfigsOut
         from mq.tools.client_quotas import describe_client_quotas
 
         lines = describe_client_quotas(admin, entity.entity_type, entity.name, entity.default)
+        if entity.entity_type == "users" and not entity.default:
+            from mq.tools.user_scram_credentials import describe_user_credentials
+
+            lines += describe_user_credentials(admin, entity.name)
         return ConfigsOutcome(lines=list(lines))
     if entity.name is not None or entity.default:
         entities = [entity]
@@ -249,6 +255,11 @@ def alter(admin: SyncAdmin, entity: Entity, add: Mapping[str, str], delete: Sequ
     """Kafka's alter through the admin APIs: a key to delete must be set on the entity."""
     if entity.name is None and not entity.default:
         raise ConfigCommandError(_name_required(entity), usage=True)
+    if entity.entity_type == "users":
+        from mq.tools.user_scram_credentials import alter_user_credentials, has_scram_keys
+
+        if has_scram_keys(add, delete):
+            return ConfigsOutcome(alter_user_credentials(admin, entity.name, entity.default, add, delete))
     if entity.entity_type in QUOTA_ENTITY_TYPES:
         from mq.tools.client_quotas import alter_client_quotas
 
@@ -301,7 +312,11 @@ def _zk_entity_label(entity: Entity) -> str:
 
 def describe_zk(zk: KafkaZkClient, entity: Entity) -> ConfigsOutcome:
     """``Configs for topic 'T' are k=v,...`` from the metadata tree; without a name, every entity that has a
-    config znode."""
+    config znode. Users: every key of their node (quotas and SCRAM credentials as stored)."""
+    if entity.entity_type == "users":
+        from mq.tools.user_scram_credentials import describe_users_zk
+
+        return ConfigsOutcome(describe_users_zk(zk, entity.name, entity.default))
     _refuse_quotas_zk(entity)
     if entity.name is not None or entity.default:
         configs = {entity.zk_name(): zk.get_entity_config(entity.entity_type, entity.zk_name())}
@@ -328,9 +343,14 @@ def describe_zk(zk: KafkaZkClient, entity: Entity) -> ConfigsOutcome:
 
 def alter_zk(admin: AdminZkClient, entity: Entity, add: Mapping[str, str], delete: Sequence[str]) -> ConfigsOutcome:
     """Write ``/config/<type>/<name>`` and a change notification, as Kafka's ZooKeeper-mode tool: broker keys other
-    than the throttle rates only while that broker (for the default: every broker) is not running."""
+    than the throttle rates only while that broker (for the default: every broker) is not running; of users only the
+    SCRAM credentials."""
     if entity.name is None and not entity.default:
         raise ConfigCommandError(_name_required(entity), usage=True)
+    if entity.entity_type == "users":
+        from mq.tools.user_scram_credentials import alter_user_credentials_zk
+
+        return ConfigsOutcome(alter_user_credentials_zk(admin.zk, entity.name, entity.default, add, delete))
     _refuse_quotas_zk(entity)
     zk = admin.zk
     if entity.entity_type == "brokers":
@@ -364,7 +384,7 @@ def alter_zk(admin: AdminZkClient, entity: Entity, add: Mapping[str, str], delet
 
 
 def _refuse_quotas_zk(entity: Entity) -> None:
-    if entity.entity_type in QUOTA_ENTITY_TYPES:
+    if entity.entity_type == "clients":
         raise ConfigCommandError(
             f"Entity type {entity.entity_type} needs --bootstrap-server with mq configs", usage=True
         )
