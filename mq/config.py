@@ -32,6 +32,13 @@ INT_MAX = 2147483647
 CLEANUP_POLICIES = ("delete", "compact")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+LISTENER_PREFIX = "listener.name."
+_LISTENER_KEY = re.compile(
+    r"listener\.name\.[^.]+\.(?:ssl\.[a-z.]+|sasl\.enabled\.mechanisms|connections\.max\.reauth\.ms|"
+    r"(?:plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config)"
+)
+"""The ``listener.name.<listener>.<key>`` keys mq reads: a listener's own security settings."""
 
 READ_ONLY, PER_BROKER, CLUSTER_WIDE = "read-only", "per-broker", "cluster-wide"
 UPDATE_MODES = (READ_ONLY, PER_BROKER, CLUSTER_WIDE)
@@ -180,6 +187,45 @@ TOPIC_TO_BROKER_KEYS: dict[str, tuple[str, ...]] = {
 """Broker keys whose values a topic inherits when it has no override, most specific first (Kafka's synonyms)."""
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""The SASL mechanisms mq serves."""
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One ``NAME://host:port`` entry of ``listeners`` or ``advertised.listeners`` with its security protocol."""
+
+    name: str
+    host: str
+    port: int
+    protocol: str = "PLAINTEXT"
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def parse_listeners(text: str, key: str, protocols: Mapping[str, str]) -> list[Listener]:
+    """The entries of a listeners value (an empty host binds every interface), each with its protocol."""
+    listeners: list[Listener] = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        name, sep, address = entry.partition("://")
+        host, _, port = address.rpartition(":")
+        if not sep or not name or not port.isdigit():
+            raise ConfigError(f"invalid listener '{entry}' in {key}: expected NAME://host:port")
+        name = name.strip().upper()
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ConfigError(
+                f"listener {entry} in {key}: no security protocol for {name} in listener.security.protocol.map"
+            )
+        listeners.append(Listener(name, host.strip("[]"), int(port), protocol))
+    if not listeners:
+        raise ConfigError(f"{key} names no listener")
+    return listeners
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     """Every broker key mq understands, with Kafka's names and defaults."""
@@ -194,8 +240,67 @@ class BrokerConfig:
     listener_security_protocol_map: str = _key(
         "listener.security.protocol.map",
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-        "NAME:PROTOCOL pairs: the security protocol of each listener name; mq serves PLAINTEXT only, so a start"
-        " with a listener of another protocol is refused",
+        "NAME:PROTOCOL pairs: the security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) of each listener name",
+    )
+    inter_broker_listener_name: str | None = _key(
+        "inter.broker.listener.name",
+        None,
+        "the listener brokers connect to each other on; default: the first one of security.inter.broker.protocol",
+    )
+    security_inter_broker_protocol: str = _key(
+        "security.inter.broker.protocol",
+        "PLAINTEXT",
+        "security protocol between brokers, when inter.broker.listener.name is unset",
+        choices=SECURITY_PROTOCOLS,
+    )
+    sasl_enabled_mechanisms: str = _key(
+        "sasl.enabled.mechanisms",
+        "GSSAPI",
+        "SASL mechanisms of the SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are not"
+        " served)",
+    )
+    sasl_mechanism_inter_broker_protocol: str = _key(
+        "sasl.mechanism.inter.broker.protocol", "GSSAPI", "SASL mechanism brokers authenticate to each other with"
+    )
+    connections_max_reauth_ms: int = _key(
+        "connections.max.reauth.ms",
+        0,
+        "SASL session lifetime; a client re-authenticates before it ends; 0 = none",
+        minimum=0,
+    )
+    ssl_keystore_type: str = _key("ssl.keystore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)")
+    ssl_keystore_location: str | None = _key("ssl.keystore.location", None, "the listener's key and certificate")
+    ssl_keystore_password: str | None = _key(
+        "ssl.keystore.password", None, "password of a PKCS12 keystore", kind="password"
+    )
+    ssl_keystore_certificate_chain: str | None = _key(
+        "ssl.keystore.certificate.chain", None, "PEM certificate chain inline (with ssl.keystore.key)", kind="password"
+    )
+    ssl_keystore_key: str | None = _key("ssl.keystore.key", None, "PEM private key inline", kind="password")
+    ssl_key_password: str | None = _key("ssl.key.password", None, "password of an encrypted PEM key", kind="password")
+    ssl_truststore_type: str = _key("ssl.truststore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)")
+    ssl_truststore_location: str | None = _key(
+        "ssl.truststore.location", None, "CA certificates that verify clients (and brokers, between brokers)"
+    )
+    ssl_truststore_password: str | None = _key(
+        "ssl.truststore.password", None, "password of a PKCS12 truststore", kind="password"
+    )
+    ssl_truststore_certificates: str | None = _key(
+        "ssl.truststore.certificates", None, "PEM CA certificates inline", kind="password"
+    )
+    ssl_client_auth: str = _key(
+        "ssl.client.auth",
+        "none",
+        "client certificates: none, requested or required",
+        choices=("none", "requested", "required"),
+    )
+    ssl_enabled_protocols: str = _key("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", "TLS versions offered")
+    ssl_cipher_suites: str = _key("ssl.cipher.suites", "", "TLS 1.2 cipher suites (IANA or OpenSSL names); empty: all")
+    ssl_endpoint_identification_algorithm: str = _key(
+        "ssl.endpoint.identification.algorithm", "https", "https: verify a broker's host name between brokers"
+    )
+    ssl_principal_mapping_rules: str = _key(
+        "ssl.principal.mapping.rules", "DEFAULT", "RULE:pattern/replacement/[LU] rules mapping a certificate's DN"
     )
     log_dirs: str | None = _key("log.dirs", None, "comma-separated log directories", shipped="data/kafka-logs")
     log_dir: str = _key("log.dir", "/tmp/kafka-logs", "log directory used when log.dirs is unset")
@@ -505,6 +610,8 @@ class BrokerConfig:
     metrics_listener: str = _key(
         "metrics.listener", "", "http://HOST:PORT serving /metrics (Prometheus), /health, /ready; empty: off"
     )
+    listener_keys: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """The ``listener.name.<listener>.<key>`` keys as set: a listener's own values of security keys."""
     explicit_keys: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """Keys set by the properties file or an override (their source is STATIC_BROKER_CONFIG)."""
 
@@ -518,37 +625,86 @@ class BrokerConfig:
             )
 
     def _check_listeners(self) -> None:
-        """One listener, and a PLAINTEXT one: mq binds a single plaintext listener, and serving a listener named
-        SSL or SASL_* in plaintext would hand an operator who asked for encryption or authentication neither."""
+        """Listeners with distinct names and ports, each of a mapped protocol; advertised listeners among them; the
+        inter-broker listener one of them; SASL mechanisms mq serves (refused at start, never served otherwise)."""
+        names = [listener.name for listener in self.bound_listeners()]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"listeners names a listener twice: {self.listeners}")
+        ports = [listener.port for listener in self.bound_listeners() if listener.port]
+        if len(set(ports)) != len(ports):
+            raise ConfigError(f"listeners binds a port twice: {self.listeners}")
+        for advertised in self.advertised():
+            if advertised.name not in names:
+                raise ConfigError(f"advertised.listeners names {advertised.name}, which is not in listeners")
+        self.inter_broker_listener()
+        if any(listener.protocol.startswith("SASL_") for listener in self.bound_listeners()):
+            mechanisms = self.enabled_mechanisms()
+            refused = [m for m in mechanisms if m not in SASL_MECHANISMS]
+            if refused or not mechanisms:
+                raise ConfigError(
+                    f"sasl.enabled.mechanisms={self.sasl_enabled_mechanisms}: mq serves "
+                    f"{', '.join(SASL_MECHANISMS)} (not {', '.join(refused) or 'none'}); set sasl.enabled.mechanisms"
+                )
+
+    def protocol_map(self) -> dict[str, str]:
+        """listener.security.protocol.map as listener name -> protocol."""
         protocols: dict[str, str] = {}
         for pair in self.listener_security_protocol_map.split(","):
             name, sep, protocol = pair.strip().partition(":")
-            if not sep or not name or not protocol:
+            protocol = protocol.strip().upper()
+            if not sep or not name.strip() or not protocol:
                 raise ConfigError(
                     f"invalid listener.security.protocol.map entry '{pair.strip()}': expected NAME:PROTOCOL"
                 )
-            protocols[name.strip().upper()] = protocol.strip().upper()
-        configured: tuple[tuple[str, str | None], ...] = (
-            ("listeners", self.listeners),
-            ("advertised.listeners", self.advertised_listeners),
-        )
-        for key, value in configured:
-            entries = [e.strip() for e in (value or "").split(",") if e.strip()]
-            if len(entries) > 1:
-                raise ConfigError(f"{key} names {len(entries)} listeners ({value}); mq serves exactly one")
-            for entry in entries:
-                listener = entry.partition("://")[0].strip().upper()
-                mapped = protocols.get(listener)
-                if mapped is None:
-                    raise ConfigError(
-                        f"listener {entry} in {key}: no security protocol for {listener} in "
-                        "listener.security.protocol.map"
-                    )
-                if mapped != "PLAINTEXT":
-                    raise ConfigError(
-                        f"listener {entry} in {key}: security protocol {mapped} is not supported by mq, which "
-                        "serves PLAINTEXT only"
-                    )
+            if protocol not in SECURITY_PROTOCOLS:
+                raise ConfigError(
+                    f"listener.security.protocol.map: unknown security protocol {protocol} (expected one of "
+                    f"{', '.join(SECURITY_PROTOCOLS)})"
+                )
+            protocols[name.strip().upper()] = protocol
+        return protocols
+
+    def bound_listeners(self) -> list[Listener]:
+        """The ``listeners`` to bind, in order."""
+        return parse_listeners(self.listeners, "listeners", self.protocol_map())
+
+    def advertised(self) -> list[Listener]:
+        """``advertised.listeners``, else ``listeners``: what brokers register and clients are told."""
+        if not self.advertised_listeners:
+            return self.bound_listeners()
+        return parse_listeners(self.advertised_listeners, "advertised.listeners", self.protocol_map())
+
+    def inter_broker_listener(self) -> Listener:
+        """The listener brokers reach each other on: ``inter.broker.listener.name``, else the first listener of
+        ``security.inter.broker.protocol`` (a standalone broker, which has no peers, falls back to its first)."""
+        listeners = self.advertised()
+        if self.inter_broker_listener_name:
+            wanted = self.inter_broker_listener_name.strip().upper()
+            found = [listener for listener in listeners if listener.name == wanted]
+            if not found:
+                raise ConfigError(f"inter.broker.listener.name={wanted} is not one of the (advertised) listeners")
+            return found[0]
+        found = [listener for listener in listeners if listener.protocol == self.security_inter_broker_protocol]
+        if not found and self.standalone:
+            return listeners[0]
+        if not found:
+            raise ConfigError(
+                f"no listener of security.inter.broker.protocol={self.security_inter_broker_protocol}: set "
+                "inter.broker.listener.name or add such a listener"
+            )
+        return found[0]
+
+    def enabled_mechanisms(self) -> list[str]:
+        return [m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip()]
+
+    def listener_value(self, listener: str, key: str) -> str | None:
+        """``listener.name.<listener>.<key>`` if set (Kafka's per-listener value), else the broker key's value."""
+        own = self.listener_keys.get(f"{LISTENER_PREFIX}{listener.lower()}.{key}")
+        if own is not None:
+            return own
+        f = _broker_field(key)
+        value = getattr(self, f.name) if f is not None else None
+        return None if value is None else str(value)
 
     @property
     def request_memory_bytes(self) -> int:
@@ -635,7 +791,8 @@ class BrokerConfig:
             entries[key.strip()] = (value.strip(), "--override")
         entries = _read_renamed_keys(entries)
         by_key = {f.metadata["key"]: f for f in config_fields(cls)}
-        unused = sorted(key for key in entries if key not in by_key)
+        listener_keys = {key: text.strip() for key, (text, _) in entries.items() if _LISTENER_KEY.fullmatch(key)}
+        unused = sorted(key for key in entries if key not in by_key and key not in listener_keys)
         for key in unused:
             _check_kafka_value(key, *entries[key])
         if unused:
@@ -645,7 +802,7 @@ class BrokerConfig:
             for key, (text, where) in entries.items()
             if key in by_key
         }
-        return cls(**parsed, explicit_keys=frozenset(entries) - frozenset(unused))
+        return cls(**parsed, listener_keys=listener_keys, explicit_keys=frozenset(entries) - frozenset(unused))
 
 
 @dataclass(frozen=True)
@@ -802,6 +959,16 @@ RENAMED_BROKER_KEYS: dict[str, tuple[str, int, str]] = {
 
 LEGACY_LISTENER_KEYS = ("port", "host.name", "advertised.port", "advertised.host.name")
 """Kafka 0.8's single plaintext listener (removed in 3.0), read as ``listeners`` / ``advertised.listeners``."""
+
+
+@functools.cache
+def _broker_fields() -> dict[str, dataclasses.Field[Any]]:
+    return {f.metadata["key"]: f for f in config_fields(BrokerConfig)}
+
+
+def _broker_field(key: str) -> dataclasses.Field[Any] | None:
+    """The BrokerConfig field of a broker key, if mq has one."""
+    return _broker_fields().get(key)
 
 
 @functools.cache

@@ -246,7 +246,7 @@ def status(
 
     from mq.cli.admin_timeout import run_admin
     from mq.cli.main import package_version
-    from mq.server.broker import parse_listener, pid_file, stored_broker_id
+    from mq.server.broker import pid_file, stored_broker_id
     from mq.tools import server_status as tool
 
     local = None
@@ -254,7 +254,7 @@ def status(
     connections = None
     if bootstrap_server is None:
         config = _load(config_file, overrides, quiet=True)
-        listener = parse_listener(config.listeners)
+        listener = config.bound_listeners()[0]
         if listener.port == 0:
             raise ToolError("the config's listener has port 0: give --bootstrap-server", EXIT_USAGE)
         bootstrap_server = f"{listener.host or '127.0.0.1'}:{listener.port}"

@@ -27,13 +27,16 @@ import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from mq.client.connection import BrokerConnection
-from mq.config import BrokerConfig, DynamicBrokerConfig, TopicConfig, parse_ip_counts, parse_properties
+from mq.config import BrokerConfig, DynamicBrokerConfig, Listener, TopicConfig, parse_ip_counts, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
+from mq.security.jaas import LoginModule
+from mq.security.plain import MECHANISM as PLAIN
+from mq.security.plain import PlainServer
+from mq.security.scram import ScramServer
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.broker_liveness import PeerLivenessMonitor, RegistrationKeeper
 from mq.server.clock import Clock, SystemClock
@@ -58,14 +61,16 @@ from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
 from mq.server.handlers.reassignments import reassignment_apis
+from mq.server.handlers.sasl import sasl_apis
 from mq.server.handlers.user_scram_credentials import user_scram_credential_apis
 from mq.server.isr_updates import IsrChangeWriter
+from mq.server.listener_security import jaas_key, listener_security
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.log_dir_mover import LogDirMover
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.metrics import BrokerCollector, RequestStats, Timer, registry_for
 from mq.server.metrics_http import CONTROLLER_WAIT_S, MetricsServer
-from mq.server.network import ConnectionLimits, SocketServer
+from mq.server.network import ConnectionLimits, Endpoint, SocketServer
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.quotas import (
     ClientQuotas,
@@ -77,6 +82,7 @@ from mq.server.quotas import (
 )
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replica_manager import ReplicaManager
+from mq.server.sasl_authenticator import MechanismFactory
 from mq.server.scheduler import Scheduler
 from mq.server.scram_credentials import (
     ScramCredentialCache,
@@ -111,23 +117,6 @@ STOPPING_ZOOKEEPER_TIMEOUT_S = 2.0
 """Longest wait, when stopping, for one ZooKeeper answer (a ZooKeeper that stopped answering holds no stop up)."""
 
 
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    host: str
-    port: int
-
-
-def parse_listener(text: str) -> Listener:
-    """The first ``NAME://host:port`` of a listeners value (an empty host binds every interface)."""
-    first = text.split(",")[0].strip()
-    name, sep, address = first.partition("://")
-    host, _, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConfigError(f"invalid listener '{first}': expected NAME://host:port")
-    return Listener(name, host.strip("[]"), int(port))
-
-
 def stored_broker_id(log_dirs: list[Path]) -> int | None:
     """The ``broker.id`` an earlier start recorded in a log dir's ``meta.properties``."""
     for directory in log_dirs:
@@ -157,6 +146,10 @@ class KafkaServer:
         self._given_clock = clock
         self.broker_id = config.broker_id
         self.bound: Listener | None = None
+        """The first advertised listener, once listening."""
+        self.advertised: list[Listener] = []
+        """Every listener as registered (a port 0 replaced by the bound one), once listening."""
+        self.inter_broker_listener = config.inter_broker_listener().name
         self._stopping = asyncio.Event()
         self._topic_configs: dict[str, TopicConfig] = {}
         self.dynamic_config = config
@@ -351,6 +344,8 @@ class KafkaServer:
         loop = self._loop = asyncio.get_running_loop()
         self.clock = self._given_clock or SystemClock(loop)
         config = self.config
+        listeners = config.bound_listeners()
+        endpoints = [Endpoint(b.host, b.port, listener_security(config, b, self._sasl_mechanism)) for b in listeners]
         log_dirs = [d.resolve() for d in config.log_dir_paths]
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -423,7 +418,7 @@ class KafkaServer:
 
         channel: ControllerChannel
         if config.standalone:
-            channel = LocalChannel(self.broker_id, self.replica_manager, self.cache, loop)
+            channel = LocalChannel(self.broker_id, self.replica_manager, self.cache, loop, self.inter_broker_listener)
         else:
             self.cluster_channel = ClusterChannel(
                 self.broker_id, lambda: self.controller.context.epoch, self._endpoint, loop
@@ -468,18 +463,23 @@ class KafkaServer:
             *user_scram_credential_apis(self.zk),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
+            *sasl_apis(),
             *reassignment_apis(self.zk),
             *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config)),
             *group_offset_apis(coordinator, self.cache, config),
-            *([] if config.standalone else inter_broker_apis(self.replica_manager, self.cache, self.zk)),
+            *(
+                []
+                if config.standalone
+                else inter_broker_apis(self.replica_manager, self.cache, self.zk, self.inter_broker_listener)
+            ),
         ]:
             dispatcher.add(api)
         dispatcher.add(api_versions_api(dispatcher))
-        listener = parse_listener(config.listeners)
         self.server = SocketServer(
-            listener.host,
-            listener.port,
+            listeners[0].host,
+            listeners[0].port,
             dispatcher,
+            endpoints=endpoints,
             now_handler=dispatcher.now,
             max_request_bytes=config.socket_request_max_bytes,
             limits=ConnectionLimits(
@@ -495,16 +495,24 @@ class KafkaServer:
             receive_buffer_bytes=config.socket_receive_buffer_bytes,
         )
         self.server.request_stats = self.request_stats
-        _, port = await self.server.start()
-        advertised = parse_listener(config.advertised_listeners or config.listeners)
-        host = advertised.host or socket.gethostname()
-        self.bound = Listener(listener.name, host, port if advertised.port in (0, listener.port) else advertised.port)
+        await self.server.start()
+        bound = {b.name: (b.port, port) for b, port in zip(listeners, self.server.bound_ports, strict=True)}
+        self.advertised = [
+            dataclasses.replace(
+                a,
+                host=a.host or socket.gethostname(),
+                port=bound[a.name][1] if a.name in bound and a.port in (0, bound[a.name][0]) else a.port,
+            )
+            for a in config.advertised()
+        ]
+        self.bound = self.advertised[0]
+        port = self.server.bound_ports[0]
         self._registration = BrokerRegistration(
             self.broker_id,
-            [f"{self.bound.name}://{self.bound.host}:{self.bound.port}"],
+            [str(a) for a in self.advertised],
             config.broker_rack,
             int(time.time() * 1000),
-            {self.bound.name: "PLAINTEXT"},  # the one listener, PLAINTEXT (BrokerConfig refuses any other)
+            {a.name: a.protocol for a in self.advertised},
         )
         self.zk.register_broker(self._registration)
         if isinstance(self.store, ZooKeeperStore):
@@ -578,7 +586,7 @@ class KafkaServer:
 
     def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         registration = self.controller.context.live_brokers.get(broker_id)
-        return None if registration is None else endpoint_of(registration)
+        return None if registration is None else endpoint_of(registration, self.inter_broker_listener)
 
     def _offsets_topic_partitions(self) -> int:
         """Partitions of ``__consumer_offsets``: the topic's own count once it exists, else the configured one."""
@@ -588,6 +596,20 @@ class KafkaServer:
             if topic is not None and topic.partitions
             else self.config.offsets_topic_num_partitions
         )
+
+    def _sasl_mechanism(self, listener: str, mechanism: str, login: LoginModule | None) -> MechanismFactory:
+        """The server of one SASL mechanism on ``listener``: PLAIN over the users of its JAAS login module, SCRAM
+        over the credentials in the metadata store."""
+        if mechanism == PLAIN:
+            users = login.users() if login is not None else {}
+            if not users:
+                raise ConfigError(
+                    f"listener {listener} serves PLAIN: set {jaas_key(listener, mechanism)} with its users "
+                    '(user_<name>="<password>")'
+                )
+            return lambda: PlainServer(users)
+        lookup = self.scram_credentials.for_mechanism(mechanism)
+        return lambda: ScramServer(mechanism, lookup)
 
     def _cached_endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         return self.cache.brokers.get(broker_id)

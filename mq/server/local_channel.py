@@ -25,9 +25,16 @@ from mq.zk.codecs import BrokerRegistration
 log = logging.getLogger(__name__)
 
 
-def endpoint_of(registration: BrokerRegistration) -> BrokerEndpoint:
-    host, port = registration.host_port() or ("", -1)
-    return BrokerEndpoint(registration.broker_id, host, port, registration.rack)
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+"""Kafka's SecurityProtocol ids, as UpdateMetadata carries them."""
+
+
+def endpoint_of(registration: BrokerRegistration, listener: str) -> BrokerEndpoint:
+    """The broker of ``registration`` reached on ``listener`` (the inter-broker one), with all its listeners."""
+    addresses = registration.addresses()
+    host, port = addresses.get(listener, ("", -1))
+    listeners = tuple((name, h, p) for name, (h, p) in addresses.items())
+    return BrokerEndpoint(registration.broker_id, host, port, registration.rack, listeners)
 
 
 def apply_update_metadata(
@@ -66,11 +73,14 @@ class LocalChannel:
         replica_manager: ReplicaManager,
         cache: MetadataCache,
         loop: asyncio.AbstractEventLoop,
+        listener: str = "PLAINTEXT",
     ) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.cache = cache
         self._loop = loop
+        self.listener = listener
+        """The inter-broker listener's name."""
 
     def leader_and_isr(
         self,
@@ -92,7 +102,7 @@ class LocalChannel:
         controller_id: int,
     ) -> None:
         if broker_id == self.broker_id:
-            endpoints = [endpoint_of(b) for b in brokers]
+            endpoints = [endpoint_of(b, self.listener) for b in brokers]
             self._loop.call_soon_threadsafe(apply_update_metadata, self.cache, partitions, endpoints, controller_id)
 
     def stop_replica(
@@ -229,9 +239,17 @@ class ClusterChannel:
     ) -> None:
         live = []
         for registration in brokers:
-            e = endpoint_of(registration)
-            endpoint = {"port": e.port, "host": e.host, "listener": "PLAINTEXT", "security_protocol": 0}
-            live.append({"id": e.broker_id, "endpoints": [endpoint], "rack": e.rack})
+            protocols = registration.security_protocol_map
+            endpoints = [
+                {
+                    "port": port,
+                    "host": host,
+                    "listener": name,
+                    "security_protocol": SECURITY_PROTOCOL_IDS.get(protocols.get(name, name), 0),
+                }
+                for name, (host, port) in registration.addresses().items()
+            ]
+            live.append({"id": registration.broker_id, "endpoints": endpoints, "rack": registration.rack})
         self._enqueue(broker_id, UPDATE_METADATA, {"topic_states": _by_topic(partitions), "live_brokers": live})
 
     def stop_replica(

@@ -11,17 +11,30 @@ import base64
 import contextlib
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mq.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True)
 class BrokerEndpoint:
+    """A live broker: ``host`` and ``port`` of its inter-broker listener, and ``listeners`` (name, host, port) of every
+    listener it registered (empty: it is known by that one address)."""
+
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[tuple[str, str, int], ...] = ()
+
+    def on(self, listener: str) -> BrokerEndpoint | None:
+        """This broker as a client of ``listener`` reaches it; None when it has no such listener."""
+        if not self.listeners:
+            return self
+        for name, host, port in self.listeners:
+            if name == listener:
+                return replace(self, host=host, port=port)
+        return None
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,11 @@ class MetadataCache:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
         return True
+
+    def brokers_on(self, listener: str) -> list[BrokerEndpoint]:
+        """The live brokers by id as clients of ``listener`` reach them (those without it left out)."""
+        found = (b.on(listener) for _, b in sorted(self.brokers.items()))
+        return [b for b in found if b is not None]
 
     def update_brokers(self, brokers: Iterable[BrokerEndpoint], controller_id: int) -> None:
         self.brokers = {b.broker_id: b for b in brokers}

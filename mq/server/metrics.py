@@ -470,7 +470,6 @@ class BrokerCollector(Collector):
     def _network_metrics(self, now: float) -> Iterator[Metric]:
         broker = self.broker
         server = broker.server
-        listener = broker.bound.name if broker.bound is not None else "PLAINTEXT"
         count = GaugeMetricFamily(
             "kafka_server_socket_server_metrics_connection_count",
             "Open connections",
@@ -482,12 +481,17 @@ class BrokerCollector(Collector):
             labels=["clientSoftwareName", "clientSoftwareVersion", "listener", "networkProcessor"],
         )
         connections = list(server.connections) if server is not None else []
-        count.add_metric([listener, "0"], len(connections))
-        by_software: dict[tuple[str, str], int] = {}
+        per_listener = dict.fromkeys((a.name for a in broker.advertised), 0)
+        by_software: dict[tuple[str, str, str], int] = {}
         for connection in connections:
+            listener = connection.security.name
+            per_listener[listener] = per_listener.get(listener, 0) + 1
             if connection.software is not None:
-                by_software[connection.software] = by_software.get(connection.software, 0) + 1
-        for (name, version), n in sorted(by_software.items()):
+                key = (*connection.software, listener)
+                by_software[key] = by_software.get(key, 0) + 1
+        for listener, n in per_listener.items():
+            count.add_metric([listener, "0"], n)
+        for (name, version, listener), n in sorted(by_software.items()):
             software.add_metric([name, version, listener, "0"], n)
         yield count
         yield software

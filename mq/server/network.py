@@ -47,11 +47,12 @@ import ipaddress
 import logging
 import os
 import socket
+import ssl
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from mq.errors import KafkaError
@@ -60,6 +61,7 @@ from mq.protocol.codec import decode_request
 from mq.protocol.framing import UNBOUNDED, FrameReceiver, MemoryPool
 from mq.protocol.response_writer import FileRegion
 from mq.server.metrics import RequestStats
+from mq.server.sasl_authenticator import MechanismFactory, Outcome, SaslAuthenticator
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,9 @@ _KEY_VERSION = struct.Struct(">hh")
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
+ANONYMOUS = "User:ANONYMOUS"
+
+
 def _no_mute(delay_ms: float) -> None:
     """The mute of an address with no connection behind it (tests, in-process callers)."""
 
@@ -101,7 +106,10 @@ class ClientAddress:
     port: int
     connection_id: int
     principal: str = field(default="User:ANONYMOUS", compare=False)
-    """Who the connection authenticated as (every connection is anonymous until authentication exists)."""
+    """Who the connection authenticated as: its SASL user, else its client certificate's principal, else
+    User:ANONYMOUS."""
+    listener: str = field(default="PLAINTEXT", compare=False)
+    """The name of the listener the connection came in on."""
     mute: Callable[[float], None] = field(default=_no_mute, compare=False, repr=False)
     """Stop handling this connection's requests for the given milliseconds (a client quota's throttle)."""
 
@@ -127,6 +135,34 @@ class ConnectionLimits:
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
     connections_max_idle_ms: int = -1
     request_receive_timeout_ms: int = -1
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    """How a listener's connections are secured: its name and security protocol (Kafka's PLAINTEXT, SSL,
+    SASL_PLAINTEXT, SASL_SSL), the TLS context of an SSL/SASL_SSL listener, the SASL mechanisms of a SASL one (their
+    servers, by name) and its session lifetime (``connections.max.reauth.ms``; 0 = unlimited), and how a verified
+    client certificate (DER) names its principal."""
+
+    name: str = "PLAINTEXT"
+    protocol: str = "PLAINTEXT"
+    tls: ssl.SSLContext | None = None
+    sasl: Mapping[str, MechanismFactory] | None = None
+    session_lifetime_ms: int = 0
+    certificate_principal: Callable[[bytes], str | None] | None = None
+    handshake_timeout_s: float = 10.0
+
+
+PLAINTEXT = ListenerSecurity()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One listener to bind: ``host`` ("" = every interface), ``port`` (0 = a free one) and its security."""
+
+    host: str
+    port: int
+    security: ListenerSecurity = PLAINTEXT
 
 
 class _Report:
@@ -171,8 +207,9 @@ class Connection(asyncio.BufferedProtocol):
     Frames are handled one at a time: while a frame is pending (an awaitable answer, or the general path), the
     frames after it wait, unhandled, in ``_frames``, and are handed to the immediate path again once it is done.
     Responses go to ``_out`` and are written once the frames at hand are handled (``_handle_frames``): bytes
-    together in one transport write, file regions with ``os.sendfile`` on the socket. The transport's high-water mark is 0, so
-    ``pause_writing`` means it holds bytes the socket has not taken: ``_out`` then waits for ``resume_writing``.
+    together in one transport write, file regions with ``os.sendfile`` on the socket (over TLS, read and written through
+    the transport, which encrypts them). The transport's high-water mark is 0 (1 over TLS), so ``pause_writing`` means
+    it holds bytes the socket has not taken: ``_out`` then waits for ``resume_writing``.
     Invariants: ``_out`` holds, in order, the unsent pieces of the last ``_unsent`` responses; no frame is handled
     while ``_out_bytes`` > ``WRITE_HIGH``; reading is paused while the frames waiting, the one pending and the
     responses unsent number ``queued.max.requests``, or the frames waiting ``MAX_WAITING_FRAMES`` (until both fall to
@@ -180,10 +217,15 @@ class Connection(asyncio.BufferedProtocol):
     once the connection is closing.
     """
 
-    def __init__(self, server: SocketServer, connection_id: int, host: str) -> None:
+    def __init__(
+        self, server: SocketServer, connection_id: int, host: str, security: ListenerSecurity = PLAINTEXT
+    ) -> None:
         self._server = server
         self._connection_id = connection_id
         self.host = host  # the address its per-IP count is kept under
+        self.security = security
+        self._sasl: SaslAuthenticator | None = None  # on a SASL listener: the exchange, then the session
+        self._tls = False  # record data is encrypted by the transport: file regions are read, not sent with sendfile
         self._receiver = FrameReceiver(server.max_request_bytes, server.pool)
         self._frames: deque[bytearray] = deque()
         self._pending = False  # a frame's answer is awaited or it is on the general path
@@ -219,13 +261,45 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is not asyncio's subclass
         peer = transport.get_extra_info("peername") or ("", 0)
-        self.address = ClientAddress(str(peer[0]), int(peer[1]), self._connection_id, mute=self.mute)
+        principal = self._certificate_principal()
+        self.address = ClientAddress(
+            str(peer[0]),
+            int(peer[1]),
+            self._connection_id,
+            principal=principal or ANONYMOUS,
+            listener=self.security.name,
+            mute=self.mute,
+        )
+        security = self.security
+        self._tls = security.tls is not None
+        if security.sasl is not None:
+            where = f"{self.address.host}:{self.address.port} on {security.name}"
+            self._sasl = SaslAuthenticator(security.sasl, where, security.session_lifetime_ms)
         sock = transport.get_extra_info("socket")
         self._fd = sock.fileno()
         self._server.tune_socket(sock)
-        transport.set_write_buffer_limits(high=0)  # pause_writing as soon as the socket does not take everything
+        # pause_writing as soon as the socket does not take everything; a TLS transport counts what it holds after
+        # encrypting, and would pause at 0 bytes held with a mark of 0
+        transport.set_write_buffer_limits(high=1 if self._tls else 0)
         self._server.connections.add(self)
         self.made = True
+        if principal is None:
+            log.info(
+                "closing connection from %s on %s: ssl.principal.mapping.rules map no principal from its certificate",
+                self.address.host,
+                security.name,
+            )
+            self.abort()
+
+    def _certificate_principal(self) -> str | None:
+        """The principal of the client's verified certificate on an SSL listener, else User:ANONYMOUS; None when the
+        mapping rules name none."""
+        mapping = self.security.certificate_principal
+        ssl_object = self._transport.get_extra_info("ssl_object") if self._transport is not None else None
+        if mapping is None or ssl_object is None:
+            return ANONYMOUS
+        certificate = ssl_object.getpeercert(binary_form=True)
+        return mapping(certificate) if certificate else ANONYMOUS
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._receiver.get_buffer()
@@ -263,7 +337,8 @@ class Connection(asyncio.BufferedProtocol):
     def eof_received(self) -> bool | None:
         self._closing = True
         self._close_when_done()
-        return True  # keep the write side open until queued requests are answered
+        # keep the write side open until queued requests are answered (a TLS transport closes it regardless)
+        return None if self._tls else True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -334,6 +409,10 @@ class Connection(asyncio.BufferedProtocol):
         """Hand one frame to the immediate path; False if that failed and the connection is closing."""
         server = self._server
         size = len(frame)  # the handler owns the frame and may resize it
+        if self._sasl is not None:
+            outcome = self._sasl.handle(frame)
+            if outcome is not None:
+                return self._authenticating(outcome, size, pooled)
         timing = None
         if server.request_stats is not None and size >= 4:
             timing = self._timed(frame, server.request_stats)
@@ -369,6 +448,21 @@ class Connection(asyncio.BufferedProtocol):
             if size >= pooled:
                 server.pool.release(size)
             self._failed(exc)
+            return False
+        return True
+
+    def _authenticating(self, outcome: Outcome, size: int, pooled: int) -> bool:
+        """A frame of the SASL exchange was answered by ``outcome``; False when the connection closes after it."""
+        if size >= pooled:
+            self._server.pool.release(size)
+        sasl = self._sasl
+        assert sasl is not None
+        if sasl.principal is not None and sasl.principal != self.address.principal:
+            self.address = replace(self.address, principal=sasl.principal)
+        if outcome.response is not None:
+            self._respond(outcome.response)
+        if outcome.close:
+            self.close()
             return False
         return True
 
@@ -593,6 +687,11 @@ class Connection(asyncio.BufferedProtocol):
         full, hand the transport a chunk of the region's bytes instead: it sends them once the socket is writable,
         and ``resume_writing`` goes on with the rest (a loop-independent way to wait for writability)."""
         fd, position, length = region.fd, region.position, region.length
+        if self._tls:  # the transport encrypts: the region's bytes pass through it
+            transport.write(os.pread(fd, length, position))
+            self._out_bytes -= length
+            self._out.popleft()
+            return
         while length:
             try:
                 sent = os.sendfile(self._fd, fd, position, length)
@@ -654,7 +753,8 @@ class _Region:
 
 
 class SocketServer:
-    """Accepts connections on one listener and runs a Connection for each, within ``limits``."""
+    """Accepts connections on its listeners (``host``:``port`` in plaintext, or ``endpoints``) and runs a Connection
+    for each, within ``limits``, which count the connections of all listeners together."""
 
     def __init__(
         self,
@@ -662,6 +762,7 @@ class SocketServer:
         port: int,
         handler: RequestHandler,
         *,
+        endpoints: Sequence[Endpoint] = (),
         now_handler: NowHandler | None = None,
         max_request_bytes: int,
         limits: ConnectionLimits | None = None,
@@ -670,6 +771,9 @@ class SocketServer:
     ) -> None:
         self.host = host
         self.port = port
+        self.endpoints = list(endpoints) or [Endpoint(host, port)]
+        self.bound_ports: list[int] = []
+        """The port of each of ``endpoints``, once started."""
         self.handler = handler
         self.now_handler = now_handler
         self.max_request_bytes = max_request_bytes
@@ -684,6 +788,7 @@ class SocketServer:
         self.request_stats: RequestStats | None = None
         """Set while metrics are on: every request's times are recorded there."""
         self._listeners: list[socket.socket] = []
+        self._security: dict[socket.socket, ListenerSecurity] = {}
         self._per_ip: dict[str, int] = {}
         self._per_ip_limits: dict[str, int] = {}
         self._open = 0  # accepted and not yet closed, including those still being set up
@@ -718,20 +823,31 @@ class SocketServer:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
 
     async def start(self) -> tuple[str, int]:
-        """Bind and listen; returns the bound (host, port) — port 0 picks a free one."""
+        """Bind and listen on every endpoint; returns the first one's bound (host, port) — port 0 picks a free one
+        (``bound_ports`` has them all). A failed bind closes the listeners already bound."""
         self.loop = loop = asyncio.get_running_loop()
         limits = self.limits
         for name, limit in limits.max_connections_per_ip_overrides.items():
             for address in await _addresses(name):
                 self._per_ip_limits[address] = limit
-        self._listeners = await _listen(self.host, self.port)
+        try:
+            for endpoint in self.endpoints:
+                sockets = await _listen(endpoint.host, endpoint.port)
+                self._listeners += sockets
+                self._security.update(dict.fromkeys(sockets, endpoint.security))
+                self.bound_ports.append(int(sockets[0].getsockname()[1]))
+        except OSError:
+            for listener in self._listeners:
+                listener.close()
+            self._listeners = []
+            raise
         for listener in self._listeners:
             loop.add_reader(listener.fileno(), self._accept, listener)
         timeouts = [t for t in (limits.connections_max_idle_ms, limits.request_receive_timeout_ms) if t > 0]
         if timeouts:
             self._schedule_sweep(min(1.0, max(0.01, min(timeouts) / 10000)))
         bound = self._listeners[0].getsockname()
-        self.port = int(bound[1])
+        self.port = self.bound_ports[0]
         return str(bound[0]), self.port
 
     def flush_soon(self, connection: Connection) -> None:
@@ -766,7 +882,7 @@ class SocketServer:
                         ACCEPT_BACKOFF_SECONDS, self._resume_accepting, listener
                     )
                 return
-            self._admit(sock, _host(peer[0]))
+            self._admit(sock, _host(peer[0]), self._security[listener])
 
     def _resume_accepting(self, listener: socket.socket) -> None:
         del self._resume_timers[listener]
@@ -786,7 +902,7 @@ class SocketServer:
                 else:
                     loop.remove_reader(listener.fileno())
 
-    def _admit(self, sock: socket.socket, host: str) -> None:
+    def _admit(self, sock: socket.socket, host: str, security: ListenerSecurity) -> None:
         limits = self.limits
         count = self._per_ip.get(host, 0)
         if count >= self._per_ip_limits.get(host, limits.max_connections_per_ip):
@@ -796,7 +912,7 @@ class SocketServer:
         self._per_ip[host] = count + 1
         self._open += 1
         self._next_connection_id += 1
-        connection = Connection(self, self._next_connection_id, host)
+        connection = Connection(self, self._next_connection_id, host, security)
         task = asyncio.get_running_loop().create_task(self._set_up(sock, connection))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -804,8 +920,21 @@ class SocketServer:
     async def _set_up(self, sock: socket.socket, connection: Connection) -> None:
         try:
             sock.setblocking(False)
-            await asyncio.get_running_loop().connect_accepted_socket(lambda: connection, sock)
-        except Exception:
+            security = connection.security
+            if security.tls is None:
+                await asyncio.get_running_loop().connect_accepted_socket(lambda: connection, sock)
+            else:
+                await asyncio.get_running_loop().connect_accepted_socket(
+                    lambda: connection, sock, ssl=security.tls, ssl_handshake_timeout=security.handshake_timeout_s
+                )
+        except Exception as exc:
+            if connection.security.tls is not None:
+                log.info(
+                    "closing connection from %s on %s: TLS handshake failed: %s",
+                    connection.host,
+                    connection.security.name,
+                    exc or type(exc).__name__,
+                )
             sock.close()
             if not connection.made:
                 self._forget(connection.host)
@@ -852,6 +981,7 @@ class SocketServer:
             asyncio.get_running_loop().remove_reader(listener.fileno())
             listener.close()
         self._listeners = []
+        self._security.clear()
         for timer in [self._sweep_timer, *self._resume_timers.values()]:
             if timer is not None:
                 timer.cancel()

@@ -106,14 +106,21 @@ class BrokerRegistration:
     timestamp_ms: int = 0
     security_protocol_map: dict[str, str] = field(default_factory=lambda: {"PLAINTEXT": "PLAINTEXT"})
 
-    def host_port(self) -> tuple[str, int] | None:
-        """Host and port of the first endpoint whose listener's security protocol is PLAINTEXT (its name mapped by
-        ``security_protocol_map``, else the name itself), if registered."""
+    def addresses(self) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port) of every endpoint, in registration order."""
+        found: dict[str, tuple[str, int]] = {}
         for endpoint in self.endpoints:
             name, _, address = endpoint.partition("://")
-            if self.security_protocol_map.get(name, name) == "PLAINTEXT":
-                host, _, port = address.rpartition(":")
-                return host.strip("[]"), int(port)
+            host, _, port = address.rpartition(":")
+            found[name] = (host.strip("[]"), int(port))
+        return found
+
+    def host_port(self, listener: str | None = None) -> tuple[str, int] | None:
+        """Host and port of the endpoint of ``listener``, else of the first endpoint whose listener's security
+        protocol is PLAINTEXT (its name mapped by ``security_protocol_map``, else the name itself), if registered."""
+        for name, address in self.addresses().items():
+            if name == listener if listener is not None else self.security_protocol_map.get(name, name) == "PLAINTEXT":
+                return address
         return None
 
     def encode(self) -> bytes:

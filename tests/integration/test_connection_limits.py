@@ -17,6 +17,7 @@ import pytest
 from conftest import BrokerProcess
 from kafka import KafkaConsumer, KafkaProducer
 from waiting import wait_for
+from wire import recv_exactly
 
 pytestmark = pytest.mark.slow
 
@@ -50,16 +51,6 @@ def read_api_versions(sock: socket.socket) -> int:
     response = recv_exactly(sock, size)
     assert struct.unpack_from(">i", response)[0] == 7  # correlation id
     return int(struct.unpack_from(">h", response, 4)[0])
-
-
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
 
 
 def new_client_served(broker: BrokerProcess) -> bool:

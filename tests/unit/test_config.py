@@ -278,10 +278,11 @@ def test_kafka_keys_mq_does_not_use_are_listed_in_one_line(caplog: pytest.LogCap
     caplog.set_level(logging.WARNING)
     path = tmp_path / "server.properties"
     path.write_text("zookeeper.sync.time.ms=2000\nprocess.roles=broker\nlog.segment.bytes=2000\n", encoding="utf-8")
-    config = BrokerConfig.load(path, ["listener.name.internal.ssl.keystore.location=/k", "sasl.jaas.config=x"])
-    assert config.explicit_keys == {"log.segment.bytes"}
+    overrides = ["listener.name.internal.max.connections=5", "listener.name.a.ssl.key.password=p", "sasl.jaas.config=x"]
+    config = BrokerConfig.load(path, overrides)
+    assert config.explicit_keys == {"log.segment.bytes", "listener.name.a.ssl.key.password"}
     assert warnings_of(caplog) == [
-        "Accepted but unused by mq: listener.name.internal.ssl.keystore.location, process.roles, sasl.jaas.config, "
+        "Accepted but unused by mq: listener.name.internal.max.connections, process.roles, sasl.jaas.config, "
         "zookeeper.sync.time.ms"
     ]
     caplog.clear()
@@ -426,17 +427,48 @@ def test_a_per_broker_key_needs_a_broker_id(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["listeners=SSL://:9093"], "listener SSL://:9093 in listeners: security protocol SSL is not supported"),
-        (["advertised.listeners=SASL_SSL://h:1"], "security protocol SASL_SSL is not supported by mq"),
         (["listeners=INTERNAL://:9092"], "no security protocol for INTERNAL in listener.security.protocol.map"),
-        (["listeners=PLAINTEXT://:1,OTHER://:2"], "listeners names 2 listeners"),
+        (["listeners=PLAINTEXT://:1,PLAINTEXT://:2"], "listeners names a listener twice"),
+        (["listeners=PLAINTEXT://:1,SSL://:1"], "listeners binds a port twice"),
         (["listeners=A://:1", "listener.security.protocol.map=A"], "invalid listener.security.protocol.map entry 'A'"),
-        (["listeners=A://:1", "listener.security.protocol.map=A:SSL"], "security protocol SSL is not supported"),
+        (["listeners=A://:1", "listener.security.protocol.map=A:TLS"], "unknown security protocol TLS"),
+        (["advertised.listeners=SSL://h:1"], "advertised.listeners names SSL, which is not in listeners"),
+        (["listeners=SASL_SSL://:1"], "sasl.enabled.mechanisms=GSSAPI: mq serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+        (["listeners=SASL_SSL://:1", "sasl.enabled.mechanisms=PLAIN,OAUTHBEARER"], r"\(not OAUTHBEARER\)"),
+        (["listeners=SSL://:1", "zookeeper.connect=z:2181"], "no listener of security.inter.broker.protocol=PLAINTEXT"),
+        (["inter.broker.listener.name=OTHER"], "inter.broker.listener.name=OTHER is not one of the"),
     ],
 )
-def test_a_listener_mq_cannot_serve_as_configured_is_refused(overrides: list[str], message: str) -> None:
+def test_listeners_mq_cannot_serve_as_configured_are_refused(overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BrokerConfig.load(None, overrides)
+
+
+def test_several_listeners_with_their_protocols_and_own_keys() -> None:
+    config = BrokerConfig.load(
+        None,
+        [
+            "listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9093,CLIENTS://h:9094",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CLIENTS:SSL",
+            "advertised.listeners=PLAINTEXT://a:9092,SASL_SSL://b:9093,CLIENTS://c:9094",
+            "inter.broker.listener.name=sasl_ssl",
+            "sasl.enabled.mechanisms=SCRAM-SHA-512",
+            "ssl.keystore.type=PEM",
+            "listener.name.clients.ssl.keystore.type=PKCS12",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config=x required;",
+        ],
+    )
+    assert [(b.name, b.host, b.port, b.protocol) for b in config.bound_listeners()] == [
+        ("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),
+        ("SASL_SSL", "", 9093, "SASL_SSL"),
+        ("CLIENTS", "h", 9094, "SSL"),
+    ]
+    assert [str(a) for a in config.advertised()] == ["PLAINTEXT://a:9092", "SASL_SSL://b:9093", "CLIENTS://c:9094"]
+    assert config.inter_broker_listener().name == "SASL_SSL"
+    assert config.listener_value("CLIENTS", "ssl.keystore.type") == "PKCS12"
+    assert config.listener_value("SASL_SSL", "ssl.keystore.type") == "PEM"
+    assert config.listener_value("SASL_SSL", "ssl.truststore.location") is None
+    assert config.listener_keys["listener.name.sasl_ssl.plain.sasl.jaas.config"] == "x required;"
 
 
 def test_a_named_listener_mapped_to_plaintext_is_served() -> None:

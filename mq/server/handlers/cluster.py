@@ -37,7 +37,7 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[
             "controller_id": cache.controller_id,
             "brokers": [
                 {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+                for b in cache.brokers_on(context.client.listener)
             ],
             "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
         }

@@ -89,7 +89,7 @@ def group_apis(
 ) -> list[Api]:
     # --- FindCoordinator -----------------------------------------------------------------------------------------
 
-    def locate(key: str, key_type: int) -> dict[str, Any]:
+    def locate(key: str, key_type: int, listener: str) -> dict[str, Any]:
         answer: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1, "error_message": None}
         if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
             return {**answer, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Unknown coordinator type"}
@@ -97,7 +97,8 @@ def group_apis(
             return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
         topic = cache.topics.get(GROUP_METADATA_TOPIC_NAME)
         state = None if topic is None else topic.partitions.get(coordinator.partition_for(key))
-        endpoint = None if state is None else cache.brokers.get(state.leader)
+        leader = None if state is None else cache.brokers.get(state.leader)
+        endpoint = None if leader is None else leader.on(listener)
         if endpoint is None:
             return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
         return {**answer, "error_code": 0, "node_id": endpoint.broker_id, "host": endpoint.host, "port": endpoint.port}
@@ -105,8 +106,11 @@ def group_apis(
     async def find_coordinator(context: RequestContext, request: Any) -> dict[str, Any]:
         key_type = int(getattr(request, "key_type", GROUP_KEY_TYPE))
         if context.version >= 4:
-            return {"throttle_time": 0, "coordinators": [locate(k, key_type) for k in request.coordinator_keys]}
-        return {"throttle_time": 0, **locate(request.key, key_type)}
+            return {
+                "throttle_time": 0,
+                "coordinators": [locate(k, key_type, context.client.listener) for k in request.coordinator_keys],
+            }
+        return {"throttle_time": 0, **locate(request.key, key_type, context.client.listener)}
 
     def find_coordinator_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         base = {"node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": None}

@@ -41,7 +41,9 @@ def inter_broker_apis(
     replica_manager: ReplicaManager,
     cache: MetadataCache,
     zk: KafkaZkClient,
+    listener: str = "PLAINTEXT",
 ) -> list[Api]:
+    """``listener``: the inter-broker listener's name (whose address a live broker is reached at)."""
     newest_epoch = [0]
 
     def topic_id(topic: str) -> str | None:
@@ -84,11 +86,7 @@ def inter_broker_apis(
     async def update_metadata(context: RequestContext, request: Any) -> dict[str, Any]:
         if stale(request):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
-        brokers = [
-            BrokerEndpoint(b.id, b.endpoints[0].host, b.endpoints[0].port, b.rack)
-            for b in request.live_brokers
-            if b.endpoints
-        ]
+        brokers = [_live_broker(b, listener) for b in request.live_brokers if b.endpoints]
         names = [t.topic_name for t in request.topic_states]
         topic_ids = await asyncio.get_running_loop().run_in_executor(None, lambda: {t: topic_id(t) for t in names})
         apply_update_metadata(cache, _infos(request, topic_ids), brokers, request.controller_id)
@@ -117,3 +115,10 @@ def inter_broker_apis(
         Api(ApiKey.STOP_REPLICA, 3, 3, stop_replica, stop_replica_error),
         Api(ApiKey.UPDATE_METADATA, 7, 7, update_metadata, update_metadata_error),
     ]
+
+
+def _live_broker(broker: Any, listener: str) -> BrokerEndpoint:
+    """An UpdateMetadata live broker: reached on ``listener`` (else its first endpoint), with all its listeners."""
+    listeners = tuple((str(e.listener), str(e.host), int(e.port)) for e in broker.endpoints)
+    _, host, port = next((entry for entry in listeners if entry[0] == listener), listeners[0])
+    return BrokerEndpoint(broker.id, host, port, broker.rack, listeners)

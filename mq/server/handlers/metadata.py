@@ -44,22 +44,22 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
             topics = [_describe(cache, info) for _, info in sorted(cache.topics.items())]
         else:
             topics = [_requested(cache, t, auto_create if allow_auto else None) for t in request.topics]
-        return _response(cache, topics)
+        return _response(cache, context.client.listener, topics)
 
     def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         named = context.version < NULL_NAMES_FROM  # these answers name every topic: a null name answers as ""
         names = ["" if t.name is None and named else t.name for t in request.topics or ()]
-        return _response(cache, [_error_topic(name, code) for name in names])
+        return _response(cache, context.client.listener, [_error_topic(name, code) for name in names])
 
     return Api(ApiKey.METADATA, 1, 12, handle, error)
 
 
-def _response(cache: MetadataCache, topics: list[dict[str, Any]]) -> dict[str, Any]:
+def _response(cache: MetadataCache, listener: str, topics: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer with the brokers as clients of ``listener`` (the request's) reach them."""
     return {
         "throttle_time": 0,
         "brokers": [
-            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack} for b in cache.brokers_on(listener)
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,

@@ -1,0 +1,248 @@
+"""TLS on a broker started as a user starts it, with certificates the test makes (``mq.tools.certs``): an SSL listener
+that requires client certificates and names principals from them, a SASL_SSL listener with SCRAM-SHA-512, driven by
+confluent-kafka (librdkafka), kafka-python and aiokafka; plaintext, garbage, untrusted and expired clients are closed
+alone, with a logged reason."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import ssl
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from conftest import BrokerProcess, free_port
+from round_trip import librdkafka_round_trip
+
+from mq.tools.certs import Certificates, make_certs
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def certs(tmp_path: Path) -> Certificates:
+    return make_certs(tmp_path / "certs", clients=["alice"], expired=["late"], untrusted=["stranger"])
+
+
+def tls_broker(
+    broker_factory: Callable[..., BrokerProcess], certs: Certificates, *extra: str
+) -> tuple[BrokerProcess, str, str]:
+    """A started broker: PLAINTEXT on ``broker.bootstrap``, SSL (client certificates required) and SASL_SSL (SCRAM)."""
+    broker = broker_factory("broker")
+    ssl_port, sasl_port = free_port(), free_port()
+    broker.overrides += [
+        f"listeners=PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}",
+        "ssl.keystore.type=PEM",
+        f"ssl.keystore.location={certs.broker.certificate.with_suffix('.both.pem')}",
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={certs.ca}",
+        "listener.name.ssl.ssl.client.auth=required",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        *extra,
+    ]
+    both = certs.broker.certificate.with_suffix(".both.pem")
+    both.write_bytes(certs.broker.certificate.read_bytes() + certs.broker.key.read_bytes())
+    return broker.start(), f"127.0.0.1:{ssl_port}", f"127.0.0.1:{sasl_port}"
+
+
+def librdkafka_ssl(bootstrap: str, certs: Certificates, client: str = "alice") -> dict[str, Any]:
+    files = certs.clients[client]
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(certs.ca),
+        "ssl.certificate.location": str(files.certificate),
+        "ssl.key.location": str(files.key),
+    }
+
+
+def test_client_certificates_name_principals_and_three_clients_work_over_ssl(
+    broker_factory: Callable[..., BrokerProcess], certs: Certificates
+) -> None:
+    broker, ssl_bootstrap, _ = tls_broker(broker_factory, certs)
+    config = librdkafka_ssl(ssl_bootstrap, certs)
+    admin = AdminClient(config)
+    admin.create_topics([NewTopic("by-alice", 1, 1)])["by-alice"].result(20)
+    assert re.search(r"Admin change by User:CN=alice \(clientId=[^)]*\) with CreateTopics", broker.stderr())
+    metadata = admin.list_topics(timeout=15)
+    assert [(b.host, b.port) for b in metadata.brokers.values()] == [("127.0.0.1", int(ssl_bootstrap.split(":")[1]))]
+    assert librdkafka_round_trip(config, "tls-librdkafka") == [b"m0", b"m1", b"m2"]
+
+    from kafka import KafkaConsumer, KafkaProducer
+
+    files = certs.clients["alice"]
+    security = {
+        "security_protocol": "SSL",
+        "ssl_cafile": str(certs.ca),
+        "ssl_certfile": str(files.certificate),
+        "ssl_keyfile": str(files.key),
+    }
+    producer = KafkaProducer(bootstrap_servers=ssl_bootstrap, **security)
+    producer.send("tls-kafka-python", b"kp" * 5000).get(20)  # large enough for a fetch to send a file region
+    producer.close()
+    consumer = KafkaConsumer(
+        "tls-kafka-python",
+        bootstrap_servers=ssl_bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15000,
+        **security,
+    )
+    assert [m.value for m in consumer][:1] == [b"kp" * 5000]
+    consumer.close()
+
+    async def with_aiokafka() -> bytes:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        context = ssl.create_default_context(cafile=str(certs.ca))
+        context.load_cert_chain(files.certificate, files.key)
+        options = {"security_protocol": "SSL", "ssl_context": context}
+        producer = AIOKafkaProducer(bootstrap_servers=ssl_bootstrap, **options)
+        await producer.start()
+        try:
+            await producer.send_and_wait("tls-aiokafka", b"aio")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            "tls-aiokafka", bootstrap_servers=ssl_bootstrap, auto_offset_reset="earliest", **options
+        )
+        await consumer.start()
+        try:
+            return bytes((await asyncio.wait_for(consumer.getone(), 20)).value)
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(with_aiokafka()) == b"aio"
+
+
+def test_scram_over_sasl_ssl_with_three_clients(
+    mq_command: list[str], broker_factory: Callable[..., BrokerProcess], certs: Certificates
+) -> None:
+    broker, _, sasl_bootstrap = tls_broker(broker_factory, certs)
+    users = ["configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "users", "--entity-name", "carol"]
+    result = subprocess.run(
+        [*mq_command, *users, "--alter", "--add-config", "SCRAM-SHA-512=[password=carol-secret]"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    config = {
+        "bootstrap.servers": sasl_bootstrap,
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(certs.ca),
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "carol",
+        "sasl.password": "carol-secret",
+    }
+    assert librdkafka_round_trip(config, "scram-ssl-librdkafka") == [b"m0", b"m1", b"m2"]
+
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=sasl_bootstrap,
+        security_protocol="SASL_SSL",
+        ssl_cafile=str(certs.ca),
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="carol",
+        sasl_plain_password="carol-secret",
+    )
+    producer.send("scram-ssl-kafka-python", b"k").get(20)
+    producer.close()
+
+    async def with_aiokafka() -> None:
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(
+            bootstrap_servers=sasl_bootstrap,
+            security_protocol="SASL_SSL",
+            ssl_context=ssl.create_default_context(cafile=str(certs.ca)),
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="carol",
+            sasl_plain_password="carol-secret",
+        )
+        await producer.start()
+        try:
+            await producer.send_and_wait("scram-ssl-aiokafka", b"a")
+        finally:
+            await producer.stop()
+
+    asyncio.run(with_aiokafka())
+
+
+def _closed_by_broker(connect: Callable[[], Any]) -> bool:
+    """True when the broker ends the connection (during or right after the handshake)."""
+    try:
+        sock = connect()
+    except (ssl.SSLError, ConnectionError):
+        return True
+    with sock:
+        sock.settimeout(10)
+        try:
+            sock.sendall(b"\x00\x00\x00\x04\x00\x12\x00\x00")
+            return sock.recv(1) == b""
+        except (ssl.SSLError, ConnectionError):
+            return True
+
+
+def test_plaintext_garbage_untrusted_and_expired_clients_are_closed_alone(
+    broker_factory: Callable[..., BrokerProcess], certs: Certificates
+) -> None:
+    broker, ssl_bootstrap, _ = tls_broker(broker_factory, certs)
+    host, port = ssl_bootstrap.split(":")
+    config = librdkafka_ssl(ssl_bootstrap, certs)
+    producer = Producer(config)  # an established client, served throughout
+    producer.produce("steady", b"before")
+    assert producer.flush(20) == 0
+
+    def plaintext() -> socket.socket:
+        return socket.create_connection((host, int(port)), timeout=10)
+
+    def garbage() -> socket.socket:
+        sock = socket.create_connection((host, int(port)), timeout=10)
+        sock.sendall(b"\x16\x03\x01\x00\x05hello garbage that is no handshake")
+        return sock
+
+    def with_certificate(certificate: Path, key: Path) -> Callable[[], socket.socket]:
+        def connect() -> socket.socket:
+            context = ssl.create_default_context(cafile=str(certs.ca))
+            context.load_cert_chain(certificate, key)
+            raw = socket.create_connection((host, int(port)), timeout=10)
+            return context.wrap_socket(raw, server_hostname="localhost")
+
+        return connect
+
+    untrusted, expired = certs.untrusted["stranger"], certs.expired["late"]
+    for attempt in (
+        plaintext,
+        garbage,
+        with_certificate(untrusted.certificate, untrusted.key),
+        with_certificate(expired.certificate, expired.key),
+    ):
+        assert _closed_by_broker(attempt)
+    stderr = broker.stderr()
+    assert stderr.count("TLS handshake failed") >= 3, stderr
+    producer.produce("steady", b"after")
+    assert producer.flush(20) == 0
+
+
+def test_a_pkcs12_keystore_and_mapping_rules_name_short_principals(
+    broker_factory: Callable[..., BrokerProcess], certs: Certificates
+) -> None:
+    broker, ssl_bootstrap, _ = tls_broker(
+        broker_factory,
+        certs,
+        "listener.name.ssl.ssl.keystore.type=PKCS12",
+        f"listener.name.ssl.ssl.keystore.location={certs.broker.pkcs12}",
+        f"listener.name.ssl.ssl.keystore.password={certs.password}",
+        "ssl.principal.mapping.rules=RULE:^CN=(.*?)$/$1/U,DEFAULT",
+    )
+    admin = AdminClient(librdkafka_ssl(ssl_bootstrap, certs))
+    admin.create_topics([NewTopic("by-ALICE", 1, 1)])["by-ALICE"].result(20)
+    assert "Admin change by User:ALICE " in broker.stderr()
+    assert certs.password not in broker.stderr()
