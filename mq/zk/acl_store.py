@@ -110,7 +110,12 @@ def update_acls(store: MetadataStore, pattern: ResourcePattern, change: Callable
         except (BadVersionError, NodeExistsError, NoNodeError):
             time.sleep(RETRY_BACKOFF_S + random.uniform(0, RETRY_JITTER_S))
             continue
-        store.create(f"{changes_path(pattern.pattern_type)}/{CHANGE_PREFIX}", encode_change(pattern), sequence=True)
+        store.create(
+            f"{changes_path(pattern.pattern_type)}/{CHANGE_PREFIX}",
+            encode_change(pattern),
+            sequence=True,
+            makepath=True,
+        )
         if updated:
             log.info("Updated ACLs for %s with new version %d", pattern, version + 1)
         else:
