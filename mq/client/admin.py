@@ -19,18 +19,10 @@ from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.acls import binding_fields, binding_of, filter_fields
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ResourceType
-from mq.security.acl import (
-    AccessControlEntry,
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-)
-from mq.security.acl import ResourceType as AclResourceType
+from mq.security.acl import AclBinding, AclBindingFilter
 from mq.topic_partition import TopicPartition
 
 
@@ -818,80 +810,26 @@ class AsyncAdmin:
 
     async def describe_acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
         """DescribeAcls: the bindings ``binding_filter`` matches (SECURITY_DISABLED without an authorizer)."""
-        pattern, entry = binding_filter.pattern, binding_filter.entry
-        body = {
-            "resource_type_filter": int(pattern.resource_type),
-            "resource_name_filter": pattern.name,
-            "pattern_type_filter": int(pattern.pattern_type),
-            "principal_filter": entry.principal,
-            "host_filter": entry.host,
-            "operation": int(entry.operation),
-            "permission_type": int(entry.permission_type),
-        }
+        body = filter_fields(binding_filter)
         response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.DESCRIBE_ACLS, body))
         if response.error_code != ErrorCode.NONE:
             raise kafka_error(response.error_code, response.error_message, "describe ACLs")
-        return [
-            _acl_binding(r.resource_type, r.resource_name, getattr(r, "pattern_type", PatternType.LITERAL), a)
-            for r in response.resources
-            for a in r.acls
-        ]
+        return [binding_of(r, a) for r in response.resources for a in r.acls]
 
     async def create_acls(self, bindings: Sequence[AclBinding]) -> None:
         """CreateAcls; raises the first binding's error."""
-        creations = [
-            {
-                "resource_type": int(b.pattern.resource_type),
-                "resource_name": b.pattern.name,
-                "resource_pattern_type": int(b.pattern.pattern_type),
-                "principal": b.entry.principal,
-                "host": b.entry.host,
-                "operation": int(b.entry.operation),
-                "permission_type": int(b.entry.permission_type),
-            }
-            for b in bindings
-        ]
-        body = {"creations": creations}
+        body = {"creations": [binding_fields(b, "resource_pattern_type") for b in bindings]}
         response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.CREATE_ACLS, body))
         _raise_for_responses(response.results, "create ACLs")
 
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """DeleteAcls: per filter, the bindings it removed; raises the first filter's or binding's error."""
-        body = {
-            "filters": [
-                {
-                    "resource_type_filter": int(f.pattern.resource_type),
-                    "resource_name_filter": f.pattern.name,
-                    "pattern_type_filter": int(f.pattern.pattern_type),
-                    "principal_filter": f.entry.principal,
-                    "host_filter": f.entry.host,
-                    "operation": int(f.entry.operation),
-                    "permission_type": int(f.entry.permission_type),
-                }
-                for f in filters
-            ]
-        }
+        body = {"filters": [filter_fields(f) for f in filters]}
         response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.DELETE_ACLS, body))
         _raise_for_responses(response.filter_results, "delete ACLs")
         for result in response.filter_results:
             _raise_for_responses(result.matching_acls, "delete ACLs")
-        return [
-            [
-                _acl_binding(m.resource_type, m.resource_name, getattr(m, "pattern_type", PatternType.LITERAL), m)
-                for m in result.matching_acls
-            ]
-            for result in response.filter_results
-        ]
-
-
-def _acl_binding(resource_type: int, name: str, pattern_type: int, acl: Any) -> AclBinding:
-    """A binding from the wire's pattern fields and an entity with principal, host, operation, permission_type."""
-    return AclBinding(
-        ResourcePattern(AclResourceType.of(resource_type), name, PatternType.of(pattern_type)),
-        AccessControlEntry(
-            acl.principal, acl.host, AclOperation.of(acl.operation), AclPermissionType.of(acl.permission_type)
-        ),
-    )
+        return [[binding_of(m, m) for m in result.matching_acls] for result in response.filter_results]
 
 
 def _group_error(response: Any) -> int:

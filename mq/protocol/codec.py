@@ -25,7 +25,7 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_re
 from kio.serial import entity_reader, entity_writer
 
 from mq.errors import ErrorCode, KafkaError
-from mq.protocol.acl_schemas import SCHEMAS as ACL_V0_SCHEMAS
+from mq.protocol.acls import SCHEMAS as ACL_V0_SCHEMAS
 from mq.protocol.frame_fields import FIELD_ERRORS, Frame, skip_tagged_fields
 from mq.protocol.framing import SIZE_PREFIX
 from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS

@@ -43,7 +43,7 @@ from mq.security.acl import (
     group_by_pattern,
     parse_principal,
 )
-from mq.security.authorizer import AUTHORIZER_CLASS_NAMES
+from mq.security.authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer
 from mq.zk import acl_store
 from mq.zk.store import MetadataStore, StoreError
 
@@ -268,13 +268,9 @@ class StoreService:
         acl_store.create_acl_paths(store)
 
     def describe(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
-        return sorted(
-            AclBinding(pattern, entry)
-            for pattern, entries in acl_store.load_all_acls(self._store).items()
-            if binding_filter.pattern.matches(pattern)
-            for entry in entries
-            if binding_filter.entry.matches(entry)
-        )
+        stored = AclAuthorizer()
+        stored.replace_all(acl_store.load_all_acls(self._store))
+        return stored.acls(binding_filter)
 
     def create(self, bindings: Sequence[AclBinding]) -> None:
         valid = []

@@ -18,18 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from mq.errors import ErrorCode
+from mq.protocol.acls import binding_fields, binding_of, entry_fields, filter_of
 from mq.protocol.api_keys import ApiKey
 from mq.security.acl import (
     CLUSTER_NAME,
-    AccessControlEntry,
-    AccessControlEntryFilter,
-    AclBinding,
-    AclBindingFilter,
     AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-    ResourcePatternFilter,
     ResourceType,
     binding_error,
     group_by_pattern,
@@ -39,52 +32,6 @@ from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 
 NO_AUTHORIZER = "No Authorizer is configured."
-
-
-def _binding_filter(entity: Any) -> AclBindingFilter:
-    """The filter of a DescribeAcls request or a DeleteAcls filter entry (v0: LITERAL)."""
-    return AclBindingFilter(
-        ResourcePatternFilter(
-            ResourceType.of(entity.resource_type_filter),
-            entity.resource_name_filter,
-            PatternType.of(getattr(entity, "pattern_type_filter", PatternType.LITERAL)),
-        ),
-        AccessControlEntryFilter(
-            entity.principal_filter,
-            entity.host_filter,
-            AclOperation.of(entity.operation),
-            AclPermissionType.of(entity.permission_type),
-        ),
-    )
-
-
-def _binding(creation: Any) -> AclBinding:
-    return AclBinding(
-        ResourcePattern(
-            ResourceType.of(creation.resource_type),
-            creation.resource_name,
-            PatternType.of(getattr(creation, "resource_pattern_type", PatternType.LITERAL)),
-        ),
-        AccessControlEntry(
-            creation.principal,
-            creation.host,
-            AclOperation.of(creation.operation),
-            AclPermissionType.of(creation.permission_type),
-        ),
-    )
-
-
-def _wire_binding(binding: AclBinding) -> dict[str, Any]:
-    pattern, entry = binding.pattern, binding.entry
-    return {
-        "resource_type": int(pattern.resource_type),
-        "resource_name": pattern.name,
-        "pattern_type": int(pattern.pattern_type),
-        "principal": entry.principal,
-        "host": entry.host,
-        "operation": int(entry.operation),
-        "permission_type": int(entry.permission_type),
-    }
 
 
 def _cluster_allowed(acl: AclCache, context: RequestContext, operation: AclOperation) -> bool:
@@ -104,7 +51,7 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
             return describe_error(context, request, ErrorCode.SECURITY_DISABLED)
         if not _cluster_allowed(acl, context, AclOperation.DESCRIBE):
             return describe_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        binding_filter = _binding_filter(request)
+        binding_filter = filter_of(request)
         unknown = binding_filter.unknown_element()
         if unknown is not None:
             return {
@@ -118,15 +65,7 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
                 "resource_type": int(pattern.resource_type),
                 "resource_name": pattern.name,
                 "pattern_type": int(pattern.pattern_type),
-                "acls": [
-                    {
-                        "principal": e.principal,
-                        "host": e.host,
-                        "operation": int(e.operation),
-                        "permission_type": int(e.permission_type),
-                    }
-                    for e in entries
-                ],
+                "acls": [entry_fields(e) for e in entries],
             }
             for pattern, entries in group_by_pattern(acl.authorizer.acls(binding_filter)).items()
         ]
@@ -144,7 +83,7 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
             return create_error(context, request, ErrorCode.SECURITY_DISABLED)
         if not _cluster_allowed(acl, context, AclOperation.ALTER):
             return create_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        bindings = [_binding(c) for c in request.creations]
+        bindings = [binding_of(c, c, "resource_pattern_type") for c in request.creations]
         results: list[dict[str, Any]] = []
         valid = []
         for binding in bindings:
@@ -179,7 +118,7 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
             return delete_error(context, request, ErrorCode.SECURITY_DISABLED)
         if not _cluster_allowed(acl, context, AclOperation.ALTER):
             return delete_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        filters = [_binding_filter(f) for f in request.filters]
+        filters = [filter_of(f) for f in request.filters]
         unknown = [f.unknown_element() for f in filters]
         valid = [f for f, why in zip(filters, unknown, strict=True) if why is None]
         deleted = iter(await acl.delete_acls(valid) if valid else [])
@@ -197,7 +136,7 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
                     error = {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "error_message": str(failure)}
                 else:
                     audit(context, f"removed ACL {binding.entry} from {binding.pattern}")
-                matching.append({**error, **_wire_binding(binding)})
+                matching.append({**error, **binding_fields(binding)})
             filter_results.append({"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": matching})
         return {"throttle_time": 0, "filter_results": filter_results}
 
