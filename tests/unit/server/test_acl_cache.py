@@ -1,14 +1,18 @@
 """The broker's ACL cache on a local metadata tree: loaded at start, changes made by another writer followed
-through the change notifications, its own changes in force when they return."""
+through the change notifications, its own changes in force when they return; the ACL APIs' cluster permission."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import pytest
 
+from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.codec import RequestHeader
 from mq.security.acl import (
     ANY_BINDING,
     AccessControlEntry,
@@ -21,6 +25,9 @@ from mq.security.acl import (
 )
 from mq.security.authorizer import AclAuthorizer
 from mq.server.acl_cache import AclCache
+from mq.server.api_dispatch import RequestContext
+from mq.server.handlers.acls import acl_apis
+from mq.server.network import ClientAddress
 from mq.zk import acl_store
 from mq.zk.local_store import LocalStore
 
@@ -77,3 +84,39 @@ def test_own_changes_are_in_force_when_they_return(executor: ThreadPoolExecutor)
         cache.stop()
 
     asyncio.run(run())
+
+
+def test_acl_apis_need_the_cluster_permission(executor: ThreadPoolExecutor) -> None:
+    cluster = ResourcePattern(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL)
+    describe_request = SimpleNamespace(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1,
+    )  # fmt: skip
+
+    async def run() -> dict[ApiKey, object]:
+        loop = asyncio.get_running_loop()
+        cache = AclCache(LocalStore(None), AclAuthorizer(), executor, loop.call_soon_threadsafe)
+        await loop.run_in_executor(executor, cache.start)
+        cache.authorizer.set_acls(
+            cluster, [AccessControlEntry("User:ops", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
+        )
+        apis = {api.key: api for api in acl_apis(cache)}
+        answers: dict[ApiKey, object] = {}
+        for principal in ("User:ops", "User:dev"):
+            context = RequestContext(
+                RequestHeader(ApiKey.DESCRIBE_ACLS, 3, 1, "c", 0), ClientAddress("10.0.0.1", 1, 1, principal)
+            )
+            answers[principal] = (await apis[ApiKey.DESCRIBE_ACLS].handle(context, describe_request))["error_code"]
+        create = SimpleNamespace(creations=[SimpleNamespace()])
+        context = RequestContext(
+            RequestHeader(ApiKey.CREATE_ACLS, 3, 1, "c", 0), ClientAddress("10.0.0.1", 1, 1, "User:ops")
+        )
+        answers["create"] = (await apis[ApiKey.CREATE_ACLS].handle(context, create))["results"][0]["error_code"]
+        return answers
+
+    answers = asyncio.run(run())
+    assert answers == {
+        "User:ops": ErrorCode.NONE,
+        "User:dev": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        "create": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,  # DESCRIBE does not give ALTER
+    }
