@@ -23,6 +23,8 @@ from typing import Any
 
 from mq.config_catalog import KAFKA_BROKER_KEY_PREFIXES, KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS
 from mq.errors import ConfigError, ErrorCode, KafkaError
+from mq.security.acl import PrincipalError
+from mq.security.authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 
 log = logging.getLogger(__name__)
 
@@ -607,6 +609,16 @@ class BrokerConfig:
     quota_window_size_seconds: int = _key(
         "quota.window.size.seconds", 1, "length of one client quota sample", minimum=1
     )
+    authorizer_class_name: str = _key(
+        "authorizer.class.name",
+        "",
+        "kafka.security.authorizer.AclAuthorizer (or kafka.security.auth.SimpleAclAuthorizer, "
+        "mq.security.authorizer.AclAuthorizer) enforces ACLs; empty: no authorizer",
+    )
+    super_users: str = _key("super.users", "", "principals allowed everything, separated by ;, e.g. User:admin")
+    allow_everyone_if_no_acl_found: bool = _key(
+        "allow.everyone.if.no.acl.found", False, "a resource no ACL applies to is open to everyone"
+    )
     metrics_listener: str = _key(
         "metrics.listener", "", "http://HOST:PORT serving /metrics (Prometheus), /health, /ready; empty: off"
     )
@@ -617,12 +629,26 @@ class BrokerConfig:
 
     def __post_init__(self) -> None:
         self._check_listeners()
+        self._check_authorizer()
         queued = self.queued_max_request_bytes
         if queued is not None and queued != -1 and queued < self.socket_request_max_bytes:
             raise ConfigError(
                 f"queued.max.request.bytes ({queued}) must be -1 or at least socket.request.max.bytes "
                 f"({self.socket_request_max_bytes}), or a largest request could never be received"
             )
+
+    def _check_authorizer(self) -> None:
+        """An authorizer mq has (Kafka's ZooKeeper-era ACL authorizers), and super users it can parse."""
+        name = self.authorizer_class_name.strip()
+        if name and name not in AUTHORIZER_CLASS_NAMES:
+            raise ConfigError(
+                f"authorizer.class.name {name} is not an authorizer mq has; use "
+                f"{' or '.join(sorted(AUTHORIZER_CLASS_NAMES))}, or leave it empty for none"
+            )
+        try:
+            parse_super_users(self.super_users)
+        except PrincipalError as exc:
+            raise ConfigError(f"super.users: {exc}") from None
 
     def _check_listeners(self) -> None:
         """Listeners with distinct names and ports, each of a mapped protocol; advertised listeners among them; the

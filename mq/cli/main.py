@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("mq.cli.server:server", "Start, stop or check the status of an mq broker."),
     "topics": ("mq.cli.topics:topics", "Create, delete, describe, or change a topic."),
     "configs": ("mq.cli.configs:configs", "Describe or alter the dynamic config of topics, brokers, clients, users."),
+    "acls": ("mq.cli.acls:acls", "Add, remove or list ACLs (the rules of the broker's authorizer)."),
     "console-producer": ("mq.cli.console:console_producer", "Read lines from standard input and produce them."),
     "console-consumer": ("mq.cli.console:console_consumer", "Print the messages of a topic to standard output."),
     "preferred-replica-election": (

@@ -19,8 +19,10 @@ from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.acls import binding_fields, binding_of, filter_fields
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ResourceType
+from mq.security.acl import AclBinding, AclBindingFilter
 from mq.security.scram import ScramMechanism, mechanism_of_type
 from mq.topic_partition import TopicPartition
 
@@ -873,6 +875,29 @@ class AsyncAdmin:
             lambda: self.cluster.send(None, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)
         )
         _raise_for_responses(response.results, "alter user SCRAM credentials")
+
+    async def describe_acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
+        """DescribeAcls: the bindings ``binding_filter`` matches (SECURITY_DISABLED without an authorizer)."""
+        body = filter_fields(binding_filter)
+        response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.DESCRIBE_ACLS, body))
+        if response.error_code != ErrorCode.NONE:
+            raise kafka_error(response.error_code, response.error_message, "describe ACLs")
+        return [binding_of(r, a) for r in response.resources for a in r.acls]
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> None:
+        """CreateAcls; raises the first binding's error."""
+        body = {"creations": [binding_fields(b, "resource_pattern_type") for b in bindings]}
+        response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.CREATE_ACLS, body))
+        _raise_for_responses(response.results, "create ACLs")
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """DeleteAcls: per filter, the bindings it removed; raises the first filter's or binding's error."""
+        body = {"filters": [filter_fields(f) for f in filters]}
+        response = await self.cluster.with_retries(lambda: self.cluster.send(None, ApiKey.DELETE_ACLS, body))
+        _raise_for_responses(response.filter_results, "delete ACLs")
+        for result in response.filter_results:
+            _raise_for_responses(result.matching_acls, "delete ACLs")
+        return [[binding_of(m, m) for m in result.matching_acls] for result in response.filter_results]
 
 
 def _group_error(response: Any) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from enum import IntEnum
 
 
@@ -101,3 +102,13 @@ class ApiKey(IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+
+
+@functools.cache
+def request_name(api_key: int) -> str:
+    """Kafka's request name (``ApiKeys.name``): ``Produce``, ``ListOffsets``, ``DescribeAcls``; the number for a key
+    Kafka does not define."""
+    try:
+        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
+    except ValueError:
+        return str(api_key)

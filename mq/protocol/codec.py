@@ -25,6 +25,7 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_re
 from kio.serial import entity_reader, entity_writer
 
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.acls import SCHEMAS as ACL_V0_SCHEMAS
 from mq.protocol.frame_fields import FIELD_ERRORS, Frame, skip_tagged_fields
 from mq.protocol.framing import SIZE_PREFIX
 from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
@@ -56,6 +57,9 @@ class RequestHeader:
     """Bytes the header occupies in the frame; the body starts there."""
 
 
+DECLARED_SCHEMAS = {**INTER_BROKER_SCHEMAS, **ACL_V0_SCHEMAS}
+"""(api_key, version) -> (request, response) schemas mq declares where kio has none."""
+
 SAME_LAYOUT = {(35, 0): 1}
 """Versions kio has no schema for whose request and response bytes are those of another version: DescribeLogDirs
 v0 is v1 (v1 changed only when throttling is applied)."""
@@ -63,9 +67,10 @@ v0 is v1 (v1 changed only when throttling is applied)."""
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any] | None:
-    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs); None when there is none."""
-    if (api_key, api_version) in INTER_BROKER_SCHEMAS:
-        return INTER_BROKER_SCHEMAS[api_key, api_version][0]
+    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs and ACL APIs v0); None when
+    there is none."""
+    if (api_key, api_version) in DECLARED_SCHEMAS:
+        return DECLARED_SCHEMAS[api_key, api_version][0]
     try:
         return cast(type[Any], load_request_schema(api_key, SAME_LAYOUT.get((api_key, api_version), api_version)))
     except (UnknownAPIKey, UnknownEntity):
@@ -74,8 +79,8 @@ def request_schema(api_key: int, api_version: int) -> type[Any] | None:
 
 @cache
 def response_schema(api_key: int, api_version: int) -> type[Any]:
-    if (api_key, api_version) in INTER_BROKER_SCHEMAS:
-        return INTER_BROKER_SCHEMAS[api_key, api_version][1]
+    if (api_key, api_version) in DECLARED_SCHEMAS:
+        return DECLARED_SCHEMAS[api_key, api_version][1]
     return cast(type[Any], load_response_schema(api_key, SAME_LAYOUT.get((api_key, api_version), api_version)))
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
@@ -21,16 +23,22 @@ LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 4, 5, 6, 7
 T = TypeVar("T")
 
 
-def _schema(api_key: int, version: int, kind: EntityType) -> Callable[[type[T]], type[T]]:
-    """Make a kio-style frozen dataclass entity of ``api_key``/``version``: flexible, with the class attributes kio's
-    readers and writers look for (only a top-level entity's header schema is ever used)."""
+def declared_schema(
+    api_key: int, version: int, kind: EntityType, *, flexible: bool = True
+) -> Callable[[type[T]], type[T]]:
+    """Make a kio-style frozen dataclass entity of ``api_key``/``version`` with the class attributes kio's readers
+    and writers look for (only a top-level entity's header schema is ever used)."""
 
     def decorate(cls: type[T]) -> type[T]:
         cls.__type__ = kind  # type: ignore[attr-defined]
         cls.__version__ = i16(version)  # type: ignore[attr-defined]
-        cls.__flexible__ = True  # type: ignore[attr-defined]
+        cls.__flexible__ = flexible  # type: ignore[attr-defined]
         cls.__api_key__ = i16(api_key)  # type: ignore[attr-defined]
-        cls.__header_schema__ = ResponseHeader if kind == EntityType.response else RequestHeader  # type: ignore[attr-defined]
+        if kind == EntityType.response:
+            header: type[Any] = ResponseHeader if flexible else ResponseHeaderV0
+        else:
+            header = RequestHeader if flexible else RequestHeaderV1
+        cls.__header_schema__ = header  # type: ignore[attr-defined]
         return dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
     return decorate
@@ -56,7 +64,7 @@ def _error() -> Any:
     return field(metadata={"kafka_type": "error_code"})
 
 
-@_schema(LEADER_AND_ISR, 5, EntityType.nested)
+@declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrPartitionState:
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -70,20 +78,20 @@ class LeaderAndIsrPartitionState:
     is_new: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-@_schema(LEADER_AND_ISR, 5, EntityType.nested)
+@declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrTopicState:
     topic_name: str = _string()
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
 
 
-@_schema(LEADER_AND_ISR, 5, EntityType.nested)
+@declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrLiveLeader:
     broker_id: i32 = _int32()
     host_name: str = _string()
     port: i32 = _int32()
 
 
-@_schema(LEADER_AND_ISR, 5, EntityType.request)
+@declared_schema(LEADER_AND_ISR, 5, EntityType.request)
 class LeaderAndIsrRequest:
     controller_id: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -92,26 +100,26 @@ class LeaderAndIsrRequest:
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
 
 
-@_schema(LEADER_AND_ISR, 5, EntityType.nested)
+@declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrPartitionError:
     topic_name: str = _string()
     partition_index: i32 = _int32()
     error_code: ErrorCode = _error()
 
 
-@_schema(LEADER_AND_ISR, 5, EntityType.response)
+@declared_schema(LEADER_AND_ISR, 5, EntityType.response)
 class LeaderAndIsrResponse:
     error_code: ErrorCode = _error()
     partition_errors: tuple[LeaderAndIsrPartitionError, ...]
 
 
-@_schema(STOP_REPLICA, 3, EntityType.nested)
+@declared_schema(STOP_REPLICA, 3, EntityType.nested)
 class StopReplicaTopic:
     name: str = _string()
     partition_indexes: tuple[i32, ...] = _int32s()
 
 
-@_schema(STOP_REPLICA, 3, EntityType.request)
+@declared_schema(STOP_REPLICA, 3, EntityType.request)
 class StopReplicaRequest:
     controller_id: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -120,20 +128,20 @@ class StopReplicaRequest:
     topics: tuple[StopReplicaTopic, ...]
 
 
-@_schema(STOP_REPLICA, 3, EntityType.nested)
+@declared_schema(STOP_REPLICA, 3, EntityType.nested)
 class StopReplicaPartitionError:
     topic_name: str = _string()
     partition_index: i32 = _int32()
     error_code: ErrorCode = _error()
 
 
-@_schema(STOP_REPLICA, 3, EntityType.response)
+@declared_schema(STOP_REPLICA, 3, EntityType.response)
 class StopReplicaResponse:
     error_code: ErrorCode = _error()
     partition_errors: tuple[StopReplicaPartitionError, ...]
 
 
-@_schema(UPDATE_METADATA, 7, EntityType.nested)
+@declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataPartitionState:
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -145,13 +153,13 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[i32, ...] = _int32s()
 
 
-@_schema(UPDATE_METADATA, 7, EntityType.nested)
+@declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataTopicState:
     topic_name: str = _string()
     partition_states: tuple[UpdateMetadataPartitionState, ...]
 
 
-@_schema(UPDATE_METADATA, 7, EntityType.nested)
+@declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataEndpoint:
     port: i32 = _int32()
     host: str = _string()
@@ -159,14 +167,14 @@ class UpdateMetadataEndpoint:
     security_protocol: i16 = field(metadata={"kafka_type": "int16"})
 
 
-@_schema(UPDATE_METADATA, 7, EntityType.nested)
+@declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataBroker:
     id: i32 = _int32()
     endpoints: tuple[UpdateMetadataEndpoint, ...]
     rack: str | None = _string(default=None)
 
 
-@_schema(UPDATE_METADATA, 7, EntityType.request)
+@declared_schema(UPDATE_METADATA, 7, EntityType.request)
 class UpdateMetadataRequest:
     controller_id: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -175,24 +183,24 @@ class UpdateMetadataRequest:
     live_brokers: tuple[UpdateMetadataBroker, ...]
 
 
-@_schema(UPDATE_METADATA, 7, EntityType.response)
+@declared_schema(UPDATE_METADATA, 7, EntityType.response)
 class UpdateMetadataResponse:
     error_code: ErrorCode = _error()
 
 
-@_schema(CONTROLLED_SHUTDOWN, 3, EntityType.request)
+@declared_schema(CONTROLLED_SHUTDOWN, 3, EntityType.request)
 class ControlledShutdownRequest:
     broker_id: i32 = _int32()
     broker_epoch: i64 = _int64(default=i64(-1))
 
 
-@_schema(CONTROLLED_SHUTDOWN, 3, EntityType.nested)
+@declared_schema(CONTROLLED_SHUTDOWN, 3, EntityType.nested)
 class RemainingPartition:
     topic_name: str = _string()
     partition_index: i32 = _int32()
 
 
-@_schema(CONTROLLED_SHUTDOWN, 3, EntityType.response)
+@declared_schema(CONTROLLED_SHUTDOWN, 3, EntityType.response)
 class ControlledShutdownResponse:
     error_code: ErrorCode = _error()
     remaining_partitions: tuple[RemainingPartition, ...]

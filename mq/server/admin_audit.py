@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from mq.protocol.api_keys import ApiKey
+from mq.protocol.api_keys import request_name
 from mq.server.api_dispatch import RequestContext
 
 admin_log = logging.getLogger("kafka.admin")
@@ -27,14 +27,6 @@ def audit(context: RequestContext, change: str) -> None:
         context.header.client_id or "",
         client.host,
         client.port,
-        _api_name(context.header.api_key),
+        request_name(context.header.api_key),
         change,
     )
-
-
-def _api_name(api_key: int) -> str:
-    """Kafka's request name (``CreateTopics``) of an API key."""
-    try:
-        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
-    except ValueError:
-        return str(api_key)

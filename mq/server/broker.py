@@ -33,10 +33,12 @@ from mq.client.connection import BrokerConnection
 from mq.config import BrokerConfig, DynamicBrokerConfig, Listener, TopicConfig, parse_ip_counts, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
+from mq.security.authorizer import AclAuthorizer, parse_super_users
 from mq.security.jaas import LoginModule
 from mq.security.plain import MECHANISM as PLAIN
 from mq.security.plain import PlainServer
 from mq.security.scram import ScramServer
+from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.broker_liveness import PeerLivenessMonitor, RegistrationKeeper
 from mq.server.clock import Clock, SystemClock
@@ -45,6 +47,7 @@ from mq.server.controller_base import ControllerChannel
 from mq.server.event_thread import EventThread
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager
+from mq.server.handlers.acls import acl_apis
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
 from mq.server.handlers.client_quotas import client_quota_apis
@@ -184,6 +187,9 @@ class KafkaServer:
         self.client_quotas: ClientQuotas | None = None
         self.scram_credentials = ScramCredentialCache()
         """Every user's SCRAM credentials, for the SASL exchanges (loop-owned)."""
+        self.acl_cache: AclCache | None = None
+        """The ACLs and the authorizer deciding on them while ``authorizer.class.name`` is set (None: no authorizer,
+        every request is allowed)."""
         self.dispatcher: ApiDispatcher | None = None
         self.ready = False
         """Logs loaded, registered and serving; False again from the start of the shutdown (``/ready``)."""
@@ -448,6 +454,10 @@ class KafkaServer:
             lambda topic: self.topic_config(topic).unclean_leader_election_enable,
         )
         admin = self.admin = AdminZkClient(self.zk)
+        if config.authorizer_class_name:
+            authorizer = AclAuthorizer(parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found)
+            self.acl_cache = AclCache(self.store, authorizer, self.zk_executor, self._post)
+            await loop.run_in_executor(self.zk_executor, self.acl_cache.start)
         dispatcher = self.dispatcher = ApiDispatcher()
         self.client_quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds, self.clock.time_ms)
         for api in [
@@ -461,6 +471,7 @@ class KafkaServer:
             *configs_apis(admin, config, self.broker_id),
             *client_quota_apis(self.zk),
             *user_scram_credential_apis(self.zk),
+            *acl_apis(self.acl_cache),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
             *controller_apis(self.controller),
             *sasl_apis(),
@@ -812,6 +823,8 @@ class KafkaServer:
             self.store.operation_timeout_s = STOPPING_ZOOKEEPER_TIMEOUT_S
         if self.registration_keeper is not None:
             self.registration_keeper.stop()
+        if self.acl_cache is not None:
+            self.acl_cache.stop()
         if self.liveness is not None:
             await self.liveness.stop()
         if self.server is not None and self.zk is not None:

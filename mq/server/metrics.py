@@ -94,7 +94,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from mq.protocol.api_keys import ApiKey
+from mq.protocol.api_keys import request_name
 
 if TYPE_CHECKING:
     from mq.server.broker import KafkaServer
@@ -282,14 +282,6 @@ def _add_histogram(
     metric.add_sample(name + "_sum", labels, total)
 
 
-def _api_name(api_key: int) -> str:
-    """Kafka's request name (``ApiKeys.name``): Produce, Fetch, ListOffsets, ... ``OffsetCommit``."""
-    try:
-        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
-    except ValueError:
-        return str(api_key)
-
-
 STARTING, RUNNING, SHUTTING_DOWN = 1, 3, 7
 """Kafka's BrokerState values."""
 
@@ -352,7 +344,7 @@ class BrokerCollector(Collector):
             for part in ("totaltimems", "requestqueuetimems", "localtimems", "remotetimems", "responsesendtimems")
         }
         for api_key, api in sorted(stats.apis.items()):
-            name = _api_name(api_key)
+            name = request_name(api_key)
             for version, count in sorted(api.requests.items()):
                 requests.add_metric([name, str(version)], count)
             labels = {"request": name}

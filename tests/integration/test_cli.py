@@ -61,6 +61,7 @@ ADMIN_COMMANDS = {
     "consumer-offset-checker": (["consumer-offset-checker", "--group", "g"], ["--timeout", "2"]),
     "reassign-partitions": (["reassign-partitions", "--list"], []),  # Kafka's --timeout means something else
     "configs": (["configs", "--describe", "--topic", "t"], ["--timeout", "2"]),
+    "acls": (["acls", "--list"], ["--timeout", "2"]),
     "delete-records": (["delete-records", "--offset-json-file", "OFFSETS"], ["--timeout", "2"]),
     "log-dirs": (["log-dirs", "--describe"], ["--timeout", "2"]),
     "broker-api-versions": (["broker-api-versions"], ["--timeout", "2"]),

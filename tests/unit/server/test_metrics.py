@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mq.protocol.api_keys import request_name
 from mq.server.metrics import (
     BOUNDS_MS,
     MESSAGES_IN,
@@ -11,7 +12,6 @@ from mq.server.metrics import (
     BrokerTopicStats,
     Histogram,
     RequestStats,
-    _api_name,
 )
 
 
@@ -66,11 +66,11 @@ def test_request_stats_split_a_request_into_kafkas_five_times() -> None:
 
 
 def test_request_names_are_kafkas() -> None:
-    assert _api_name(0) == "Produce"
-    assert _api_name(1) == "Fetch"
-    assert _api_name(2) == "ListOffsets"
-    assert _api_name(8) == "OffsetCommit"
-    assert _api_name(18) == "ApiVersions"
+    assert request_name(0) == "Produce"
+    assert request_name(1) == "Fetch"
+    assert request_name(2) == "ListOffsets"
+    assert request_name(8) == "OffsetCommit"
+    assert request_name(18) == "ApiVersions"
 
 
 def test_topic_counters_of_topics_gone_still_count_for_all_topics() -> None:
