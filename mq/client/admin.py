@@ -18,6 +18,7 @@ from mq.client.cluster import BrokerMetadata, Cluster, TopicMetadata, kafka_erro
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ResourceType
@@ -171,12 +172,15 @@ class AsyncAdmin:
         cluster: Cluster | None = None,
         client_id: str = DEFAULT_CLIENT_ID,
         request_timeout_ms: int = 30_000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._owns_cluster = cluster is None
         if cluster is None:
             if bootstrap_servers is None:
                 raise ValueError("bootstrap_servers or cluster is required")
-            cluster = Cluster(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+            cluster = Cluster(
+                bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms, security=security
+            )
         self.cluster = cluster
         self.timeout_ms = request_timeout_ms
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,21 +36,32 @@ Handler = Callable[[RequestHeader, Any], Any]
 
 
 class FakeBroker:
-    """Answers ApiVersions itself (error 35 with a v0 body above ``api_versions_max``) and delegates the rest."""
+    """Answers ApiVersions itself (error 35 with a v0 body above ``api_versions_max``) and delegates the rest; speaks
+    TLS with ``ssl_context`` (a server context) when given."""
 
-    def __init__(self, node_id: int = 0, versions: dict[int, tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        node_id: int = 0,
+        versions: dict[int, tuple[int, int]] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.node_id = node_id
         self.versions = dict(BROKER_VERSIONS if versions is None else versions)
         self.handlers: dict[int, Handler] = {}
         self.requests: list[tuple[RequestHeader, Any]] = []
         self.connections = 0
-        self.host = "127.0.0.1"
+        self.host = host
         self.port = 0
+        self.ssl_context = ssl_context
+        self.peer_certificates: list[dict[str, Any] | None] = []
+        """The client certificate of each TLS connection (None when the client sent none)."""
         self._server: asyncio.Server | None = None
         self._writers: list[asyncio.StreamWriter] = []
 
     async def start(self) -> FakeBroker:
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
+        self._server = await asyncio.start_server(self._serve, self.host, 0, ssl=self.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -70,6 +82,8 @@ class FakeBroker:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         self._writers.append(writer)
+        if self.ssl_context is not None:
+            self.peer_certificates.append(writer.get_extra_info("peercert"))
         decoder = FrameDecoder(1 << 28)
         try:
             while data := await reader.read(65536):
