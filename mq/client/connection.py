@@ -183,6 +183,15 @@ class BrokerConnection:
             self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
             try:
                 self.api_versions = await self._handshake()
+            except BrokerConnectionError as exc:
+                self._close(BrokerConnectionError(f"ApiVersions handshake with {self.host}:{self.port} failed"))
+                if not self.security.uses_tls:
+                    raise
+                # TLS 1.3 finishes the client's side of the handshake before the broker has checked the client's
+                # certificate: a refusal then shows as a closed or reset connection at the first request.
+                raise BrokerConnectionError(
+                    f"{exc} (right after the TLS handshake: the broker may have refused this client's certificate)"
+                ) from exc
             except BaseException:
                 self._close(BrokerConnectionError(f"ApiVersions handshake with {self.host}:{self.port} failed"))
                 raise
