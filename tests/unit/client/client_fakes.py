@@ -8,6 +8,9 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from scramp import ScramException, ScramMechanism
+
+from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, decode_request, encode_response, response_schema
 from mq.protocol.entities import build
@@ -30,6 +33,9 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
+
+SASL_PASSWORD = "alice-secret"
+SASL_VERSIONS = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 Handler = Callable[[RequestHeader, Any], Any]
 """Returns a response dict (built for the request's version), None for no response, or an awaitable of either."""
@@ -148,6 +154,49 @@ def metadata_handler(
         }
 
     return handle
+
+
+def sasl_broker(*, enabled: tuple[str, ...] = ("PLAIN",), lifetime_ms: int = 0, **kwargs: Any) -> FakeBroker:
+    """A broker (no topics) accepting the user alice with ``SASL_PASSWORD`` through the ``enabled`` mechanisms
+    (SCRAM answered by scramp's server side); ``lifetime_ms`` is the session lifetime it gives."""
+    broker = FakeBroker(**kwargs)
+    broker.versions.update(SASL_VERSIONS)
+    broker.handlers[ApiKey.METADATA] = metadata_handler([broker], {})
+    state: dict[str, Any] = {}
+
+    def handshake(header: RequestHeader, body: Any) -> dict[str, Any]:
+        state["mechanism"] = body.mechanism
+        if body.mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            scram = ScramMechanism(body.mechanism)
+            auth = scram.make_auth_info(SASL_PASSWORD, iteration_count=4096)
+            state["scram"] = scram.make_server(lambda username: auth)
+        code = 0 if body.mechanism in enabled else ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        return {"error_code": code, "mechanisms": list(enabled)}
+
+    def authenticate(header: RequestHeader, body: Any) -> dict[str, Any]:
+        done = {"error_code": 0, "auth_bytes": b"", "session_lifetime": lifetime_ms}
+        failed = {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "auth_bytes": b""}
+        if state["mechanism"] == "PLAIN":
+            if body.auth_bytes == f"\0alice\0{SASL_PASSWORD}".encode():
+                return done
+            return {**failed, "error_message": "Authentication failed: Invalid username or password"}
+        server = state["scram"]
+        try:
+            if "client_first" not in state:
+                state["client_first"] = body.auth_bytes
+                server.set_client_first(body.auth_bytes.decode())
+                return {**done, "auth_bytes": server.get_server_first().encode(), "session_lifetime": 0}
+            del state["client_first"]
+            server.set_client_final(body.auth_bytes.decode())
+            return {**done, "auth_bytes": server.get_server_final().encode()}
+        except ScramException:
+            state.pop("client_first", None)
+            message = f"Authentication failed during authentication due to invalid credentials with SASL mechanism {state['mechanism']}"
+            return {**failed, "error_message": message}
+
+    broker.handlers[ApiKey.SASL_HANDSHAKE] = handshake
+    broker.handlers[ApiKey.SASL_AUTHENTICATE] = authenticate
+    return broker
 
 
 async def start_cluster(topics: dict[str, list[int]], count: int = 1) -> list[FakeBroker]:

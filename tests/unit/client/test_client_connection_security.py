@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from client_fakes import FakeBroker, metadata_handler, run
+from client_fakes import SASL_PASSWORD as PASSWORD
+from client_fakes import FakeBroker, metadata_handler, run, sasl_broker
 from scramp import ScramException, ScramMechanism
 
 from mq.client.admin import AsyncAdmin
@@ -22,9 +23,6 @@ from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader
 from mq.tools.certs import Certificates, make_certs
 from tests.tls_helpers import server_context
-
-PASSWORD = "alice-secret"
-SASL_VERSIONS = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 
 @pytest.fixture(scope="module")
@@ -50,48 +48,6 @@ def _sasl(mechanism: str, password: str = PASSWORD, protocol: str = "SASL_PLAINT
 
 def _md() -> dict[str, Any]:
     return {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-
-
-def _broker(*, enabled: tuple[str, ...] = ("PLAIN",), lifetime_ms: int = 0, **kwargs: Any) -> FakeBroker:
-    """A broker whose SASL handlers accept alice/alice-secret with the ``enabled`` mechanisms."""
-    broker = FakeBroker(**kwargs)
-    broker.versions.update(SASL_VERSIONS)
-    broker.handlers[ApiKey.METADATA] = metadata_handler([broker], {})
-    state: dict[str, Any] = {}
-
-    def handshake(header: RequestHeader, body: Any) -> dict[str, Any]:
-        state["mechanism"] = body.mechanism
-        if body.mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-            scram = ScramMechanism(body.mechanism)
-            auth = scram.make_auth_info(PASSWORD, iteration_count=4096)
-            state["scram"] = scram.make_server(lambda username: auth)
-        code = 0 if body.mechanism in enabled else ErrorCode.UNSUPPORTED_SASL_MECHANISM
-        return {"error_code": code, "mechanisms": list(enabled)}
-
-    def authenticate(header: RequestHeader, body: Any) -> dict[str, Any]:
-        done = {"error_code": 0, "auth_bytes": b"", "session_lifetime": lifetime_ms}
-        failed = {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "auth_bytes": b""}
-        if state["mechanism"] == "PLAIN":
-            if body.auth_bytes == f"\0alice\0{PASSWORD}".encode():
-                return done
-            return {**failed, "error_message": "Authentication failed: Invalid username or password"}
-        server = state["scram"]
-        try:
-            if "client_first" not in state:
-                state["client_first"] = body.auth_bytes
-                server.set_client_first(body.auth_bytes.decode())
-                return {**done, "auth_bytes": server.get_server_first().encode(), "session_lifetime": 0}
-            del state["client_first"]
-            server.set_client_final(body.auth_bytes.decode())
-            return {**done, "auth_bytes": server.get_server_final().encode()}
-        except ScramException:
-            state.pop("client_first", None)
-            message = f"Authentication failed during authentication due to invalid credentials with SASL mechanism {state['mechanism']}"
-            return {**failed, "error_message": message}
-
-    broker.handlers[ApiKey.SASL_HANDSHAKE] = handshake
-    broker.handlers[ApiKey.SASL_AUTHENTICATE] = authenticate
-    return broker
 
 
 async def _exchange(broker: FakeBroker, security: ClientSecurity, host: str | None = None) -> BrokerConnection:
@@ -131,7 +87,7 @@ def _fails(make: Callable[[], FakeBroker], security: ClientSecurity, host: str |
     return error
 
 
-def test_ssl_connection_verifies_the_broker(certs: Certificates) -> None:
+def test_ssl_connection_verifies_thesasl_broker(certs: Certificates) -> None:
     async def main() -> None:
         broker = await FakeBroker(ssl_context=server_context(certs.broker)).start()
         broker.handlers[ApiKey.METADATA] = metadata_handler([broker], {})
@@ -259,7 +215,7 @@ def test_missing_client_certificate_after_a_tls13_handshake_is_explained(certs: 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_ssl_authenticates_after_api_versions(certs: Certificates, mechanism: str) -> None:
     async def main() -> None:
-        broker = await _broker(enabled=(mechanism,), ssl_context=server_context(certs.broker)).start()
+        broker = await sasl_broker(enabled=(mechanism,), ssl_context=server_context(certs.broker)).start()
         conn = await _exchange(broker, _sasl(mechanism, protocol="SASL_SSL", **_tls(certs)))
         await conn.close()
         await broker.stop()
@@ -275,7 +231,7 @@ def test_sasl_ssl_authenticates_after_api_versions(certs: Certificates, mechanis
 
 def test_sasl_authenticate_uses_the_highest_common_version() -> None:
     async def main() -> None:
-        broker = _broker()
+        broker = sasl_broker()
         broker.versions[ApiKey.SASL_AUTHENTICATE] = (0, 0)
         await broker.start()
         conn = await _exchange(broker, _sasl("PLAIN"))
@@ -297,13 +253,13 @@ def test_sasl_authenticate_uses_the_highest_common_version() -> None:
     ],
 )
 def test_wrong_password_fails_with_the_brokers_message(mechanism: str, message: str) -> None:
-    error = _fails(lambda: _broker(enabled=(mechanism,)), _sasl(mechanism, password="wrong-secret"))
+    error = _fails(lambda: sasl_broker(enabled=(mechanism,)), _sasl(mechanism, password="wrong-secret"))
     assert str(error) == message
     assert error.code == ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
 def test_mechanism_the_broker_does_not_enable() -> None:
-    error = _fails(lambda: _broker(enabled=("PLAIN", "SCRAM-SHA-512")), _sasl("SCRAM-SHA-256"))
+    error = _fails(lambda: sasl_broker(enabled=("PLAIN", "SCRAM-SHA-512")), _sasl("SCRAM-SHA-256"))
     assert error.code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
     assert "refused SASL mechanism SCRAM-SHA-256" in str(error)
     assert "enabled: PLAIN, SCRAM-SHA-512" in str(error)
@@ -314,7 +270,7 @@ def test_scram_broker_that_does_not_know_the_password_is_not_trusted() -> None:
     """A broker that accepts any proof but cannot sign with the real password's key is refused by the client."""
 
     def make() -> FakeBroker:
-        broker = _broker(enabled=("SCRAM-SHA-256",))
+        broker = sasl_broker(enabled=("SCRAM-SHA-256",))
         impostor = ScramMechanism("SCRAM-SHA-256")
         auth = impostor.make_auth_info("another-password", iteration_count=4096)
         server = impostor.make_server(lambda username: auth)
@@ -336,7 +292,7 @@ def test_scram_broker_that_does_not_know_the_password_is_not_trusted() -> None:
 
 def test_session_with_a_lifetime_is_renewed_on_the_same_connection() -> None:
     async def main() -> None:
-        broker = await _broker(lifetime_ms=1).start()
+        broker = await sasl_broker(lifetime_ms=1).start()
         conn = await _exchange(broker, _sasl("PLAIN"))
         await asyncio.sleep(0.01)  # past the 1 ms lifetime
         await conn.send(ApiKey.METADATA, _md())
@@ -355,7 +311,7 @@ def test_session_with_a_lifetime_is_renewed_on_the_same_connection() -> None:
 
 def test_session_without_a_lifetime_is_not_renewed() -> None:
     async def main() -> None:
-        broker = await _broker().start()
+        broker = await sasl_broker().start()
         conn = await _exchange(broker, _sasl("PLAIN"))
         await asyncio.sleep(0.01)
         await conn.send(ApiKey.METADATA, _md())
@@ -368,7 +324,7 @@ def test_session_without_a_lifetime_is_not_renewed() -> None:
 
 def test_broker_closing_instead_of_renewing_means_a_fresh_connection() -> None:
     async def main() -> None:
-        broker = await _broker(lifetime_ms=1).start()
+        broker = await sasl_broker(lifetime_ms=1).start()
         conn = await _exchange(broker, _sasl("PLAIN"))
         renewal = broker.handlers[ApiKey.SASL_HANDSHAKE]
 
@@ -403,7 +359,7 @@ def test_plaintext_client_against_a_tls_broker_does_not_hang(certs: Certificates
 
 def test_admin_client_connects_with_its_security(certs: Certificates) -> None:
     async def main() -> None:
-        broker = await _broker(enabled=("SCRAM-SHA-512",), ssl_context=server_context(certs.broker)).start()
+        broker = await sasl_broker(enabled=("SCRAM-SHA-512",), ssl_context=server_context(certs.broker)).start()
         security = _sasl("SCRAM-SHA-512", protocol="SASL_SSL", **_tls(certs))
         async with AsyncAdmin(f"{broker.host}:{broker.port}", security=security) as admin:
             assert admin.cluster.security is security
