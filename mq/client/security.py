@@ -101,7 +101,7 @@ _IANA_SUITE = re.compile(
     r"(?:_(?P<mode>GCM|CBC))?_(?P<mac>SHA|SHA256|SHA384)"
 )
 _JKS_MAGIC = (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce")
-_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z ]+)-----.*?-----END \1-----", re.DOTALL)
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -160,11 +160,10 @@ def client_security(properties: Mapping[str, str], source: str = "client propert
     mechanism = username = password = None
     if protocol.startswith("SASL_"):
         mechanism, username, password = _sasl(props, protocol, source)
-    context, check_hostname = (
-        (_ssl_context(props, source), _check_hostname(props, source)) if "SSL" in protocol else (None, True)
-    )
-    if context is not None and context.verify_mode == ssl.CERT_NONE:
-        check_hostname = False
+    context, check_hostname = None, True
+    if protocol.endswith("SSL"):
+        context = _ssl_context(props, source)
+        check_hostname = _check_hostname(props, source) and context.verify_mode != ssl.CERT_NONE
     return ClientSecurity(protocol, context, check_hostname, mechanism, username, password)
 
 
@@ -246,7 +245,7 @@ def _store_type(props: Mapping[str, str], prefix: str, data: bytes, source: str)
     assumed). A Java KeyStore is refused."""
     location, type_key = f"{prefix}.location", f"{prefix}.type"
     declared = props.get(type_key, "").upper()
-    if declared in ("JKS", "JCEKS") or (not declared and data[:4] in _JKS_MAGIC):
+    if declared in ("JKS", "JCEKS") or data[:4] in _JKS_MAGIC:
         raise ConfigError(
             f"{location} {props[location]} in {source} is a Java KeyStore ({declared or 'JKS'}), which mq cannot "
             f"read: convert it (keytool -importkeystore -deststoretype PKCS12) and set {type_key}=PKCS12, or use PEM"
@@ -290,9 +289,28 @@ def _load_trust(context: ssl.SSLContext, props: Mapping[str, str], source: str) 
         context.load_default_certs()
 
 
+def _pem_blocks(text: str) -> list[tuple[str, str]]:
+    """(label, block) of each PEM block of ``text``, rewrapped in 64-character lines: a value written over several
+    properties lines with ``\\`` continuations (as Kafka's documentation shows) arrives as one line, its base64 cut
+    by spaces. A block with headers (a legacy encrypted key) is kept as it is."""
+    blocks = []
+    for match in _PEM_BLOCK.finditer(text):
+        label, body = match.group(1), match.group(2)
+        if ":" in body:
+            blocks.append((label, match.group(0) + "\n"))
+            continue
+        data = "".join(body.split())
+        lines = [data[at : at + 64] for at in range(0, len(data), 64)]
+        blocks.append((label, "\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----", ""])))
+    return blocks
+
+
 def _load_pem_trust(context: ssl.SSLContext, text: str, key: str, source: str) -> None:
+    certificates = "".join(block for label, block in _pem_blocks(text) if label == "CERTIFICATE")
+    if not certificates:
+        raise ConfigError(f"{key} in {source} holds no PEM certificate")
     try:
-        context.load_verify_locations(cadata=text)
+        context.load_verify_locations(cadata=certificates)
     except (ssl.SSLError, ValueError) as exc:
         raise ConfigError(f"{key} in {source} holds no usable PEM certificate: {_reason(exc)}") from None
 
@@ -336,7 +354,7 @@ def _load_pem_identity(context: ssl.SSLContext, text: str, password: str | None,
     from cryptography import x509
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-    blocks = [(m.group(1), m.group(0)) for m in _PEM_BLOCK.finditer(text)]
+    blocks = _pem_blocks(text)
     keys = [block for label, block in blocks if label.endswith("PRIVATE KEY")]
     certs = [block for label, block in blocks if label == "CERTIFICATE"]
     if len(keys) != 1 or not certs:

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.serialization import (
 from cryptography.x509 import load_pem_x509_certificate
 
 from mq.client.security import PLAINTEXT, ClientSecurity, client_security
+from mq.config import parse_properties
 from mq.errors import ConfigError
 from mq.tools.certs import Certificates, make_certs
 from tests.tls_helpers import handshake, server_context
@@ -156,6 +157,26 @@ def test_java_inline_pem_truststore_and_keystore_with_key_password(certs: Certif
         }
     )
     assert _peer_cn(security, certs) == "alice"
+
+
+def test_inline_pem_written_over_continued_properties_lines(certs: Certificates) -> None:
+    """As Kafka's documentation writes them: each PEM line ends with `` \\``, so the value arrives as one line."""
+
+    def continued(pem: str) -> str:
+        return " \\\n".join(pem.strip().splitlines())
+
+    alice = certs.clients["alice"]
+    text = (
+        "security.protocol=SSL\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.certificates={continued(certs.ca.read_text())}\n"
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.certificate.chain={continued(alice.certificate.read_text())}\n"
+        f"ssl.keystore.key={continued(alice.key.read_text())}\n"
+    )
+    properties = parse_properties(text, "client.properties")
+    assert "\n" not in properties["ssl.truststore.certificates"]
+    assert _peer_cn(client_security(properties, "client.properties"), certs) == "alice"
 
 
 def test_java_pem_keystore_file(certs: Certificates, tmp_path: Path) -> None:
