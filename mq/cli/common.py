@@ -17,6 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from mq.client.security import SECURITY_KEYS, client_security
 from mq.config import parse_properties
 from mq.errors import ConfigError, KafkaError
 from mq.zk.store import StoreError
@@ -93,22 +94,23 @@ ADMIN_CLIENT_KEYS = {
     "request.timeout.ms": ("request_timeout_ms", int),
     "default.api.timeout.ms": ("api_timeout_ms", int),
 }
-"""Admin client properties (``--command-config`` / ``--admin.config``) mq's admin client acts on; the others are
-accepted and reported as ignored."""
+"""Admin client properties (``--command-config`` / ``--admin.config``) mq's admin client acts on, besides the
+security keys (``mq.client.security``); the others are accepted and reported as ignored."""
 
 DEFAULT_ADMIN_TIMEOUT_S = 30.0
 """How long an admin command waits for the brokers by default (Kafka's admin client: 60 s)."""
 
 
 def admin_client_options(path: str | None) -> dict[str, Any]:
-    """Keyword arguments for ``SyncAdmin`` from a Kafka-style admin client properties file."""
+    """Keyword arguments for ``SyncAdmin`` from a Kafka-style admin client properties file (``security`` from its
+    security keys); a bad value is bad usage."""
     if path is None:
         return {}
+    properties = client_properties_file(path)
     try:
-        properties = parse_properties(Path(path).read_text(encoding="utf-8"), path)
-    except OSError as exc:
-        raise ToolError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
-    options: dict[str, Any] = {}
+        options: dict[str, Any] = {"security": client_security(properties, path)}
+    except ConfigError as exc:
+        raise ToolError(str(exc), EXIT_USAGE) from None
     for key, value in properties.items():
         if key in ADMIN_CLIENT_KEYS:
             name, kind = ADMIN_CLIENT_KEYS[key]
@@ -116,7 +118,7 @@ def admin_client_options(path: str | None) -> dict[str, Any]:
                 options[name] = kind(value)
             except ValueError:
                 raise ToolError(f"invalid value '{value}' for {key} in {path}", EXIT_USAGE) from None
-        elif key != "bootstrap.servers":
+        elif key != "bootstrap.servers" and key not in SECURITY_KEYS:
             click.echo(f"Warning: ignoring admin client property {key}", err=True)
     return options
 
@@ -128,7 +130,8 @@ def command_config_option(*names: str) -> Callable[[F], F]:
         "command_config",
         type=click.Path(dir_okay=False),
         metavar="FILE",
-        help="Admin client properties: request.timeout.ms, default.api.timeout.ms, client.id.",
+        help="Admin client properties: request.timeout.ms, default.api.timeout.ms, client.id, and security "
+        "(security.protocol, sasl.*, ssl.*).",
     )
 
 

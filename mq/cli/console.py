@@ -8,8 +8,10 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, admin_settings
+from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, admin_settings, client_properties_file
+from mq.client.security import PLAINTEXT
 from mq.errors import KafkaError
+from mq.tools.client_properties import producer_settings
 from mq.tools.console import (
     ConsoleError,
     Formatter,
@@ -44,7 +46,28 @@ def _fail(message: str, code: int = EXIT_FAILED) -> None:
 @click.option("--message-send-max-retries", "retries", default=3, show_default=True)
 @click.option("--retry-backoff-ms", default=100, show_default=True)
 @click.option("--request-timeout-ms", default=1500, show_default=True)
-def console_producer(bootstrap: str, topic: str, properties: tuple[str, ...], **options: Any) -> None:
+@click.option(
+    "--producer-property",
+    "producer_properties",
+    multiple=True,
+    metavar="K=V",
+    help="Producer config, e.g. client.id, security.protocol, sasl.mechanism (the options above win).",
+)
+@click.option(
+    "--producer.config",
+    "producer_config",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Producer config properties file (--producer-property wins).",
+)
+def console_producer(
+    bootstrap: str,
+    topic: str,
+    properties: tuple[str, ...],
+    producer_properties: tuple[str, ...],
+    producer_config: str | None,
+    **options: Any,
+) -> None:
     """Read lines from standard input and produce each as a message.
 
     Exit codes: 0 when every line was acknowledged, 1 on a failed send or a bad line, 2 for bad usage.
@@ -53,21 +76,27 @@ def console_producer(bootstrap: str, topic: str, properties: tuple[str, ...], **
 
     try:
         reader = LineReader.from_properties(parse_properties(properties))
-    except ConsoleError as exc:
+        config = client_properties_file(producer_config) if producer_config else {}
+        config.update(parse_properties(producer_properties))
+        settings = producer_settings(config, lambda line: click.echo(line, err=True))
+    except (ConsoleError, ValueError) as exc:
         _fail(str(exc), EXIT_USAGE)
+    except ToolError as exc:
+        _fail(str(exc), exc.exit_code)
+    settings.pop("bootstrap_servers", None)
     acks = options["request_required_acks"]
+    settings.update(
+        acks=-1 if acks in ("-1", "all") else int(acks),
+        linger_ms=0 if options["sync"] else options["linger_ms"],
+        batch_size=options["batch_size"],
+        compression=options["compression_codec"],
+        retries=options["retries"],
+        retry_backoff_ms=options["retry_backoff_ms"],
+        request_timeout_ms=options["request_timeout_ms"],
+    )
     pending = []
     try:
-        with SyncProducer(
-            bootstrap,
-            acks=-1 if acks in ("-1", "all") else int(acks),
-            linger_ms=0 if options["sync"] else options["linger_ms"],
-            batch_size=options["batch_size"],
-            compression=options["compression_codec"],
-            retries=options["retries"],
-            retry_backoff_ms=options["retry_backoff_ms"],
-            request_timeout_ms=options["request_timeout_ms"],
-        ) as producer:
+        with SyncProducer(bootstrap, **settings) as producer:
             prompt = sys.stdin.isatty()
             for number, raw in enumerate(_lines(prompt), start=1):
                 key, value = reader.parse(raw, number)
@@ -179,14 +208,16 @@ def console_consumer(
                 printer.run(group_consumer)
         else:
             allow_create = settings.get("allow_auto_create_topics", True)
+            security = settings.get("security", PLAINTEXT)
             with SyncConsumer(
                 bootstrap,
                 auto_offset_reset="earliest",
                 isolation_level=isolation_level,
                 allow_auto_create_topics=allow_create,
+                security=security,
             ) as consumer:
                 if pattern is not None:
-                    with SyncAdmin(bootstrap) as admin:
+                    with SyncAdmin(bootstrap, security=security) as admin:
                         topics = admin.call(AsyncAdmin.describe_topics, None)
                     matching = [t for t in topics if pattern.fullmatch(t.name) and not t.is_internal]
                     tps = [TopicPartition(t.name, p.partition) for t in matching for p in t.partitions]

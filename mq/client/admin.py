@@ -18,6 +18,7 @@ from mq.client.cluster import BrokerMetadata, Cluster, TopicMetadata, kafka_erro
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.acls import binding_fields, binding_of, filter_fields
 from mq.protocol.api_keys import ApiKey
@@ -196,12 +197,15 @@ class AsyncAdmin:
         cluster: Cluster | None = None,
         client_id: str = DEFAULT_CLIENT_ID,
         request_timeout_ms: int = 30_000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._owns_cluster = cluster is None
         if cluster is None:
             if bootstrap_servers is None:
                 raise ValueError("bootstrap_servers or cluster is required")
-            cluster = Cluster(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+            cluster = Cluster(
+                bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms, security=security
+            )
         self.cluster = cluster
         self.timeout_ms = request_timeout_ms
 

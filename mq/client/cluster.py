@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mq.client.connection import DEFAULT_CLIENT_ID, BrokerConnection, BrokerConnectionError
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError, exception_for
 from mq.protocol.api_keys import ApiKey
 from mq.topic_partition import TopicPartition
@@ -106,6 +107,7 @@ class Cluster:
         retry_backoff_ms: int = 100,
         retries: int = 5,
         allow_auto_topic_creation: bool = False,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
@@ -114,6 +116,8 @@ class Cluster:
         self.retries = retries
         self.allow_auto_topic_creation = allow_auto_topic_creation
         """The default of ``refresh_metadata``'s flag of the same name."""
+        self.security = security
+        """TLS and SASL of every connection to this cluster's brokers."""
         self.last_error: KafkaError | None = None
         """The last retriable error ``with_retries`` retried after."""
         self.brokers: dict[int, BrokerMetadata] = {}
@@ -121,11 +125,17 @@ class Cluster:
         self.controller_id = -1
         self.cluster_id: str | None = None
         self._connections: dict[int, BrokerConnection] = {}
-        self._bootstrap_connections = [self._new_connection(-1 - i, h, p) for i, (h, p) in enumerate(self.bootstrap)]
+        self._bootstrap_connections = [self.new_connection(-1 - i, h, p) for i, (h, p) in enumerate(self.bootstrap)]
 
-    def _new_connection(self, node_id: int, host: str, port: int) -> BrokerConnection:
+    def new_connection(self, node_id: int, host: str, port: int) -> BrokerConnection:
+        """A connection to one of this cluster's brokers with the cluster's client id, timeout and security."""
         return BrokerConnection(
-            host, port, node_id=node_id, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+            host,
+            port,
+            node_id=node_id,
+            client_id=self.client_id,
+            request_timeout_ms=self.request_timeout_ms,
+            security=self.security,
         )
 
     def connection(self, node_id: int) -> BrokerConnection:
@@ -135,7 +145,7 @@ class Cluster:
             raise KafkaError(f"broker {node_id} is not in the cluster metadata", code=ErrorCode.BROKER_NOT_AVAILABLE)
         conn = self._connections.get(node_id)
         if conn is None or (conn.host, conn.port) != (broker.host, broker.port):
-            conn = self._connections[node_id] = self._new_connection(node_id, broker.host, broker.port)
+            conn = self._connections[node_id] = self.new_connection(node_id, broker.host, broker.port)
         return conn
 
     async def send(self, node_id: int | None, api_key: int, body: Mapping[str, Any], version: int | None = None) -> Any:

@@ -4,6 +4,16 @@ Requests are written as soon as they are sent; responses come back in request or
 request by correlation id. A request that times out, a broken socket or an out-of-order response closes the
 connection and fails every request in flight; the next ``send`` connects again and repeats the ApiVersions
 handshake.
+
+Security (``ClientSecurity``): SSL and SASL_SSL open the socket with TLS, checking the broker's certificate against
+the host name connected to unless told not to. SASL_PLAINTEXT and SASL_SSL authenticate right after ApiVersions, as
+Kafka's clients do: SaslHandshake v1 names the mechanism, then SaslAuthenticate carries the tokens (PLAIN: one,
+``\0user\0password``; SCRAM: client-first, client-final, and the broker's signature is checked). A refused TLS
+handshake or SASL exchange raises ``AuthenticationError``, which is not retriable. When the broker gives the session
+a lifetime (SaslAuthenticate v1+), the connection authenticates again on the same socket before the lifetime has
+passed (KIP-368), at a random point between 85 % and 95 % of it, before the next request; other requests wait
+until it is done. A broker that closes the socket instead fails the requests then in flight with the retriable
+``BrokerConnectionError``, and the next ``send`` connects and authenticates afresh.
 """
 
 from __future__ import annotations
@@ -11,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import random
+import ssl
 import struct
 from collections import deque
 from collections.abc import Mapping
@@ -18,6 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
@@ -61,6 +74,14 @@ class RequestTimedOutError(KafkaError):
     code = ErrorCode.REQUEST_TIMED_OUT
 
 
+class AuthenticationError(KafkaError):
+    """The broker refused this client's TLS handshake or SASL authentication (not retriable). ``code`` is the
+    broker's SASL error (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE); a refused TLS
+    handshake has SASL_AUTHENTICATION_FAILED, Kafka's code for a failed authentication."""
+
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
 class UnsupportedVersionError(KafkaError):
     """Client and broker share no version of an API."""
 
@@ -86,6 +107,7 @@ class BrokerConnection:
         client_id: str = DEFAULT_CLIENT_ID,
         request_timeout_ms: int = 30_000,
         connect_timeout_ms: int = 10_000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.host = host
         self.port = port
@@ -93,6 +115,7 @@ class BrokerConnection:
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
+        self.security = security
         self.api_versions: dict[int, tuple[int, int]] = {}
         """The broker's (min, max) per API key, from the last handshake."""
         self._writer: asyncio.StreamWriter | None = None
@@ -101,6 +124,8 @@ class BrokerConnection:
         self._correlation_ids = itertools.count(1)
         self._connect_lock = asyncio.Lock()
         self._connecting = False
+        self._reauthenticate_at: float | None = None
+        """Loop time after which the SASL session is renewed before the next request (None: never)."""
 
     def __repr__(self) -> str:
         return f"BrokerConnection(node_id={self.node_id}, {self.host}:{self.port})"
@@ -123,14 +148,28 @@ class BrokerConnection:
         return None
 
     async def connect(self) -> None:
-        """Open the socket and negotiate API versions, unless already connected."""
+        """Open the socket (TLS when the protocol says so), negotiate API versions and authenticate (SASL), unless
+        already connected; renew a SASL session whose lifetime is nearly over."""
         async with self._connect_lock:
             if self._writer is not None:
+                if self._reauthenticate_at is not None and asyncio.get_running_loop().time() >= self._reauthenticate_at:
+                    await self._reauthenticate()
                 return
             self._connecting = True
+            tls: dict[str, Any] = {}
+            if self.security.uses_tls:
+                tls = {"ssl": self.security.ssl_context, "server_hostname": self.host}
             try:
                 async with asyncio.timeout(self.connect_timeout_ms / 1000):
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    reader, writer = await asyncio.open_connection(self.host, self.port, **tls)
+            except (ssl.SSLEOFError, ssl.SSLZeroReturnError) as exc:
+                raise BrokerConnectionError(
+                    f"cannot connect to {self.host}:{self.port}: the connection closed during the TLS handshake"
+                ) from exc
+            except ssl.SSLError as exc:
+                raise AuthenticationError(
+                    f"TLS handshake with {self.host}:{self.port} failed: {_tls_reason(exc)}"
+                ) from exc
             except OSError as exc:  # TimeoutError included
                 reason = (
                     os.strerror(exc.errno)
@@ -144,9 +183,24 @@ class BrokerConnection:
             self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
             try:
                 self.api_versions = await self._handshake()
+            except BrokerConnectionError as exc:
+                self._close(BrokerConnectionError(f"ApiVersions handshake with {self.host}:{self.port} failed"))
+                if not self.security.uses_tls:
+                    raise
+                # TLS 1.3 finishes the client's side of the handshake before the broker has checked the client's
+                # certificate: a refusal then shows as a closed or reset connection at the first request.
+                raise BrokerConnectionError(
+                    f"{exc} (right after the TLS handshake: the broker may have refused this client's certificate)"
+                ) from exc
             except BaseException:
                 self._close(BrokerConnectionError(f"ApiVersions handshake with {self.host}:{self.port} failed"))
                 raise
+            if self.security.uses_sasl:
+                try:
+                    await self._authenticate()
+                except BaseException:
+                    self._close(BrokerConnectionError(f"SASL authentication with {self.host}:{self.port} failed"))
+                    raise
 
     async def _handshake(self) -> dict[int, tuple[int, int]]:
         body = {"client_software_name": "mq", "client_software_version": "1"}
@@ -156,6 +210,73 @@ class BrokerConnection:
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(f"ApiVersions failed: {ErrorCode(response.error_code).name}", code=response.error_code)
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1, then the mechanism's SaslAuthenticate exchanges; schedules the renewal of a session
+        the broker gave a lifetime."""
+        security = self.security
+        mechanism, username, password = security.sasl_mechanism, security.username, security.password
+        assert mechanism is not None and username is not None and password is not None
+        version = self.version_for(ApiKey.SASL_AUTHENTICATE)
+        timeout_ms = self.request_timeout_ms
+        handshake = await self._request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}, timeout_ms)
+        if handshake.error_code != ErrorCode.NONE:
+            raise AuthenticationError(
+                f"{self.host}:{self.port} refused SASL mechanism {mechanism} "
+                f"({ErrorCode(handshake.error_code).name}; enabled: {', '.join(handshake.mechanisms) or 'none'})",
+                code=ErrorCode(handshake.error_code),
+            )
+        if mechanism == "PLAIN":
+            response = await self._sasl_authenticate(version, b"\0" + username.encode() + b"\0" + password.encode())
+        else:
+            response = await self._scram(mechanism, username, password, version)
+        lifetime_ms = int(response.session_lifetime.total_seconds() * 1000) if version >= 1 else 0
+        self._reauthenticate_at = None
+        if lifetime_ms > 0:
+            renew_after = lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+            self._reauthenticate_at = asyncio.get_running_loop().time() + renew_after
+
+    async def _scram(self, mechanism: str, username: str, password: str, version: int) -> Any:
+        """RFC 5802 without channel binding, as Kafka speaks it; the broker's final message must prove that it
+        knows the password too."""
+        from scramp import ScramClient, ScramException
+
+        try:
+            scram = ScramClient([mechanism], username, password)
+        except ScramException:
+            raise AuthenticationError(f"the username or password cannot be used with {mechanism}") from None
+        response = await self._sasl_authenticate(version, scram.get_client_first().encode())
+        try:
+            scram.set_server_first(response.auth_bytes.decode())
+            final = scram.get_client_final()
+        except (ScramException, UnicodeDecodeError) as exc:
+            raise AuthenticationError(f"{self.host}:{self.port} sent a bad SCRAM first message: {exc}") from None
+        response = await self._sasl_authenticate(version, final.encode())
+        try:
+            scram.set_server_final(response.auth_bytes.decode())
+        except (ScramException, UnicodeDecodeError) as exc:
+            raise AuthenticationError(
+                f"{self.host}:{self.port} did not prove that it knows the password: {exc}"
+            ) from None
+        return response
+
+    async def _sasl_authenticate(self, version: int, token: bytes) -> Any:
+        response = await self._request(
+            ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token}, self.request_timeout_ms
+        )
+        if response.error_code != ErrorCode.NONE:
+            code = ErrorCode(response.error_code)
+            message = response.error_message or f"SASL authentication with {self.host}:{self.port} failed: {code.name}"
+            raise AuthenticationError(message, code=code)
+        return response
+
+    async def _reauthenticate(self) -> None:
+        self._reauthenticate_at = None
+        try:
+            await self._authenticate()
+        except BaseException:
+            self._close(BrokerConnectionError(f"SASL re-authentication with {self.host}:{self.port} failed"))
+            raise
 
     def version_for(self, api_key: int) -> int:
         """Highest version of ``api_key`` both sides support (the connection must be open)."""
@@ -230,6 +351,11 @@ class BrokerConnection:
         except KafkaError as exc:
             if self._writer is writer:
                 self._close(exc)
+        except ssl.SSLError as exc:  # a TLS alert: the broker refused this client's certificate
+            if self._writer is writer and not isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+                self._close(AuthenticationError(f"TLS with {self.host}:{self.port} failed: {_tls_reason(exc)}"))
+            elif self._writer is writer:
+                self._close(BrokerConnectionError(f"{self.host}:{self.port} closed the TLS connection"))
         except Exception as exc:  # a socket error or an undecodable response: the connection is unusable
             if self._writer is writer:
                 self._close(BrokerConnectionError(f"connection to {self.host}:{self.port} failed: {exc}"))
@@ -247,6 +373,7 @@ class BrokerConnection:
             entry.future.set_result(body)
 
     def _close(self, error: KafkaError, exclude: asyncio.Future[Any] | None = None) -> None:
+        self._reauthenticate_at = None
         writer, self._writer = self._writer, None
         task, self._reader_task = self._reader_task, None
         in_flight, self._in_flight = self._in_flight, deque()
@@ -268,6 +395,13 @@ class BrokerConnection:
 
 def _is_unsupported_version(payload: bytes) -> bool:
     return len(payload) >= 6 and _ERROR_CODE.unpack_from(payload, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
+
+
+def _tls_reason(exc: ssl.SSLError) -> str:
+    """``certificate has expired``, ``TLSV1_ALERT_UNKNOWN_CA``, ...: OpenSSL's words for why TLS failed."""
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+        return str(exc.verify_message)
+    return str(exc.reason or exc)
 
 
 def _name(api_key: int) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST
@@ -191,6 +192,7 @@ class AsyncConsumer:
         retry_backoff_ms: int = 100,
         allow_auto_create_topics: bool = True,
         default_api_timeout_ms: int = 60_000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -206,6 +208,7 @@ class AsyncConsumer:
                 request_timeout_ms=request_timeout_ms + fetch_max_wait_ms,
                 retry_backoff_ms=retry_backoff_ms,
                 allow_auto_topic_creation=allow_auto_create_topics,
+                security=security,
             )
         self.cluster = cluster
         self.auto_offset_reset = auto_offset_reset

@@ -155,13 +155,7 @@ class ConsumerCoordinator:
         if found.error_code != ErrorCode.NONE:
             raise kafka_error(found.error_code, found.error_message, f"find coordinator of group {self.group_id}")
         log.debug("group %s: coordinator is broker %s at %s:%s", self.group_id, found.node_id, found.host, found.port)
-        return BrokerConnection(
-            found.host,
-            int(found.port),
-            node_id=int(found.node_id),
-            client_id=self.cluster.client_id,
-            request_timeout_ms=self.cluster.request_timeout_ms,
-        )
+        return self.cluster.new_connection(int(found.node_id), found.host, int(found.port))
 
     def coordinator_dead(self, reason: str) -> None:
         """Forget the coordinator; the next request looks it up again."""

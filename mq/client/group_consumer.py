@@ -29,6 +29,7 @@ from mq.client.cluster import Cluster
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.consumer import AsyncConsumer, ConsumerRecord
 from mq.client.consumer_coordinator import CommitFailedError, ConsumerCoordinator, JoinResult
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 
@@ -73,6 +74,7 @@ class AsyncGroupConsumer:
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         allow_auto_create_topics: bool = True,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         if not group_id:
             raise ValueError("group_id is required")
@@ -89,6 +91,7 @@ class AsyncGroupConsumer:
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
             allow_auto_create_topics=allow_auto_create_topics,
+            security=security,
         )
         """Fetches the assigned partitions; it owns the cluster connections unless ``cluster`` was given."""
         self.cluster = self.fetcher.cluster

@@ -23,6 +23,7 @@ from typing import Any
 
 from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.records.batch_header import Codec
@@ -132,6 +133,7 @@ class AsyncProducer:
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 30_000,
         max_block_ms: int = 60_000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         if cluster is None:
             if bootstrap_servers is None:
@@ -143,6 +145,7 @@ class AsyncProducer:
                 retry_backoff_ms=retry_backoff_ms,
                 retries=retries,
                 allow_auto_topic_creation=True,
+                security=security,
             )
             self._owns_cluster = True
         else:

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mq.client.connection import BrokerConnection
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.config import BrokerConfig, DynamicBrokerConfig, Listener, TopicConfig, parse_ip_counts, parse_properties
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
@@ -148,6 +149,9 @@ class KafkaServer:
         self.config = config
         self._given_clock = clock
         self.broker_id = config.broker_id
+        self.inter_broker_security: ClientSecurity = PLAINTEXT
+        """TLS and SASL of this broker's connections to other brokers (controller requests, replica fetches,
+        liveness probes, controlled shutdown)."""
         self.bound: Listener | None = None
         """The first advertised listener, once listening."""
         self.advertised: list[Listener] = []
@@ -427,7 +431,11 @@ class KafkaServer:
             channel = LocalChannel(self.broker_id, self.replica_manager, self.cache, loop, self.inter_broker_listener)
         else:
             self.cluster_channel = ClusterChannel(
-                self.broker_id, lambda: self.controller.context.epoch, self._endpoint, loop
+                self.broker_id,
+                lambda: self.controller.context.epoch,
+                self._endpoint,
+                loop,
+                security=self.inter_broker_security,
             )
             channel = self.cluster_channel
             self.replica_manager.fetchers = ReplicaFetcherManager(
@@ -437,6 +445,7 @@ class KafkaServer:
                 min_bytes=config.replica_fetch_min_bytes,
                 max_bytes=config.replica_fetch_max_bytes,
                 quota=self.replica_manager.quotas.follower,
+                security=self.inter_broker_security,
             )
             isr_writer = IsrChangeWriter(
                 self.zk, self.broker_id, self.zk_executor, self._post, self.replica_manager.isr_change_done
@@ -531,7 +540,9 @@ class KafkaServer:
             self.registration_keeper = RegistrationKeeper(self.zk, self._registration, self._post)
             self.registration_keeper.start()
             interval = config.broker_liveness_interval_ms
-            self.liveness = PeerLivenessMonitor(self.broker_id, self.store, lambda: self.cache.brokers, interval)
+            self.liveness = PeerLivenessMonitor(
+                self.broker_id, self.store, lambda: self.cache.brokers, interval, security=self.inter_broker_security
+            )
             self.liveness.start()
 
         self.controller_thread.start()
@@ -802,7 +813,11 @@ class KafkaServer:
         if endpoint is None:
             raise KafkaError("no controller is known", ErrorCode.NOT_CONTROLLER)
         connection = BrokerConnection(
-            endpoint.host, endpoint.port, node_id=endpoint.broker_id, client_id=f"broker-{self.broker_id}-shutdown"
+            endpoint.host,
+            endpoint.port,
+            node_id=endpoint.broker_id,
+            client_id=f"broker-{self.broker_id}-shutdown",
+            security=self.inter_broker_security,
         )
         try:
             body = {"broker_id": self.broker_id, "broker_epoch": -1}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mq.client.connection import BrokerConnection, BrokerConnectionError, RequestTimedOutError
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.server.metadata_cache import BrokerEndpoint
@@ -76,8 +77,11 @@ class PeerLivenessMonitor:
         store: MetadataStore,
         peers: Callable[[], Mapping[int, BrokerEndpoint]],
         interval_ms: int,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
+        self.security = security
+        """TLS and SASL of the probes' connections (the inter-broker listener's)."""
         self.store = store
         self.peers = peers
         self.interval_s = interval_ms / 1000
@@ -123,6 +127,7 @@ class PeerLivenessMonitor:
                         client_id=f"broker-{self.broker_id}-liveness",
                         request_timeout_ms=timeout_ms,
                         connect_timeout_ms=timeout_ms,
+                        security=self.security,
                     )
                 answered = await probe(connection)
                 if answered is False:

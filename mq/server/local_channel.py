@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mq.client.connection import BrokerConnection
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode
 from mq.protocol.inter_broker import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
@@ -152,8 +153,11 @@ class ClusterChannel:
         controller_epoch: Callable[[], int],
         endpoints: Callable[[int], BrokerEndpoint | None],
         loop: asyncio.AbstractEventLoop,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._loop = loop
+        self.security = security
+        """TLS and SASL of the controller's connections to brokers (the inter-broker listener's)."""
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.endpoints = endpoints
@@ -191,7 +195,11 @@ class ClusterChannel:
                     if connection is not None:
                         await connection.close()
                     connection = BrokerConnection(
-                        endpoint.host, endpoint.port, node_id=broker_id, client_id=f"controller-{self.controller_id}"
+                        endpoint.host,
+                        endpoint.port,
+                        node_id=broker_id,
+                        client_id=f"controller-{self.controller_id}",
+                        security=self.security,
                     )
                 try:
                     response = await connection.send(api_key, body)

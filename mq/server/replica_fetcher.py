@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mq.client.connection import BrokerConnection
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.records.batch_header import iter_headers
@@ -67,8 +68,11 @@ class ReplicaFetcher:
         max_bytes: int,
         quota: ReplicationQuotaManager | None = None,
         storage_failed: Callable[[Partition, OSError], None] = lambda partition, error: None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
+        self.security = security
+        """TLS and SASL of the connection to the leader (the inter-broker listener's)."""
         self.leader_id = leader_id
         self.storage_failed = storage_failed
         """Told when appending fetched data fails with an OSError; the partition is no longer fetched."""
@@ -147,7 +151,11 @@ class ReplicaFetcher:
             if self._connection is not None:
                 await self._connection.close()
             self._connection = BrokerConnection(
-                endpoint.host, endpoint.port, node_id=self.leader_id, client_id=f"replica-fetcher-{self.broker_id}"
+                endpoint.host,
+                endpoint.port,
+                node_id=self.leader_id,
+                client_id=f"replica-fetcher-{self.broker_id}",
+                security=self.security,
             )
         return self._connection
 
@@ -319,9 +327,11 @@ class ReplicaFetcherManager:
         min_bytes: int,
         max_bytes: int,
         quota: ReplicationQuotaManager | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
         self.endpoint = endpoint
+        self.security = security
         self.settings = {"max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes}
         self.quota = quota
         self.fetchers: dict[int, ReplicaFetcher] = {}
@@ -339,6 +349,7 @@ class ReplicaFetcherManager:
                 **self.settings,
                 quota=self.quota,
                 storage_failed=lambda partition, error: self.storage_failed(partition, error),
+                security=self.security,
             )
             fetcher.start()
         fetcher.add(partition)

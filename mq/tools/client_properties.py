@@ -1,8 +1,9 @@
 """Kafka client properties files (``--producer.config``, ``--consumer.config``) mapped onto mq's client options.
 
 ``producer_settings`` and ``consumer_settings`` return keyword arguments of ``AsyncProducer`` and
-``AsyncGroupConsumer``. ``bootstrap.servers`` is returned under ``bootstrap_servers``. Keys mq's clients act on are
-parsed (a bad value raises ``ValueError`` naming the key); keys whose Kafka meaning mq's clients already have
+``AsyncGroupConsumer``. ``bootstrap.servers`` is returned under ``bootstrap_servers``, the security keys
+(``security.protocol``, ``sasl.*``, ``ssl.*``: ``mq.client.security``) as one ``security``. Keys mq's clients act on
+are parsed (a bad value raises ``ValueError`` naming the key); keys whose Kafka meaning mq's clients already have
 (byte-array serializers, one batch in flight per partition, ...) are accepted silently; any other key is reported
 through ``warn`` and ignored, never fatal.
 """
@@ -13,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mq.client.producer import codec_named
+from mq.client.security import SECURITY_KEYS, client_security
+from mq.errors import ConfigError
 from mq.tools.console import CONSUMER_KEYS
 
 Warn = Callable[[str], None]
@@ -98,8 +101,13 @@ def _settings(
                 settings[name] = parse(value)
             except ValueError as exc:
                 raise ValueError(f"invalid value {value!r} for {what} property {key}: {exc}") from None
-        elif key not in without_effect and key not in handled:
+        elif key not in without_effect and key not in handled and key not in SECURITY_KEYS:
             warn(f"Warning: ignoring {what} property {key} (mq's client does not use it)")
+    if SECURITY_KEYS.intersection(properties):
+        try:
+            settings["security"] = client_security(properties, f"the {what} properties")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
     return settings
 
 

@@ -5,7 +5,8 @@ properties: ``print.timestamp``, ``print.partition``, ``print.offset``, ``print.
 ``print.value`` (true), ``key.separator`` (TAB), ``line.separator`` (newline), ``headers.separator`` (","),
 ``null.literal`` ("null"). A formatted line holds, in order: ``CreateTime:<ts>``, ``Partition:<p>``,
 ``Offset:<o>``, headers (``k:v,...`` or ``NO_HEADERS``), key, value. ``group_consumer_settings`` turns the console
-consumer's ``--group`` and Kafka consumer properties into group consumer settings.
+consumer's ``--group`` and Kafka consumer properties into group consumer settings (the security keys into one
+``security``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mq.client.security import SECURITY_KEYS, client_security
 from mq.config import parse_properties as parse_java_properties
 from mq.errors import ConfigError
 
@@ -217,6 +219,11 @@ def group_consumer_settings(group: str | None, properties: Mapping[str, str], fr
             raise ConsoleError(f"Invalid value {value!r} for configuration {key}: {exc}") from None
     if groups:
         settings["group_id"] = groups[0]
+    if SECURITY_KEYS.intersection(properties):
+        try:
+            settings["security"] = client_security(properties, "the consumer properties")
+        except ConfigError as exc:
+            raise ConsoleError(str(exc)) from None
     reset = settings.get("auto_offset_reset")
     if from_beginning and reset not in (None, "earliest"):
         raise ConsoleError(f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}'")

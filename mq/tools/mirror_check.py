@@ -19,6 +19,7 @@ from typing import Any
 
 from mq.client.admin import AsyncAdmin
 from mq.client.consumer import AsyncConsumer, ConsumerRecord, list_offsets
+from mq.client.security import PLAINTEXT
 from mq.protocol.list_offsets import LATEST
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 
@@ -70,7 +71,8 @@ async def digests(
     client: Mapping[str, Any], pattern: re.Pattern[str], only: Iterable[TopicPartition] | None = None
 ) -> dict[TopicPartition, PartitionDigest]:
     """Digest of every partition of every non-internal topic matching ``pattern`` (or of ``only`` where present)."""
-    async with AsyncAdmin(client["bootstrap_servers"]) as admin:
+    security = client.get("security", PLAINTEXT)
+    async with AsyncAdmin(client["bootstrap_servers"], security=security) as admin:
         topics = await admin.describe_topics()
     present = {
         TopicPartition(t.name, p.partition)
@@ -82,7 +84,9 @@ async def digests(
     result = {tp: PartitionDigest() for tp in wanted}
     if not wanted:
         return result
-    async with AsyncConsumer(client["bootstrap_servers"], auto_offset_reset="earliest", fetch_max_wait_ms=100) as c:
+    async with AsyncConsumer(
+        client["bootstrap_servers"], auto_offset_reset="earliest", fetch_max_wait_ms=100, security=security
+    ) as c:
         ends = {
             tp: offset for tp, (offset, _) in (await list_offsets(c.cluster, dict.fromkeys(wanted, LATEST))).items()
         }

@@ -45,6 +45,7 @@ from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.cluster import Cluster
 from mq.client.consumer import AsyncConsumer, ConsumerRecord, list_offsets
 from mq.client.producer import AsyncProducer
+from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.storage.token_bucket import TokenBucket
@@ -266,6 +267,12 @@ class ReplayOptions:
     resume: bool = False
     reporting_interval_ms: int = 5000
 
+    @property
+    def source_security(self) -> ClientSecurity:
+        """The producer's security when the source is the target cluster, else PLAINTEXT (the replay reads the
+        source with no properties of its own)."""
+        return self.producer.get("security", PLAINTEXT) if self.source == self.target else PLAINTEXT
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionSummary:
@@ -371,7 +378,7 @@ class ReplayLogProducer:
 
     async def run(self) -> ReplaySummary:
         options = self.options
-        source = Cluster(options.source, client_id="replay-log-producer")
+        source = Cluster(options.source, client_id="replay-log-producer", security=options.source_security)
         producer = AsyncProducer(options.target, **{"client_id": "replay-log-producer", **options.producer})
         try:
             input_partitions = await self._input_partitions(source)
@@ -503,7 +510,12 @@ class ReplayLogProducer:
 
     async def _stream(self, index: int, partitions: list[int], producer: AsyncProducer, output_count: int) -> None:
         options = self.options
-        consumer = AsyncConsumer(options.source, client_id="replay-log-producer", auto_offset_reset="earliest")
+        consumer = AsyncConsumer(
+            options.source,
+            client_id="replay-log-producer",
+            auto_offset_reset="earliest",
+            security=options.source_security,
+        )
         progress = {TopicPartition(options.input_topic, p): self.progress[p] for p in partitions}
         active = {tp: p for tp, p in progress.items() if not p.done}
         consumer.assign(active)

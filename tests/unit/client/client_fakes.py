@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from scramp import ScramException, ScramMechanism
+
+from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, decode_request, encode_response, response_schema
 from mq.protocol.entities import build
@@ -30,26 +34,40 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 
+SASL_PASSWORD = "alice-secret"
+SASL_VERSIONS = {ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
+
 Handler = Callable[[RequestHeader, Any], Any]
 """Returns a response dict (built for the request's version), None for no response, or an awaitable of either."""
 
 
 class FakeBroker:
-    """Answers ApiVersions itself (error 35 with a v0 body above ``api_versions_max``) and delegates the rest."""
+    """Answers ApiVersions itself (error 35 with a v0 body above ``api_versions_max``) and delegates the rest; speaks
+    TLS with ``ssl_context`` (a server context) when given."""
 
-    def __init__(self, node_id: int = 0, versions: dict[int, tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        node_id: int = 0,
+        versions: dict[int, tuple[int, int]] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.node_id = node_id
         self.versions = dict(BROKER_VERSIONS if versions is None else versions)
         self.handlers: dict[int, Handler] = {}
         self.requests: list[tuple[RequestHeader, Any]] = []
         self.connections = 0
-        self.host = "127.0.0.1"
+        self.host = host
         self.port = 0
+        self.ssl_context = ssl_context
+        self.peer_certificates: list[dict[str, Any] | None] = []
+        """The client certificate of each TLS connection (None when the client sent none)."""
         self._server: asyncio.Server | None = None
         self._writers: list[asyncio.StreamWriter] = []
 
     async def start(self) -> FakeBroker:
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
+        self._server = await asyncio.start_server(self._serve, self.host, 0, ssl=self.ssl_context)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -70,6 +88,8 @@ class FakeBroker:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         self._writers.append(writer)
+        if self.ssl_context is not None:
+            self.peer_certificates.append(writer.get_extra_info("peercert"))
         decoder = FrameDecoder(1 << 28)
         try:
             while data := await reader.read(65536):
@@ -134,6 +154,49 @@ def metadata_handler(
         }
 
     return handle
+
+
+def sasl_broker(*, enabled: tuple[str, ...] = ("PLAIN",), lifetime_ms: int = 0, **kwargs: Any) -> FakeBroker:
+    """A broker (no topics) accepting the user alice with ``SASL_PASSWORD`` through the ``enabled`` mechanisms
+    (SCRAM answered by scramp's server side); ``lifetime_ms`` is the session lifetime it gives."""
+    broker = FakeBroker(**kwargs)
+    broker.versions.update(SASL_VERSIONS)
+    broker.handlers[ApiKey.METADATA] = metadata_handler([broker], {})
+    state: dict[str, Any] = {}
+
+    def handshake(header: RequestHeader, body: Any) -> dict[str, Any]:
+        state["mechanism"] = body.mechanism
+        if body.mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            scram = ScramMechanism(body.mechanism)
+            auth = scram.make_auth_info(SASL_PASSWORD, iteration_count=4096)
+            state["scram"] = scram.make_server(lambda username: auth)
+        code = 0 if body.mechanism in enabled else ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        return {"error_code": code, "mechanisms": list(enabled)}
+
+    def authenticate(header: RequestHeader, body: Any) -> dict[str, Any]:
+        done = {"error_code": 0, "auth_bytes": b"", "session_lifetime": lifetime_ms}
+        failed = {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "auth_bytes": b""}
+        if state["mechanism"] == "PLAIN":
+            if body.auth_bytes == f"\0alice\0{SASL_PASSWORD}".encode():
+                return done
+            return {**failed, "error_message": "Authentication failed: Invalid username or password"}
+        server = state["scram"]
+        try:
+            if "client_first" not in state:
+                state["client_first"] = body.auth_bytes
+                server.set_client_first(body.auth_bytes.decode())
+                return {**done, "auth_bytes": server.get_server_first().encode(), "session_lifetime": 0}
+            del state["client_first"]
+            server.set_client_final(body.auth_bytes.decode())
+            return {**done, "auth_bytes": server.get_server_final().encode()}
+        except ScramException:
+            state.pop("client_first", None)
+            message = f"Authentication failed during authentication due to invalid credentials with SASL mechanism {state['mechanism']}"
+            return {**failed, "error_message": message}
+
+    broker.handlers[ApiKey.SASL_HANDSHAKE] = handshake
+    broker.handlers[ApiKey.SASL_AUTHENTICATE] = authenticate
+    return broker
 
 
 async def start_cluster(topics: dict[str, list[int]], count: int = 1) -> list[FakeBroker]:

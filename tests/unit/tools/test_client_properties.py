@@ -36,10 +36,39 @@ def test_producer_keys_map_to_producer_options() -> None:
 def test_unknown_keys_warn_and_keys_without_effect_do_not() -> None:
     warnings: list[str] = []
     settings = producer_settings(
-        {"value.serializer": "x", "sasl.mechanism": "PLAIN", "mine": "1"}, warnings.append, frozenset({"mine"})
+        {"value.serializer": "x", "interceptor.classes": "I", "mine": "1"}, warnings.append, frozenset({"mine"})
     )
     assert settings == {}
-    assert warnings == ["Warning: ignoring producer property sasl.mechanism (mq's client does not use it)"]
+    assert warnings == ["Warning: ignoring producer property interceptor.classes (mq's client does not use it)"]
+
+
+def test_security_keys_become_one_client_security() -> None:
+    warnings: list[str] = []
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";'
+    settings = consumer_settings(
+        {
+            "group.id": "g",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": jaas,
+        },
+        warnings.append,
+    )
+    assert settings["group_id"] == "g"
+    security = settings["security"]
+    assert (security.protocol, security.sasl_mechanism, security.username, security.password) == (
+        "SASL_PLAINTEXT",
+        "SCRAM-SHA-512",
+        "u",
+        "p",
+    )
+    assert warnings == []
+    assert "security" not in producer_settings({"acks": "1"}, warnings.append)
+
+
+def test_bad_security_value_names_the_key() -> None:
+    with pytest.raises(ValueError, match="security.protocol in the producer properties"):
+        producer_settings({"security.protocol": "TLS"}, print)
 
 
 def test_consumer_keys_map_to_group_consumer_options() -> None:

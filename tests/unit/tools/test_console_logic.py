@@ -92,6 +92,18 @@ def test_group_consumer_settings_reject_conflicts_and_bad_values() -> None:
         group_consumer_settings("a", {"partition.assignment.strategy": "sticky"}, False)
 
 
+def test_group_consumer_settings_carry_security() -> None:
+    settings = group_consumer_settings(
+        "g",
+        {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"},
+        False,
+    )
+    assert (settings["security"].protocol, settings["security"].username) == ("SASL_PLAINTEXT", "u")
+    assert "security" not in group_consumer_settings("g", {}, False)
+    with pytest.raises(ConsoleError, match="needs sasl.mechanism in the consumer properties"):
+        group_consumer_settings("g", {"security.protocol": "SASL_SSL"}, False)
+
+
 def test_consumer_config_file(tmp_path: Path) -> None:
     path = tmp_path / "consumer.properties"
     path.write_text("# comment\ngroup.id=from-file\nenable.auto.commit = false\n")
