@@ -263,3 +263,37 @@ def test_a_plain_listener_without_users_and_an_unserved_mechanism_are_refused_at
         "sasl.enabled.mechanisms"
     )
     assert not (tmp_path / "logs").exists()
+
+
+def test_client_quotas_apply_to_authenticated_users_with_kafkas_precedence(
+    mq_command: list[str], broker_factory: Callable[..., BrokerProcess]
+) -> None:
+    broker, bootstrap = sasl_broker(broker_factory, "quota.window.num=2", "quota.window.size.seconds=1")
+    configs = [*mq_command, "configs", "--bootstrap-server", broker.bootstrap, "--alter"]
+    for args in (
+        ["--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=20480"],
+        ["--entity-type", "clients", "--entity-name", "fast", "--add-config", "producer_byte_rate=104857600"],
+        ["--entity-type", "clients", "--entity-name", "slow", "--add-config", "producer_byte_rate=20480"],
+    ):
+        result = subprocess.run([*configs, *args], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+
+    def throttled(user: str, password: str, client_id: str) -> bool:
+        events: list[int] = []
+        producer = Producer(
+            {
+                **librdkafka(bootstrap, "PLAIN", user, password),
+                "client.id": client_id,
+                "throttle_cb": lambda event: events.append(event.throttle_time),
+            }
+        )
+        for _ in range(40):
+            producer.produce(f"quota-{user}-{client_id}", b"q" * 4096)
+            producer.poll(0)
+        assert producer.flush(60) == 0
+        producer.poll(1)
+        return any(t > 0 for t in events)
+
+    assert throttled("alice", "alice-secret", "fast")  # the user's quota wins over its client id's
+    assert not throttled("admin", "admin-secret", "fast")  # another user: its client id's quota
+    assert throttled("admin", "admin-secret", "slow")
