@@ -36,6 +36,10 @@ TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 LISTENER_PREFIX = "listener.name."
+_DYNAMIC_LISTENER_KEY = re.compile(
+    r"listener\.name\.[^.]+\.ssl\.(?:keystore\.[a-z.]+|key\.password|truststore\.[a-z.]+)"
+)
+"""The ``listener.name.<listener>.<key>`` keys a broker changes while running: its TLS stores (per broker)."""
 _LISTENER_KEY = re.compile(
     r"listener\.name\.[^.]+\.(?:ssl\.[a-z.]+|sasl\.enabled\.mechanisms|connections\.max\.reauth\.ms|"
     r"(?:plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config)"
@@ -270,25 +274,40 @@ class BrokerConfig:
         "SASL session lifetime; a client re-authenticates before it ends; 0 = none",
         minimum=0,
     )
-    ssl_keystore_type: str = _key("ssl.keystore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)")
-    ssl_keystore_location: str | None = _key("ssl.keystore.location", None, "the listener's key and certificate")
+    ssl_keystore_type: str = _key("ssl.keystore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)", update=PER_BROKER)
+    ssl_keystore_location: str | None = _key(
+        "ssl.keystore.location", None, "the listener's key and certificate", update=PER_BROKER
+    )
     ssl_keystore_password: str | None = _key(
-        "ssl.keystore.password", None, "password of a PKCS12 keystore", kind="password"
+        "ssl.keystore.password", None, "password of a PKCS12 keystore", kind="password", update=PER_BROKER
     )
     ssl_keystore_certificate_chain: str | None = _key(
-        "ssl.keystore.certificate.chain", None, "PEM certificate chain inline (with ssl.keystore.key)", kind="password"
+        "ssl.keystore.certificate.chain",
+        None,
+        "PEM certificate chain inline (with ssl.keystore.key)",
+        kind="password",
+        update=PER_BROKER,
     )
-    ssl_keystore_key: str | None = _key("ssl.keystore.key", None, "PEM private key inline", kind="password")
-    ssl_key_password: str | None = _key("ssl.key.password", None, "password of an encrypted PEM key", kind="password")
-    ssl_truststore_type: str = _key("ssl.truststore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)")
+    ssl_keystore_key: str | None = _key(
+        "ssl.keystore.key", None, "PEM private key inline", kind="password", update=PER_BROKER
+    )
+    ssl_key_password: str | None = _key(
+        "ssl.key.password", None, "password of an encrypted PEM key", kind="password", update=PER_BROKER
+    )
+    ssl_truststore_type: str = _key(
+        "ssl.truststore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)", update=PER_BROKER
+    )
     ssl_truststore_location: str | None = _key(
-        "ssl.truststore.location", None, "CA certificates that verify clients (and brokers, between brokers)"
+        "ssl.truststore.location",
+        None,
+        "CA certificates that verify clients (and brokers, between brokers)",
+        update=PER_BROKER,
     )
     ssl_truststore_password: str | None = _key(
-        "ssl.truststore.password", None, "password of a PKCS12 truststore", kind="password"
+        "ssl.truststore.password", None, "password of a PKCS12 truststore", kind="password", update=PER_BROKER
     )
     ssl_truststore_certificates: str | None = _key(
-        "ssl.truststore.certificates", None, "PEM CA certificates inline", kind="password"
+        "ssl.truststore.certificates", None, "PEM CA certificates inline", kind="password", update=PER_BROKER
     )
     ssl_client_auth: str = _key(
         "ssl.client.auth",
@@ -862,7 +881,11 @@ class DynamicBrokerConfig:
 
     def with_overrides(self, overrides: Mapping[str, str], source: str = "broker config") -> DynamicBrokerConfig:
         """A copy with ``overrides`` applied; an unknown key or a bad value raises ConfigError."""
-        dynamic = {k: v for k, v in overrides.items() if k not in _UPDATABLE_BROKER_FIELDS}
+        dynamic = {
+            k: v
+            for k, v in overrides.items()
+            if k not in _UPDATABLE_BROKER_FIELDS and not _DYNAMIC_LISTENER_KEY.fullmatch(k)
+        }
         return dataclasses.replace(self, **_parse_values(DynamicBrokerConfig, dynamic, source, "dynamic broker config"))
 
     @staticmethod
@@ -871,14 +894,19 @@ class DynamicBrokerConfig:
         a read-only broker key raises KafkaError INVALID_REQUEST ``Cannot update these configs dynamically: Set(k)``,
         a per-broker key at the cluster default ``Cannot update these configs at default cluster level, broker id must
         be specified: Set(k)``; an unknown key or an ill-typed value raises ConfigError (INVALID_CONFIG)."""
-        read_only = [k for k in config if k in _BROKER_FIELDS and k not in _UPDATABLE_BROKER_FIELDS]
+        read_only = [
+            k
+            for k in config
+            if (k in _BROKER_FIELDS and k not in _UPDATABLE_BROKER_FIELDS)
+            or (k.startswith(LISTENER_PREFIX) and not _DYNAMIC_LISTENER_KEY.fullmatch(k))
+        ]
         if read_only:
             raise KafkaError(
                 f"Cannot update these configs dynamically: Set({', '.join(read_only)})", ErrorCode.INVALID_REQUEST
             )
         per_broker_only = [
             k for k, f in _UPDATABLE_BROKER_FIELDS.items() if k in config and f.metadata["update"] == PER_BROKER
-        ]
+        ] + [k for k in config if _DYNAMIC_LISTENER_KEY.fullmatch(k)]
         if per_broker_only and not per_broker:
             raise KafkaError(
                 "Cannot update these configs at default cluster level, broker id must be specified: "
@@ -893,7 +921,12 @@ class DynamicBrokerConfig:
         """The effective broker config: ``static`` overlaid with the cluster default's broker keys, then with this
         broker's; ``explicit_keys`` stays the static file's. Raises ConfigError for an ill-typed stored value."""
         values = {**_broker_keys(default), **_broker_keys(per_broker)}
-        return dataclasses.replace(static, **_parse_values(BrokerConfig, values, "/config/brokers", "broker config"))
+        listener_keys = {k: v for k, v in per_broker.items() if _DYNAMIC_LISTENER_KEY.fullmatch(k)}
+        return dataclasses.replace(
+            static,
+            listener_keys={**static.listener_keys, **listener_keys},
+            **_parse_values(BrokerConfig, values, "/config/brokers", "broker config"),
+        )
 
 
 def _broker_keys(config: Mapping[str, str]) -> dict[str, str]:
@@ -985,6 +1018,19 @@ RENAMED_BROKER_KEYS: dict[str, tuple[str, int, str]] = {
 
 LEGACY_LISTENER_KEYS = ("port", "host.name", "advertised.port", "advertised.host.name")
 """Kafka 0.8's single plaintext listener (removed in 3.0), read as ``listeners`` / ``advertised.listeners``."""
+
+
+def sensitive_key(key: str) -> bool:
+    """Whether a broker key holds a secret (Kafka's PASSWORD type: store passwords, inline keys, JAAS configs), also
+    behind a ``listener.name.<listener>.[<mechanism>.]`` prefix: its value is never described or logged."""
+    if key.startswith(LISTENER_PREFIX):
+        key = key.split(".", 3)[3] if key.count(".") >= 3 else key
+        if key.endswith(".sasl.jaas.config"):
+            key = "sasl.jaas.config"
+    f = _broker_field(key)
+    if f is not None:
+        return bool(f.metadata["kind"] == "password")
+    return KAFKA_BROKER_KEYS.get(key, ("", None, None))[2] == "password"
 
 
 @functools.cache

@@ -68,7 +68,7 @@ from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.handlers.sasl import sasl_apis
 from mq.server.handlers.user_scram_credentials import user_scram_credential_apis
 from mq.server.isr_updates import IsrChangeWriter
-from mq.server.listener_security import jaas_key, listener_security
+from mq.server.listener_security import jaas_key, listener_security, tls_settings
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.log_dir_mover import LogDirMover
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
@@ -281,6 +281,7 @@ class KafkaServer:
         credentials replace theirs."""
         assert self.replica_manager is not None
         if dynamic is not None:
+            self._reload_tls(self.dynamic_config, dynamic)
             self.dynamic_config = dynamic
             self._topic_configs.clear()
             if self.server is not None:
@@ -618,6 +619,26 @@ class KafkaServer:
             if topic is not None and topic.partitions
             else self.config.offsets_topic_num_partitions
         )
+
+    def _reload_tls(self, before: BrokerConfig, after: BrokerConfig) -> None:
+        """Give the TLS listeners whose key or trust stores changed (settings, or a store file rewritten) a new
+        context for their next connections, as Kafka reloads them on a dynamic update; a store that cannot be loaded
+        is logged and the listener keeps its context."""
+        if self.server is None:
+            return
+        for listener in after.bound_listeners():
+            if listener.protocol not in ("SSL", "SASL_SSL"):
+                continue
+            settings = tls_settings(after, listener.name)
+            if settings == tls_settings(before, listener.name) and not self.server.tls_files_changed(listener.name):
+                continue
+            try:
+                security = listener_security(after, listener, self._sasl_mechanism)
+            except ConfigError as exc:
+                log.error("listener %s keeps its TLS stores: %s", listener.name, exc)
+                continue
+            self.server.update_security(security)
+            log.info("listener %s: TLS key and trust stores reloaded", listener.name)
 
     def _sasl_mechanism(self, listener: str, mechanism: str, login: LoginModule | None) -> MechanismFactory:
         """The server of one SASL mechanism on ``listener``: PLAIN over the users of its JAAS login module, SCRAM

@@ -9,6 +9,7 @@ setting that cannot make a listener is one ConfigError line naming the key.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from mq.config import BrokerConfig, Listener
@@ -57,10 +58,14 @@ def listener_security(
     one SASL mechanism (ConfigError when it cannot)."""
     name, protocol = listener.name, listener.protocol
     tls = None
+    tls_files: tuple[tuple[str, int], ...] = ()
     certificate_principal = None
     if protocol in ("SSL", "SASL_SSL"):
+        settings = tls_settings(config, name)
+        files = [f for f in (settings.keystore_location, settings.truststore_location) if f]
+        tls_files = tuple((f, os.stat(f).st_mtime_ns) for f in files if os.path.exists(f))
         try:
-            tls = server_context(tls_settings(config, name))
+            tls = server_context(settings)
         except TlsConfigError as exc:
             raise ConfigError(f"listener {name}: {exc}") from None
         if protocol == "SSL":
@@ -78,7 +83,7 @@ def listener_security(
             if mechanism
         }
     lifetime = int(config.listener_value(name, "connections.max.reauth.ms") or 0)
-    return ListenerSecurity(name, protocol, tls, sasl, lifetime, certificate_principal)
+    return ListenerSecurity(name, protocol, tls, sasl, lifetime, certificate_principal, tls_files=tls_files)
 
 
 def jaas_key(listener: str, mechanism: str) -> str:

@@ -151,6 +151,8 @@ class ListenerSecurity:
     session_lifetime_ms: int = 0
     certificate_principal: Callable[[bytes], str | None] | None = None
     handshake_timeout_s: float = 10.0
+    tls_files: tuple[tuple[str, int], ...] = ()
+    """The store files ``tls`` was loaded from, with their modification times (ns) then."""
 
 
 PLAINTEXT = ListenerSecurity()
@@ -850,6 +852,20 @@ class SocketServer:
         self.port = self.bound_ports[0]
         return str(bound[0]), self.port
 
+    def update_security(self, security: ListenerSecurity) -> None:
+        """The listener named as ``security`` is secured so from its next connection on (established ones keep
+        theirs)."""
+        for listener, current in self._security.items():
+            if current.name == security.name:
+                self._security[listener] = security
+
+    def tls_files_changed(self, name: str) -> bool:
+        """Whether a store file of listener ``name`` was rewritten (or removed) since it was loaded."""
+        for current in self._security.values():
+            if current.name == name:
+                return any(_modified_ns(path) != stamp for path, stamp in current.tls_files)
+        return False
+
     def flush_soon(self, connection: Connection) -> None:
         """Send ``connection``'s responses at the end of this loop turn, with those that follow in the same turn."""
         if not self._dirty:
@@ -1030,6 +1046,13 @@ async def _listen(host: str, port: int) -> list[socket.socket]:
             listener.close()
         raise
     return listeners
+
+
+def _modified_ns(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _host(address: str) -> str:

@@ -10,6 +10,7 @@ import re
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -246,3 +247,48 @@ def test_a_pkcs12_keystore_and_mapping_rules_name_short_principals(
     admin.create_topics([NewTopic("by-ALICE", 1, 1)])["by-ALICE"].result(20)
     assert "Admin change by User:ALICE " in broker.stderr()
     assert certs.password not in broker.stderr()
+
+
+def test_a_new_keystore_set_with_mq_configs_serves_the_next_connections_without_a_restart(
+    mq_command: list[str], broker_factory: Callable[..., BrokerProcess], certs: Certificates, tmp_path: Path
+) -> None:
+    broker, ssl_bootstrap, _ = tls_broker(broker_factory, certs, "listener.name.ssl.ssl.client.auth=none")
+    renewed = make_certs(tmp_path / "renewed")  # another CA: clients trusting only it refuse the old certificate
+    host, port = ssl_bootstrap.split(":")
+
+    def handshake_ok(ca: Path) -> bool:
+        context = ssl.create_default_context(cafile=str(ca))
+        try:
+            with socket.create_connection((host, int(port)), timeout=10) as raw:
+                context.wrap_socket(raw, server_hostname="localhost").close()
+            return True
+        except ssl.SSLError:
+            return False
+
+    assert handshake_ok(certs.ca) and not handshake_ok(renewed.ca)
+    result = subprocess.run(
+        [
+            *mq_command,
+            "configs",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1001",
+            "--alter",
+            "--add-config",
+            f"listener.name.ssl.ssl.keystore.type=PKCS12,listener.name.ssl.ssl.keystore.location={renewed.broker.pkcs12},"
+            f"listener.name.ssl.ssl.keystore.password={renewed.password}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 10
+    while not handshake_ok(renewed.ca) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert handshake_ok(renewed.ca) and not handshake_ok(certs.ca)
+    assert "listener SSL: TLS key and trust stores reloaded" in broker.stderr()
+    assert renewed.password not in broker.stderr()

@@ -37,6 +37,7 @@ from mq.config import (
     DynamicBrokerConfig,
     TopicConfig,
     config_fields,
+    sensitive_key,
 )
 from mq.config_catalog import KAFKA_TOPIC_KEYS
 from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
@@ -110,12 +111,17 @@ def _broker_synonyms(
 
 
 def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict[str, Any]], f: Any) -> dict[str, Any]:
+    """A described config; a secret's value (and its synonyms') is null and the entry sensitive, as Kafka's."""
+    sensitive = sensitive_key(name)
+    if sensitive:
+        value = None
+        synonyms = [{**synonym, "value": None} for synonym in synonyms]
     return {
         "name": name,
         "value": value,
         "read_only": read_only,
         "config_source": synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG,
-        "is_sensitive": False,
+        "is_sensitive": sensitive,
         "synonyms": synonyms,
         "config_type": _config_type(f) if f is not None else ConfigType.UNKNOWN,
         "documentation": f.metadata["doc"] if f is not None else None,
@@ -336,9 +342,12 @@ def _altered(
 
 
 def _change_text(change: Any, incremental: bool) -> str:
-    """``key=value`` of one alteration; ``key`` and its operation for an incremental one other than SET."""
+    """``key=value`` of one alteration (a secret's value hidden); ``key`` and its operation for an incremental one
+    other than SET."""
     op = AlterConfigOp(change.config_operation) if incremental else AlterConfigOp.SET
-    return f"{change.name}={change.value}" if op == AlterConfigOp.SET else f"{op.name} {change.name}"
+    if op != AlterConfigOp.SET:
+        return f"{op.name} {change.name}"
+    return f"{change.name}=(hidden)" if sensitive_key(change.name) else f"{change.name}={change.value}"
 
 
 def describe_broker_loggers() -> list[dict[str, Any]]:
