@@ -18,7 +18,11 @@ The exchange (``ScramServer``), one client message in, one server message out::
     client-final  c=biws,r=<nonce>,p=<base64 proof>
     server-final  v=<base64 server signature>
 
-scramp parses the messages, checks the nonce and the proof and signs the answer. Every failure raises
+scramp parses the messages, checks the nonce and the proof and signs the answer. librdkafka before 2.6.1 (Debian's
+kcat among its users) repeats its own nonce in the client-final message (``r=<client nonce><client nonce><server
+nonce>``) and computes its proof over that message; Kafka 3.8.1 to 3.9 accept it (the nonce need only end with the
+server's), and so does this server: such a message is checked here (the proof over the message as sent, with the
+stored keys), every other one by scramp. Every failure raises
 ``AuthenticationError``. A user without a credential for the mechanism gets a stand-in one (a salt derived from the
 name with a key of this process, so a name always gets the same salt; 4096 iterations; keys no proof matches): the
 exchange goes on and fails at the client-final message, as a wrong password does, so an attacker cannot probe for
@@ -165,6 +169,10 @@ CredentialLookup = Callable[[str], ScramCredential | None]
 _SASLNAME = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+"
 _CLIENT_FIRST = re.compile(rf"n,,n=(?P<saslname>{_SASLNAME}),r=[\x21-\x2b\x2d-\x7e]+")
 """Kafka's client-first message without an authorization id, the reserved ``m=`` or extensions."""
+_REPEATED_NONCE = re.compile(
+    r"(?P<without_proof>c=biws,r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)),p=(?P<proof>[A-Za-z0-9+/=]+)"
+)
+"""A client-final message without channel binding or extensions: checked here when its nonce repeats the client's."""
 _STAND_IN_KEY = secrets.token_bytes(32)
 """Derives the salt of a user without a credential (fixed for the life of the process)."""
 
@@ -199,6 +207,7 @@ class ScramServer:
         self._server = scramp.ScramMechanism(found.name).make_server(self._credential)
         self._state = _State.CLIENT_FIRST
         self._user = ""
+        self._client_first_bare = self._server_first = self._client_nonce = self._nonce = ""
         self._stand_in = False
         self._stored: ScramCredential | None = None
         self.username: str | None = None
@@ -236,16 +245,45 @@ class ScramServer:
             answer: str = self._server.get_server_first()
         except scramp.ScramException:
             raise self._failure("malformed or unsupported client-first message") from None
+        self._client_first_bare = text[3:]
+        self._server_first = answer
+        self._client_nonce = text.rsplit(",r=", 1)[1]
+        self._nonce = answer[2:].split(",", 1)[0]
         self._state = _State.CLIENT_FINAL
         return answer.encode("ascii")
+
+    def _repeated_nonce_final(self, message: re.Match[str]) -> str:
+        """The server-final answer to a client-final message of librdkafka before 2.6.1 (see the module docstring):
+        its proof over ``client-first-bare,server-first,<the message without its proof>``, checked with the stored
+        key; ScramException when it does not match."""
+        credential = self._stored
+        assert credential is not None
+        digest = self.mechanism.hash_name
+        auth = f"{self._client_first_bare},{self._server_first},{message.group('without_proof')}".encode()
+        try:
+            proof = base64.b64decode(message.group("proof"), validate=True)
+        except binascii.Error:
+            raise scramp.ScramException("malformed proof") from None
+        signature = hmac.digest(credential.stored_key, auth, digest)
+        if len(proof) != len(signature):
+            raise scramp.ScramException("malformed proof")
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        if not hmac.compare_digest(hashlib.new(digest, client_key).digest(), credential.stored_key):
+            raise scramp.ScramException("invalid proof")
+        verifier = base64.b64encode(hmac.digest(credential.server_key, auth, digest)).decode()
+        return f"v={verifier}"
 
     def _client_final(self, message: bytes) -> bytes:
         text = _text(message)
         if text is None:
             raise self._failure("malformed client-final message")
         try:
-            self._server.set_client_final(text)
-            answer: str = self._server.get_server_final()
+            repeated = _REPEATED_NONCE.fullmatch(text)
+            if repeated is not None and repeated.group("nonce") == self._client_nonce + self._nonce:
+                answer = self._repeated_nonce_final(repeated)
+            else:
+                self._server.set_client_final(text)
+                answer = self._server.get_server_final()
         except scramp.ScramException:
             raise self._failure("invalid credentials or malformed client-final message") from None
         finally:

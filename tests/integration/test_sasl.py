@@ -141,6 +141,29 @@ def test_scram_users_made_with_mq_configs_authenticate_and_a_wrong_password_is_r
     producer.send("scram-kafka-python", b"s").get(20)
     producer.close()
 
+    kcat = [
+        "kcat",
+        "-b",
+        bootstrap,
+        "-t",
+        "scram-kcat",
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        "sasl.mechanisms=SCRAM-SHA-512",
+        "-X",
+        "sasl.username=bob",
+        "-X",
+        "sasl.password=bob-secret",
+    ]
+    # Debian's kcat links a librdkafka older than 2.6.1, which repeats its nonce in the client-final message
+    produced = subprocess.run([*kcat, "-P"], input="k1\nk2\n", capture_output=True, text=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [*kcat, "-C", "-o", "0", "-c", "2", "-e", "-q"], capture_output=True, text=True, timeout=60
+    )
+    assert consumed.stdout.split() == ["k1", "k2"], consumed.stderr
+
     errors: list[str] = []
     refused = Producer(
         {**librdkafka(bootstrap, "SCRAM-SHA-512", "bob", "not-the-secret"), "error_cb": lambda e: errors.append(str(e))}

@@ -258,3 +258,42 @@ def test_mechanisms_have_kafkas_names_types_and_iteration_bounds() -> None:
     assert iterations_error(SCRAM_SHA_256, 4095) == "Too few iterations"
     assert iterations_error(SCRAM_SHA_512, 16385) == "Too many iterations"
     assert iterations_error(SCRAM_SHA_256, 4096) is None and iterations_error(SCRAM_SHA_512, 16384) is None
+
+
+def repeated_nonce_final(mechanism: ScramMechanism, password: str, client_first: str, server_first: str) -> str:
+    """What librdkafka before 2.6.1 sends: its own nonce again before the server's, the proof computed over that."""
+    fields = dict(part.split("=", 1) for part in server_first.split(","))
+    client_nonce = client_first.rsplit(",r=", 1)[1]
+    salted = hashlib.pbkdf2_hmac(
+        mechanism.hash_name, password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+    )
+    client_key = hmac.digest(salted, b"Client Key", mechanism.hash_name)
+    stored_key = hashlib.new(mechanism.hash_name, client_key).digest()
+    without_proof = f"c=biws,r={client_nonce}{fields['r']}"
+    auth = f"{client_first[3:]},{server_first},{without_proof}".encode()
+    signature = hmac.digest(stored_key, auth, mechanism.hash_name)
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+    return f"{without_proof},p={proof}"
+
+
+@BOTH
+def test_older_librdkafkas_repeated_nonce_authenticates_with_the_right_password_only(
+    mechanism: ScramMechanism,
+) -> None:
+    for password, accepted in ((PASSWORD, True), ("wrong", False)):
+        server = server_for(mechanism, alice(mechanism))
+        client_first = "n,,n=alice,r=F3;wtg-8jrp`[IcZM96ejKqL/0bL:/Az"
+        server_first = server.respond(client_first.encode()).decode()
+        final = repeated_nonce_final(mechanism, password, client_first, server_first)
+        if not accepted:
+            with pytest.raises(AuthenticationError):
+                server.respond(final.encode())
+            continue
+        server_final = server.respond(final.encode()).decode()
+        assert server.complete and server.username == "alice" and server_final.startswith("v=")
+    other = server_for(mechanism, alice(mechanism))  # a nonce that merely ends with the server's is not taken
+    client_first = "n,,n=alice,r=abcdef"
+    server_first = other.respond(client_first.encode()).decode()
+    forged = repeated_nonce_final(mechanism, PASSWORD, client_first, server_first).replace("r=abcdef", "r=xyzabcdef", 1)
+    with pytest.raises(AuthenticationError):
+        other.respond(forged.encode())
