@@ -76,7 +76,7 @@ def server() -> None:
 @click.option(
     "--logging-config",
     type=click.Path(dir_okay=False, exists=True),
-    help=f"The logging config file used with --log-dir (default: {LOGGING_CONFIG}).",
+    help=f"The logging config file used with --log-dir (default: {LOGGING_CONFIG} if present, else the shipped one).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Print a traceback on failure.")
 @handle_errors

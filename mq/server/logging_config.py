@@ -2,7 +2,8 @@
 
 Without a log directory every line goes to stderr at INFO, in Kafka's layout ``[time] LEVEL message (logger)``.
 With one (``mq server start --log-dir DIR`` or the ``LOG_DIR`` environment variable, Kafka's ``kafka.logs.dir``) the
-logging config file (``config/logging.ini``, Python's ``logging.config.fileConfig`` format, ``%(log_dir)s`` = DIR)
+logging config file (``config/logging.ini`` of the current directory, an operator's own, else the one shipped in the
+package, ``mq/server/logging.ini``; Python's ``logging.config.fileConfig`` format, ``%(log_dir)s`` = DIR)
 lays DIR out as Kafka does: server.log (root, also on stderr), controller.log (``kafka.controller``),
 state-change.log (``state.change.logger``), log-cleaner.log (``kafka.log.LogCleaner``), kafka-request.log
 (``kafka.request.logger``, WARNING unless raised), kafka-authorizer.log (``kafka.authorizer.logger``), each
@@ -21,7 +22,9 @@ from pathlib import Path
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 LOGGING_CONFIG = "config/logging.ini"
-"""The logging config file of a broker started in its installation directory."""
+"""An operator's logging config file, read when a broker starts in the directory holding it."""
+SHIPPED_LOGGING_CONFIG = Path(__file__).with_name("logging.ini")
+"""The logging config shipped in the package: ``python -m mq.server.logging_config`` prints it."""
 ROOT_LOGGER = "root"
 
 TRACE = 5
@@ -43,9 +46,9 @@ _KAFKA_NAMES = {level: name for name, level in KAFKA_LEVELS.items()}
 
 
 def default_logging_config() -> Path:
-    """``config/logging.ini`` of the current directory, else the one shipped beside the ``mq`` package."""
+    """``config/logging.ini`` of the current directory, else the shipped one."""
     here = Path(LOGGING_CONFIG)
-    return here if here.exists() else Path(__file__).resolve().parents[2] / LOGGING_CONFIG
+    return here if here.exists() else SHIPPED_LOGGING_CONFIG
 
 
 def configure(log_dir: str | None, config_file: str | None = None) -> None:
@@ -93,3 +96,7 @@ def set_level(name: str, kafka_level: str) -> None:
 def unset_level(name: str) -> None:
     """Let a logger (not the root) take its level from its parents again."""
     logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(SHIPPED_LOGGING_CONFIG.read_text(encoding="utf-8"))

@@ -13,6 +13,7 @@ import pytest
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.configs import AlterConfigOp, ConfigSource
 from mq.server import logging_config
+from mq.server.logging_config import SHIPPED_LOGGING_CONFIG, default_logging_config
 from mq.server.handlers.configs import _alter_log_levels, describe_broker_loggers
 
 NAMED = ("kafka.controller", "state.change.logger", "kafka.request.logger", "kafka.authorizer.logger")
@@ -122,3 +123,15 @@ def test_bad_logger_changes_are_refused_and_change_nothing(
         _alter_log_levels([change("kafka.controller", AlterConfigOp.SET, "DEBUG"), bad], validate_only=False)
     assert raised.value.code == code
     assert controller.level == logging.NOTSET
+
+
+def test_the_shipped_logging_config_is_package_data_an_operators_copy_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert default_logging_config() == SHIPPED_LOGGING_CONFIG
+    assert SHIPPED_LOGGING_CONFIG.parent == Path(logging_config.__file__).parent
+    own = tmp_path / "config" / "logging.ini"
+    own.parent.mkdir()
+    own.write_text(SHIPPED_LOGGING_CONFIG.read_text(encoding="utf-8"), encoding="utf-8")
+    assert default_logging_config() == Path("config/logging.ini")
