@@ -3,6 +3,7 @@ kafka-configs flags and output lines."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -45,8 +46,15 @@ from mq.tools.configs import (
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--all", "describe_all", is_flag=True, help="describe: every config, not only the dynamic ones.")
-@click.option("--entity-type", metavar="TYPE", help="topics, clients, users, brokers or broker-loggers.")
-@click.option("--entity-name", metavar="NAME", help="Topic name, client id, user principal or broker id.")
+@click.option(
+    "--entity-type",
+    multiple=True,
+    metavar="TYPE",
+    help="topics, clients, users, brokers or broker-loggers; users then clients for a user's quota per client id.",
+)
+@click.option(
+    "--entity-name", multiple=True, metavar="NAME", help="Topic name, client id, user principal or broker id."
+)
 @click.option("--entity-default", is_flag=True, help="The default entity (brokers, clients, users).")
 @click.option("--topic", metavar="NAME", help="The topic's name.")
 @click.option("--broker", metavar="ID", help="The broker's id.")
@@ -54,6 +62,8 @@ from mq.tools.configs import (
 @click.option("--broker-logger", metavar="ID", help="The broker's id for its logger config.")
 @click.option("--client", metavar="ID", help="The client's id.")
 @click.option("--user", metavar="PRINCIPAL", help="The user's principal name.")
+@click.option("--user-defaults", is_flag=True, help="The default user (quotas).")
+@click.option("--client-defaults", is_flag=True, help="The default client id (quotas).")
 @click.option("--add-config", metavar="K=V,K2=[A,B]", help="Configs to add; square brackets group values with commas.")
 @click.option("--add-config-file", metavar="FILE", help="A properties file of configs to add.")
 @click.option("--delete-config", multiple=True, metavar="K1,K2", help="Config keys to remove.")
@@ -79,18 +89,26 @@ def configs(**options: Any) -> None:
     if options["describe_all"] and options["zookeeper"] is not None:
         raise ToolError("--bootstrap-server must be specified for --all", EXIT_USAGE)
     try:
+        defaults = [
+            kind
+            for kind, flag in (
+                ("brokers", "broker_defaults"),
+                ("users", "user_defaults"),
+                ("clients", "client_defaults"),
+            )
+            if options[flag]
+        ]
         entity = resolve_entity(
             options["entity_type"],
-            options["entity_name"],
-            options["entity_default"],
+            _entity_names(sys.argv[1:]) if options["entity_default"] else list(options["entity_name"]),
             {
                 "topics": options["topic"],
                 "brokers": options["broker"],
                 "broker-loggers": options["broker_logger"],
-                "clients": options["client"],
                 "users": options["user"],
+                "clients": options["client"],
             },
-            options["broker_defaults"],
+            defaults,
             zookeeper=options["zookeeper"] is not None,
         )
         add = parse_configs_to_add(options["add_config"], options["add_config_file"])
@@ -107,6 +125,20 @@ def configs(**options: Any) -> None:
     except ConfigCommandError as exc:
         raise ToolError(str(exc), EXIT_USAGE if exc.usage else 1) from None
     _render(outcome, output_format, zookeeper=options["zookeeper"] is not None)
+
+
+def _entity_names(arguments: list[str]) -> list[str | None]:
+    """The ``--entity-name`` values and ``--entity-default`` flags (as None) in command-line order, which is how
+    Kafka's tool pairs them with the ``--entity-type`` values."""
+    names: list[str | None] = []
+    for index, argument in enumerate(arguments):
+        if argument == "--entity-default":
+            names.append(None)
+        elif argument == "--entity-name" and index + 1 < len(arguments):
+            names.append(arguments[index + 1])
+        elif argument.startswith("--entity-name="):
+            names.append(argument.partition("=")[2])
+    return names
 
 
 def _run_bootstrap(options: dict[str, Any], entity: Entity, add: dict[str, str], delete: list[str]) -> ConfigsOutcome:

@@ -67,47 +67,43 @@ def _component(entity_type: str, entity_name: str | None, entity_default: bool) 
     return (quota_type, MATCH_ANY, None)
 
 
-def _described(
-    admin: SyncAdmin, entity_type: str, entity_name: str | None, entity_default: bool
-) -> list[ClientQuotaEntry]:
+QuotaParts = Sequence[tuple[str, str | None, bool]]
+"""An entity as (entity type, name, default) per type: a user, a client id, or a user with a client id."""
+
+
+def _described(admin: SyncAdmin, parts: QuotaParts) -> list[ClientQuotaEntry]:
     try:
-        return admin.describe_client_quotas([_component(entity_type, entity_name, entity_default)], strict=True)
+        return admin.describe_client_quotas([_component(*part) for part in parts], strict=True)
     except KafkaError as exc:
         raise ConfigCommandError(str(exc)) from None
 
 
-def describe_client_quotas(
-    admin: SyncAdmin, entity_type: str, entity_name: str | None, entity_default: bool
-) -> list[str]:
-    """Kafka's lines for the quotas of the entity (``entity_name``, the default, or, with neither, every entity of
-    ``entity_type``)."""
+def describe_client_quotas(admin: SyncAdmin, parts: QuotaParts) -> list[str]:
+    """Kafka's lines for the quotas of the entity (per type: the name, the default, or, with neither, every entity of
+    the type)."""
     lines = []
-    for entry in _described(admin, entity_type, entity_name, entity_default):
-        parts = []
+    for entry in _described(admin, parts):
+        named = []
         for quota_type in (USER, CLIENT_ID):
             if quota_type in entry.entity:
                 name = entry.entity[quota_type]
                 label = _LABELS[quota_type]
-                parts.append(f"the default {label}" if name is None else f"{label} '{name}'")
+                named.append(f"the default {label}" if name is None else f"{label} '{name}'")
         values = ", ".join(f"{k}={java_double(v)}" for k, v in entry.values.items())
-        lines.append(f"Quota configs for {', '.join(parts)} are {values}")
+        lines.append(f"Quota configs for {', '.join(named)} are {values}")
     return lines
 
 
 def alter_client_quotas(
-    admin: SyncAdmin,
-    entity_type: str,
-    entity_name: str | None,
-    entity_default: bool,
-    add: Mapping[str, str],
-    delete: Sequence[str],
+    admin: SyncAdmin, parts: QuotaParts, add: Mapping[str, str], delete: Sequence[str]
 ) -> list[str]:
-    """Set ``add`` and remove ``delete`` on the entity (``entity_name`` or the default); Kafka's completion line."""
-    quota_type = _quota_type(entity_type)
-    if entity_name is None and not entity_default:
+    """Set ``add`` and remove ``delete`` on the entity (per type its name or the default); Kafka's completion line,
+    which names the first type's entity."""
+    if any(name is None and not default for _, name, default in parts):
         raise ConfigCommandError(
             "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips"
         )
+    entity_type, entity_name, entity_default = parts[0]
     allowed = "quota configs" if entity_type == "clients" else "quota and SCRAM credential configs"
     unknown_added = [k for k in add if k not in QUOTA_KEYS]
     if unknown_added:
@@ -127,13 +123,14 @@ def alter_client_quotas(
             values[key] = float(text)
         except ValueError:
             raise ConfigCommandError(f"Cannot parse quota configuration value for {key}: {text}") from None
-    found = _described(admin, entity_type, entity_name, entity_default)
+    found = _described(admin, parts)
     current = found[0].values if found else {}
     missing = [k for k in delete if k not in current]
     if missing:
         raise ConfigCommandError(f"Invalid config(s): {','.join(missing)}")
     try:
-        admin.alter_client_quotas({quota_type: None if entity_default else entity_name}, values, list(delete))
+        entity = {_quota_type(kind): None if default else name for kind, name, default in parts}
+        admin.alter_client_quotas(entity, values, list(delete))
     except KafkaError as exc:
         raise ConfigCommandError(str(exc)) from None
     if entity_default:

@@ -65,6 +65,16 @@ class Entity:
     entity_type: str
     name: str | None
     default: bool = False
+    client: Entity | None = None
+    """With a users entity: the client id it is combined with (``--entity-type users --entity-name u --entity-type
+    clients --entity-name c``, or ``--user u --client c``), a quota entity of both."""
+
+    def quota_parts(self) -> list[tuple[str, str | None, bool]]:
+        """(entity type, name, default) of this entity and of the client id combined with it."""
+        parts = [(self.entity_type, self.name, self.default)]
+        if self.client is not None:
+            parts.append(("clients", self.client.name, self.client.default))
+        return parts
 
     @property
     def resource_name(self) -> str:
@@ -94,33 +104,47 @@ class ConfigsOutcome:
 
 
 def resolve_entity(
-    entity_type: str | None,
-    entity_name: str | None,
-    entity_default: bool,
+    entity_types: Sequence[str],
+    entity_names: Sequence[str | None],
     shorthands: Mapping[str, str | None],
-    broker_defaults: bool,
+    defaults: Sequence[str],
     zookeeper: bool,
 ) -> Entity:
-    """The entity from ``--entity-type/--entity-name/--entity-default`` or one shorthand flag (``shorthands``: entity
-    type -> the value of ``--topic``, ``--broker``, ``--client``, ``--user``), with Kafka's checks."""
-    given = {t: v for t, v in shorthands.items() if v is not None}
-    if (entity_type is not None or entity_name is not None or entity_default) and (given or broker_defaults):
+    """The entity from ``--entity-type`` (once, or users then clients) with, in command-line order, an
+    ``--entity-name`` or ``--entity-default`` each (``entity_names``: None for a default), or from shorthand flags
+    (``shorthands``: entity type -> the value of ``--topic``, ``--broker``, ``--client``, ``--user``; ``defaults``:
+    the entity types of ``--broker-defaults``, ``--user-defaults``, ``--client-defaults``), with Kafka's checks."""
+    given = [(t, v) for t, v in shorthands.items() if v is not None] + [(t, None) for t in defaults]
+    if (entity_types or entity_names) and given:
         raise ConfigCommandError(
             "--entity-{type,name,default} should not be used in conjunction with specific entity flags", usage=True
         )
-    if len(given) + broker_defaults > 1:
-        raise ConfigCommandError("Only one entity flag may be given", usage=True)
-    if broker_defaults:
-        entity = Entity("brokers", None, default=True)
-    elif given:
-        (kind, name), *_ = given.items()
-        entity = Entity(kind, name)
-    elif entity_type is None:
+    if given:
+        kinds = sorted({t for t, _ in given})
+        if len(given) > 1 and (len(given) != 2 or kinds != ["clients", "users"]):
+            raise ConfigCommandError("Only one entity flag may be given, or a user and a client id", usage=True)
+        named = dict(given)
+        entity_types = ["users", "clients"] if len(given) == 2 else [given[0][0]]
+        entity_names = [named[t] for t in entity_types]
+    if not entity_types:
         raise ConfigCommandError("At least one entity type must be specified", usage=True)
-    else:
-        if entity_name is not None and entity_default:
-            raise ConfigCommandError("Only one of --entity-name or --entity-default may be given", usage=True)
-        entity = Entity(entity_type, entity_name, entity_default)
+    if len(entity_types) > 2 or (len(entity_types) == 2 and list(entity_types) != ["users", "clients"]):
+        raise ConfigCommandError(
+            "Only --entity-type users and --entity-type clients, in that order, may be combined", usage=True
+        )
+    if len(entity_names) > len(entity_types):
+        raise ConfigCommandError("More --entity-name/--entity-default than --entity-type", usage=True)
+    if len(entity_types) == 2 and len(entity_names) != 2:
+        raise ConfigCommandError(
+            "A combined entity needs an --entity-name or --entity-default for each type", usage=True
+        )
+    if len(entity_types) == 2 and zookeeper:
+        raise ConfigCommandError("Combined user and client-id entities need --bootstrap-server", usage=True)
+    parts = [
+        Entity(t, entity_names[i] if i < len(entity_names) else None, i < len(entity_names) and entity_names[i] is None)
+        for i, t in enumerate(entity_types)
+    ]
+    entity = parts[0] if len(parts) == 1 else Entity("users", parts[0].name, parts[0].default, client=parts[1])
     allowed, connect = (
         (ZOOKEEPER_ENTITY_TYPES, "--zookeeper") if zookeeper else (BOOTSTRAP_ENTITY_TYPES, "--bootstrap-server")
     )
@@ -224,8 +248,8 @@ def describe(admin: SyncAdmin, entity: Entity, describe_all: bool) -> ConfigsOut
     if entity.entity_type in QUOTA_ENTITY_TYPES:
         from mq.tools.client_quotas import describe_client_quotas
 
-        lines = describe_client_quotas(admin, entity.entity_type, entity.name, entity.default)
-        if entity.entity_type == "users" and not entity.default:
+        lines = describe_client_quotas(admin, entity.quota_parts())
+        if entity.entity_type == "users" and not entity.default and entity.client is None:
             from mq.tools.user_scram_credentials import describe_user_credentials
 
             lines += describe_user_credentials(admin, entity.name)
@@ -258,12 +282,12 @@ def alter(admin: SyncAdmin, entity: Entity, add: Mapping[str, str], delete: Sequ
     if entity.entity_type == "users":
         from mq.tools.user_scram_credentials import alter_user_credentials, has_scram_keys
 
-        if has_scram_keys(add, delete):
+        if has_scram_keys(add, delete) and entity.client is None:
             return ConfigsOutcome(alter_user_credentials(admin, entity.name, entity.default, add, delete))
     if entity.entity_type in QUOTA_ENTITY_TYPES:
         from mq.tools.client_quotas import alter_client_quotas
 
-        lines = alter_client_quotas(admin, entity.entity_type, entity.name, entity.default, dict(add), list(delete))
+        lines = alter_client_quotas(admin, entity.quota_parts(), dict(add), list(delete))
         return ConfigsOutcome(lines=list(lines))
     if entity.entity_type == "broker-loggers":
         return _alter_broker_loggers(admin, entity, add, delete)

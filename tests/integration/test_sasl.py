@@ -297,9 +297,40 @@ def test_client_quotas_apply_to_authenticated_users_with_kafkas_precedence(
         ["--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=20480"],
         ["--entity-type", "clients", "--entity-name", "fast", "--add-config", "producer_byte_rate=104857600"],
         ["--entity-type", "clients", "--entity-name", "slow", "--add-config", "producer_byte_rate=20480"],
+        [
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "alice",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "own",
+            "--add-config",
+            "producer_byte_rate=104857600",
+        ],
     ):
         result = subprocess.run([*configs, *args], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
+    described = subprocess.run(
+        [
+            *mq_command,
+            "configs",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--describe",
+            "--user",
+            "alice",
+            "--client",
+            "own",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert described.stdout.splitlines() == [
+        "Quota configs for user-principal 'alice', client-id 'own' are producer_byte_rate=1.048576E8"
+    ], described.stderr
 
     def throttled(user: str, password: str, client_id: str) -> bool:
         events: list[int] = []
@@ -318,5 +349,6 @@ def test_client_quotas_apply_to_authenticated_users_with_kafkas_precedence(
         return any(t > 0 for t in events)
 
     assert throttled("alice", "alice-secret", "fast")  # the user's quota wins over its client id's
+    assert not throttled("alice", "alice-secret", "own")  # the user's quota for this client id wins over both
     assert not throttled("admin", "admin-secret", "fast")  # another user: its client id's quota
     assert throttled("admin", "admin-secret", "slow")

@@ -66,14 +66,14 @@ def test_describe_lines_and_strict_filters() -> None:
             ClientQuotaEntry({"user": None}, {"request_percentage": 200.0}),
         ]
     )
-    assert describe_client_quotas(admin(fake), "clients", "c1", False) == [
+    assert describe_client_quotas(admin(fake), [("clients", "c1", False)]) == [
         "Quota configs for client-id 'c1' are producer_byte_rate=1024.0",
         "Quota configs for user-principal 'alice', the default client-id are consumer_byte_rate=2.0E7, "
         "request_percentage=50.0",
         "Quota configs for the default user-principal are request_percentage=200.0",
     ]
-    describe_client_quotas(admin(fake), "users", None, True)
-    describe_client_quotas(admin(fake), "users", None, False)
+    describe_client_quotas(admin(fake), [("users", None, True)])
+    describe_client_quotas(admin(fake), [("users", None, False)])
     assert fake.filters == [
         ([("client-id", 0, "c1")], True),
         ([("user", 1, None)], True),
@@ -84,12 +84,17 @@ def test_describe_lines_and_strict_filters() -> None:
 def test_alter_sends_the_entity_and_answers_kafkas_line() -> None:
     fake = FakeAdmin([ClientQuotaEntry({"client-id": "c1"}, {"consumer_byte_rate": 5.0})])
     lines = alter_client_quotas(
-        admin(fake), "clients", "c1", False, {"producer_byte_rate": "1024"}, ["consumer_byte_rate"]
+        admin(fake), [("clients", "c1", False)], {"producer_byte_rate": "1024"}, ["consumer_byte_rate"]
     )
     assert lines == ["Completed updating config for client c1."]
     assert fake.altered == [({"client-id": "c1"}, {"producer_byte_rate": 1024.0}, ["consumer_byte_rate"])]
-    lines = alter_client_quotas(admin(fake), "users", None, True, {"request_percentage": "150"}, [])
+    lines = alter_client_quotas(admin(fake), [("users", None, True)], {"request_percentage": "150"}, [])
     assert lines == ["Completed updating default config for users in the cluster."]
+    lines = alter_client_quotas(
+        admin(fake), [("users", "u1", False), ("clients", None, True)], {"request_percentage": "9"}, []
+    )
+    assert lines == ["Completed updating config for user u1."]
+    assert fake.altered[-1] == ({"user": "u1", "client-id": None}, {"request_percentage": 9.0}, [])
     assert fake.altered[1] == ({"user": None}, {"request_percentage": 150.0}, [])
 
 
@@ -114,11 +119,11 @@ def test_alter_refuses_what_kafka_configs_refuses(
 ) -> None:
     fake = FakeAdmin([])
     with pytest.raises(ConfigCommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        alter_client_quotas(admin(fake), entity_type, "c1", False, add, delete)
+        alter_client_quotas(admin(fake), [(entity_type, "c1", False)], add, delete)
     assert not fake.altered
 
 
 def test_a_broker_refusal_is_a_tool_error() -> None:
     fake = FakeAdmin([], refuse="Invalid quota producer_byte_rate=0.0: a quota must be a number greater than 0")
     with pytest.raises(ConfigCommandError, match="must be a number greater than 0"):
-        alter_client_quotas(admin(fake), "clients", "c1", False, {"producer_byte_rate": "0"}, [])
+        alter_client_quotas(admin(fake), [("clients", "c1", False)], {"producer_byte_rate": "0"}, [])

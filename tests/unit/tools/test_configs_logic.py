@@ -35,23 +35,35 @@ def test_add_config_file_is_a_properties_file(tmp_path) -> None:
 
 
 def test_entities_from_generic_and_shorthand_flags() -> None:
-    assert resolve_entity("topics", "t", False, NO_SHORTHANDS, False, False) == Entity("topics", "t")
-    assert resolve_entity(None, None, False, {**NO_SHORTHANDS, "brokers": "3"}, False, False) == Entity("brokers", "3")
-    default = resolve_entity(None, None, False, NO_SHORTHANDS, True, False)
+    assert resolve_entity(["topics"], ["t"], NO_SHORTHANDS, [], False) == Entity("topics", "t")
+    assert resolve_entity([], [], {**NO_SHORTHANDS, "brokers": "3"}, [], False) == Entity("brokers", "3")
+    default = resolve_entity([], [], NO_SHORTHANDS, ["brokers"], False)
     assert default == Entity("brokers", None, default=True) and default.resource_name == ""
     assert default.zk_name() == "<default>"
-    assert resolve_entity("brokers", None, True, NO_SHORTHANDS, False, False).default
+    assert resolve_entity(["brokers"], [None], NO_SHORTHANDS, [], False).default
+
+
+def test_a_user_combined_with_a_client_id() -> None:
+    combined = resolve_entity(["users", "clients"], ["alice", None], NO_SHORTHANDS, [], False)
+    assert combined == Entity("users", "alice", client=Entity("clients", None, default=True))
+    assert combined.quota_parts() == [("users", "alice", False), ("clients", None, True)]
+    shorthand = resolve_entity([], [], {**NO_SHORTHANDS, "clients": "c1"}, ["users"], False)
+    assert shorthand.quota_parts() == [("users", None, True), ("clients", "c1", False)]
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (("brokers", "x", False, NO_SHORTHANDS, False, False), "must be a valid integer broker id, but it is: x"),
-        (("ips", "1.2.3.4", False, NO_SHORTHANDS, False, False), "Invalid entity type ips"),
-        (("broker-loggers", "0", False, NO_SHORTHANDS, False, True), "with the --zookeeper argument"),
-        ((None, None, False, NO_SHORTHANDS, False, False), "At least one entity type must be specified"),
-        (("topics", None, False, {**NO_SHORTHANDS, "topics": "t"}, False, False), "should not be used in conjunction"),
-        (("topics", "bad name", False, NO_SHORTHANDS, False, False), "is illegal"),
+        ((["brokers"], ["x"], NO_SHORTHANDS, [], False), "must be a valid integer broker id, but it is: x"),
+        ((["ips"], ["1.2.3.4"], NO_SHORTHANDS, [], False), "Invalid entity type ips"),
+        ((["broker-loggers"], ["0"], NO_SHORTHANDS, [], True), "with the --zookeeper argument"),
+        (([], [], NO_SHORTHANDS, [], False), "At least one entity type must be specified"),
+        ((["topics"], [], {**NO_SHORTHANDS, "topics": "t"}, [], False), "should not be used in conjunction"),
+        ((["topics"], ["bad name"], NO_SHORTHANDS, [], False), "is illegal"),
+        ((["clients", "users"], ["c", "u"], NO_SHORTHANDS, [], False), "users and --entity-type clients, in that"),
+        ((["users", "clients"], ["u"], NO_SHORTHANDS, [], False), "needs an --entity-name or --entity-default for"),
+        ((["users", "clients"], ["u", "c"], NO_SHORTHANDS, [], True), "need --bootstrap-server"),
+        (([], [], {**NO_SHORTHANDS, "topics": "t", "users": "u"}, [], False), "Only one entity flag may be given"),
     ],
 )
 def test_entity_errors_are_usage_errors(arguments: tuple, message: str) -> None:
