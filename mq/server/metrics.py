@@ -57,6 +57,7 @@ kafka_server_socket_server_metrics_connection_count                    gauge    
 kafka_server_socket_server_metrics_connections_software                gauge     clientSoftwareName, clientSoftwareVersion,
                                                                                  listener, networkProcessor="0"
 kafka_network_socketserver_networkprocessoravgidle_percent             gauge     (a fraction 0..1, as Kafka's)
+kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent     gauge     (the same loop's idle fraction)
 kafka_server_kafkaserver_brokerstate                                   gauge     (1 starting, 3 running, 7 shutting down)
 kafka_server_quota_throttle_time_ms_total                              counter   quota (produce, fetch, request)
 kafka_log_logcleaner_cleaner_runs_total                                counter
@@ -491,10 +492,16 @@ class BrokerCollector(Collector):
         cpu = time.thread_time()
         self._idle_mark = (now, cpu)
         busy = (cpu - mark_cpu) / (now - mark_wall) if now > mark_wall else 0.0
+        idle = min(max(1.0 - busy, 0.0), 1.0)
         yield GaugeMetricFamily(
             "kafka_network_socketserver_networkprocessoravgidle_percent",
             "Fraction of time the event loop thread was idle since the last scrape",
-            min(max(1.0 - busy, 0.0), 1.0),
+            idle,
+        )
+        yield GaugeMetricFamily(
+            "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
+            "Fraction of time the request handlers were idle: the event loop's, which handles requests too",
+            idle,
         )
         yield GaugeMetricFamily(
             "kafka_server_kafkaserver_brokerstate",

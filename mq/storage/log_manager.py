@@ -426,8 +426,11 @@ class LogManager:
         self.flush_listener((time.monotonic() - started) * 1000)
 
     def flush_dirty_logs(self) -> None:
+        """The periodic flush: each log whose flush is due (timed, as the explicit flushes are)."""
         for partition_log in self.all_logs():
-            self._guarded(partition_log, partition_log.maybe_flush)
+            started = time.monotonic()
+            if self._guarded(partition_log, partition_log.maybe_flush):
+                self.flush_listener((time.monotonic() - started) * 1000)
 
     def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
         """The logs of each online log dir."""

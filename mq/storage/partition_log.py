@@ -592,11 +592,14 @@ class Log:
             base = self.active.base_offset
         self.flush(base)
 
-    def maybe_flush(self) -> None:
-        """Flush when ``flush_due`` or, with something unflushed, flush.ms passed since the last flush."""
+    def maybe_flush(self) -> int:
+        """Flush when ``flush_due`` or, with something unflushed, flush.ms passed since the last flush; 1 if it
+        flushed, else 0."""
         unflushed = self.log_end_offset > self.recovery_point
         if self.flush_due or (unflushed and self.time_ms() - self.last_flush_ms >= self.config.flush_ms):
             self.flush()
+            return 1
+        return 0
 
     def _schedule_delete(self, segments: list[LogSegment], *, close_indexes: bool = True) -> None:
         """Rename the segments' files to ``*.deleted``; they are removed after file.delete.delay.ms."""
