@@ -121,27 +121,41 @@ def test_client_certificates_name_principals_and_three_clients_work_over_ssl(
     assert asyncio.run(with_aiokafka()) == b"aio"
 
 
-def test_scram_over_sasl_ssl_with_three_clients(
-    mq_command: list[str], broker_factory: Callable[..., BrokerProcess], certs: Certificates
+PLAIN_JAAS = (
+    "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'user_carol="carol-secret";'
+)
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
+def test_sasl_ssl_with_three_clients_and_mqs_own_tools(
+    mq_command: list[str],
+    broker_factory: Callable[..., BrokerProcess],
+    certs: Certificates,
+    tmp_path: Path,
+    mechanism: str,
 ) -> None:
-    broker, _, sasl_bootstrap = tls_broker(broker_factory, certs)
-    users = ["configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "users", "--entity-name", "carol"]
-    result = subprocess.run(
-        [*mq_command, *users, "--alter", "--add-config", "SCRAM-SHA-512=[password=carol-secret]"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
+    extra = ["sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN", PLAIN_JAAS] if mechanism == "PLAIN" else []
+    broker, _, sasl_bootstrap = tls_broker(broker_factory, certs, *extra)
+    if mechanism != "PLAIN":
+        users = ["configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "users", "--entity-name", "carol"]
+        result = subprocess.run(
+            [*mq_command, *users, "--alter", "--add-config", "SCRAM-SHA-512=[password=carol-secret]"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
     config = {
         "bootstrap.servers": sasl_bootstrap,
         "security.protocol": "SASL_SSL",
         "ssl.ca.location": str(certs.ca),
-        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.mechanism": mechanism,
         "sasl.username": "carol",
         "sasl.password": "carol-secret",
     }
-    assert librdkafka_round_trip(config, "scram-ssl-librdkafka") == [b"m0", b"m1", b"m2"]
+    topic = f"{mechanism.lower()}-ssl"
+    assert librdkafka_round_trip(config, f"{topic}-librdkafka") == [b"m0", b"m1", b"m2"]
 
     from kafka import KafkaProducer
 
@@ -149,11 +163,11 @@ def test_scram_over_sasl_ssl_with_three_clients(
         bootstrap_servers=sasl_bootstrap,
         security_protocol="SASL_SSL",
         ssl_cafile=str(certs.ca),
-        sasl_mechanism="SCRAM-SHA-512",
+        sasl_mechanism=mechanism,
         sasl_plain_username="carol",
         sasl_plain_password="carol-secret",
     )
-    producer.send("scram-ssl-kafka-python", b"k").get(20)
+    producer.send(f"{topic}-kafka-python", b"k").get(20)
     producer.close()
 
     async def with_aiokafka() -> None:
@@ -163,17 +177,60 @@ def test_scram_over_sasl_ssl_with_three_clients(
             bootstrap_servers=sasl_bootstrap,
             security_protocol="SASL_SSL",
             ssl_context=ssl.create_default_context(cafile=str(certs.ca)),
-            sasl_mechanism="SCRAM-SHA-512",
+            sasl_mechanism=mechanism,
             sasl_plain_username="carol",
             sasl_plain_password="carol-secret",
         )
         await producer.start()
         try:
-            await producer.send_and_wait("scram-ssl-aiokafka", b"a")
+            await producer.send_and_wait(f"{topic}-aiokafka", b"a")
         finally:
             await producer.stop()
 
     asyncio.run(with_aiokafka())
+
+    login = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+    java_style = tmp_path / "admin.properties"  # Kafka's Java client properties
+    java_style.write_text(
+        "security.protocol=SASL_SSL\n"
+        f"sasl.mechanism={mechanism}\n"
+        f'sasl.jaas.config=org.apache.kafka.common.security.{login} required username="carol" '
+        'password="carol-secret";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={certs.ca}\n",
+        encoding="utf-8",
+    )
+    tools = [*mq_command, "topics", "--bootstrap-server", sasl_bootstrap, "--command-config", str(java_style)]
+    created = subprocess.run([*tools, "--create", "--topic", "tooled"], capture_output=True, text=True, timeout=60)
+    assert created.returncode == 0, created.stderr
+    listed = subprocess.run([*tools, "--list"], capture_output=True, text=True, timeout=60)
+    assert "tooled" in listed.stdout.split() and f"{topic}-aiokafka" in listed.stdout.split(), listed.stderr
+    librdkafka_style = tmp_path / "consumer.properties"
+    librdkafka_style.write_text("".join(f"{k}={v}\n" for k, v in config.items() if k != "bootstrap.servers"))
+    consumed = subprocess.run(
+        [
+            *mq_command,
+            "console-consumer",
+            "--bootstrap-server",
+            sasl_bootstrap,
+            "--topic",
+            f"{topic}-kafka-python",
+            "--from-beginning",
+            "--max-messages",
+            "1",
+            "--consumer.config",
+            str(librdkafka_style),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert consumed.stdout.splitlines() == ["k"], consumed.stderr
+    wrong = java_style.read_text().replace("carol-secret", "not-it")
+    java_style.write_text(wrong, encoding="utf-8")
+    refused = subprocess.run([*tools, "--list", "--timeout", "10"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "not-it" not in refused.stderr
 
 
 def _closed_by_broker(connect: Callable[[], Any]) -> bool:
