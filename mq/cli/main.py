@@ -98,7 +98,12 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console entry point: a usage error prints one line and exits 2; a failed operation exits 1."""
+    """Console entry point: a usage error prints one line and exits 2; a failed operation exits 1.
+
+    The protocol library registers strategies with the testing library hypothesis whenever that is importable, which
+    costs a second and a half of CPU at every start in a directory without hypothesis' cache (a broker's, say); the
+    command has no use for them, so an ``mq`` process never imports it."""
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     try:
         result = cli.main(standalone_mode=False)
     except click.UsageError as exc:
