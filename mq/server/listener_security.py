@@ -15,36 +15,15 @@ from mq.config import BrokerConfig, Listener
 from mq.errors import ConfigError
 from mq.security.jaas import JaasConfigError, LoginModule, login_module
 from mq.security.principal import PrincipalMapper, PrincipalMappingError
-from mq.security.tls import TlsConfigError, TlsSettings, server_context
+from mq.security.tls import JAVA_KEYS, TlsConfigError, TlsSettings, server_context, tls_settings
 from mq.server.network import ListenerSecurity
 from mq.server.sasl_authenticator import MechanismFactory
 
 
-def tls_settings(config: BrokerConfig, listener: str) -> TlsSettings:
-    """The ``ssl.*`` settings of ``listener`` (its own values over the broker's)."""
-
-    def value(key: str, default: str = "") -> str:
-        found = config.listener_value(listener, key)
-        return default if found is None else found
-
-    def optional(key: str) -> str | None:
-        return config.listener_value(listener, key) or None
-
-    return TlsSettings(
-        keystore_type=value("ssl.keystore.type", "JKS"),
-        keystore_location=optional("ssl.keystore.location"),
-        keystore_password=optional("ssl.keystore.password"),
-        keystore_certificate_chain=optional("ssl.keystore.certificate.chain"),
-        keystore_key=optional("ssl.keystore.key"),
-        key_password=optional("ssl.key.password"),
-        truststore_type=value("ssl.truststore.type", "JKS"),
-        truststore_location=optional("ssl.truststore.location"),
-        truststore_password=optional("ssl.truststore.password"),
-        truststore_certificates=optional("ssl.truststore.certificates"),
-        client_auth=value("ssl.client.auth", "none"),
-        enabled_protocols=value("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"),
-        cipher_suites=value("ssl.cipher.suites"),
-        endpoint_identification_algorithm=value("ssl.endpoint.identification.algorithm", "https"),
+def listener_tls_settings(config: BrokerConfig, listener: str) -> TlsSettings:
+    """The ``ssl.*`` settings of ``listener`` (its own values over the broker's), Kafka's Java-style keys only."""
+    return tls_settings(
+        {key: value for key in JAVA_KEYS if (value := config.listener_value(listener, key)) is not None}
     )
 
 
@@ -60,7 +39,7 @@ def listener_security(
     certificate_principal = None
     if protocol in ("SSL", "SASL_SSL"):
         try:
-            tls = server_context(tls_settings(config, name))
+            tls = server_context(listener_tls_settings(config, name))
         except TlsConfigError as exc:
             raise ConfigError(f"listener {name}: {exc}") from None
         if protocol == "SSL":
