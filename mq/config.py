@@ -262,7 +262,10 @@ class BrokerConfig:
         " served)",
     )
     sasl_mechanism_inter_broker_protocol: str = _key(
-        "sasl.mechanism.inter.broker.protocol", "GSSAPI", "SASL mechanism brokers authenticate to each other with"
+        "sasl.mechanism.inter.broker.protocol",
+        "GSSAPI",
+        "SASL mechanism brokers authenticate to each other with (PLAIN or SCRAM-*; the username and password of the "
+        "inter-broker listener's JAAS config for it)",
     )
     connections_max_reauth_ms: int = _key(
         "connections.max.reauth.ms",
@@ -270,7 +273,9 @@ class BrokerConfig:
         "SASL session lifetime; a client re-authenticates before it ends; 0 = none",
         minimum=0,
     )
-    ssl_keystore_type: str = _key("ssl.keystore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)")
+    ssl_keystore_type: str = _key(
+        "ssl.keystore.type", "JKS", "PEM or PKCS12; JKS: the file's own type (a Java KeyStore cannot be read)"
+    )
     ssl_keystore_location: str | None = _key("ssl.keystore.location", None, "the listener's key and certificate")
     ssl_keystore_password: str | None = _key(
         "ssl.keystore.password", None, "password of a PKCS12 keystore", kind="password"
@@ -280,7 +285,9 @@ class BrokerConfig:
     )
     ssl_keystore_key: str | None = _key("ssl.keystore.key", None, "PEM private key inline", kind="password")
     ssl_key_password: str | None = _key("ssl.key.password", None, "password of an encrypted PEM key", kind="password")
-    ssl_truststore_type: str = _key("ssl.truststore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)")
+    ssl_truststore_type: str = _key(
+        "ssl.truststore.type", "JKS", "PEM or PKCS12; JKS: the file's own type (a Java KeyStore cannot be read)"
+    )
     ssl_truststore_location: str | None = _key(
         "ssl.truststore.location", None, "CA certificates that verify clients (and brokers, between brokers)"
     )
