@@ -266,7 +266,10 @@ class BrokerConfig:
         " served)",
     )
     sasl_mechanism_inter_broker_protocol: str = _key(
-        "sasl.mechanism.inter.broker.protocol", "GSSAPI", "SASL mechanism brokers authenticate to each other with"
+        "sasl.mechanism.inter.broker.protocol",
+        "GSSAPI",
+        "SASL mechanism brokers authenticate to each other with (PLAIN or SCRAM-*; the username and password of the "
+        "inter-broker listener's JAAS config for it)",
     )
     connections_max_reauth_ms: int = _key(
         "connections.max.reauth.ms",
@@ -274,7 +277,12 @@ class BrokerConfig:
         "SASL session lifetime; a client re-authenticates before it ends; 0 = none",
         minimum=0,
     )
-    ssl_keystore_type: str = _key("ssl.keystore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)", update=PER_BROKER)
+    ssl_keystore_type: str = _key(
+        "ssl.keystore.type",
+        "JKS",
+        "PEM or PKCS12; JKS: the file's own type (a Java KeyStore cannot be read)",
+        update=PER_BROKER,
+    )
     ssl_keystore_location: str | None = _key(
         "ssl.keystore.location", None, "the listener's key and certificate", update=PER_BROKER
     )
@@ -295,7 +303,10 @@ class BrokerConfig:
         "ssl.key.password", None, "password of an encrypted PEM key", kind="password", update=PER_BROKER
     )
     ssl_truststore_type: str = _key(
-        "ssl.truststore.type", "JKS", "PEM or PKCS12 (JKS cannot be read)", update=PER_BROKER
+        "ssl.truststore.type",
+        "JKS",
+        "PEM or PKCS12; JKS: the file's own type (a Java KeyStore cannot be read)",
+        update=PER_BROKER,
     )
     ssl_truststore_location: str | None = _key(
         "ssl.truststore.location",

@@ -68,7 +68,7 @@ from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.handlers.sasl import sasl_apis
 from mq.server.handlers.user_scram_credentials import user_scram_credential_apis
 from mq.server.isr_updates import IsrChangeWriter
-from mq.server.listener_security import jaas_key, listener_security, tls_settings
+from mq.server.listener_security import inter_broker_security, jaas_key, listener_security, listener_tls_settings
 from mq.server.local_channel import ClusterChannel, LocalChannel, endpoint_of
 from mq.server.log_dir_mover import LogDirMover
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
@@ -151,7 +151,7 @@ class KafkaServer:
         self.broker_id = config.broker_id
         self.inter_broker_security: ClientSecurity = PLAINTEXT
         """TLS and SASL of this broker's connections to other brokers (controller requests, replica fetches,
-        liveness probes, controlled shutdown)."""
+        liveness probes, controlled shutdown): the inter-broker listener's, from the start on."""
         self.bound: Listener | None = None
         """The first advertised listener, once listening."""
         self.advertised: list[Listener] = []
@@ -357,6 +357,7 @@ class KafkaServer:
         config = self.config
         listeners = config.bound_listeners()
         endpoints = [Endpoint(b.host, b.port, listener_security(config, b, self._sasl_mechanism)) for b in listeners]
+        self.inter_broker_security = inter_broker_security(config)
         log_dirs = [d.resolve() for d in config.log_dir_paths]
         for directory in log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -496,6 +497,11 @@ class KafkaServer:
         ]:
             dispatcher.add(api)
         dispatcher.add(api_versions_api(dispatcher))
+        # SCRAM credentials before the listeners accept: the other brokers authenticate as soon as this one registers
+        for user, user_credentials in (
+            await loop.run_in_executor(self.zk_executor, read_all_credentials, self.zk)
+        ).items():
+            self.scram_credentials.update(user, user_credentials)
         self.server = SocketServer(
             listeners[0].host,
             listeners[0].port,
@@ -558,10 +564,6 @@ class KafkaServer:
         self._update_log_dir_move_rate(*rates)
         self.log_dir_mover.start()
         self._update_client_quotas(await loop.run_in_executor(self.zk_executor, read_all_quota_configs, self.zk))
-        for user, user_credentials in (
-            await loop.run_in_executor(self.zk_executor, read_all_credentials, self.zk)
-        ).items():
-            self.scram_credentials.update(user, user_credentials)
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
@@ -629,8 +631,10 @@ class KafkaServer:
         for listener in after.bound_listeners():
             if listener.protocol not in ("SSL", "SASL_SSL"):
                 continue
-            settings = tls_settings(after, listener.name)
-            if settings == tls_settings(before, listener.name) and not self.server.tls_files_changed(listener.name):
+            settings = listener_tls_settings(after, listener.name)
+            if settings == listener_tls_settings(before, listener.name) and not self.server.tls_files_changed(
+                listener.name
+            ):
                 continue
             try:
                 security = listener_security(after, listener, self._sasl_mechanism)

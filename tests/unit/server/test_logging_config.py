@@ -13,8 +13,8 @@ import pytest
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.configs import AlterConfigOp, ConfigSource
 from mq.server import logging_config
-from mq.server.logging_config import SHIPPED_LOGGING_CONFIG, default_logging_config
 from mq.server.handlers.configs import _alter_log_levels, describe_broker_loggers
+from mq.server.logging_config import SHIPPED_LOGGING_CONFIG, default_logging_config
 
 NAMED = ("kafka.controller", "state.change.logger", "kafka.request.logger", "kafka.authorizer.logger")
 NAMED += ("kafka.log.LogCleaner", "kafka.admin")
