@@ -188,10 +188,9 @@ def bootstrap_from_zookeeper(connect: str) -> str:
 
     store = ZooKeeperStore(connect, session_timeout_ms=30000)
     try:
-        endpoints = [r.host_port() for r in KafkaZkClient(store).get_all_brokers().values()]
+        bootstrap = KafkaZkClient(store).bootstrap_servers()
     finally:
         store.close()
-    bootstrap = ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
     if not bootstrap:
         raise ToolError(f"Exiting due to: no brokers are registered in {connect}.")
     return bootstrap
