@@ -4,6 +4,7 @@ group's members, and taken over when a member closes or dies (its session expire
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,13 +79,15 @@ def test_two_consumers_split_partitions_and_one_takes_over_at_close(zk_broker) -
         assert wait_for(lambda: len(set(owners(store, "g1").values())) == 2, timeout=10)
         ids = sorted([first.consumer_id, second.consumer_id])
         assert wait_for(
-            lambda: owners(store, "g1")
-            == {
-                TopicPartition("t", 0): f"{ids[0]}-0",
-                TopicPartition("t", 1): f"{ids[0]}-0",
-                TopicPartition("t", 2): f"{ids[1]}-0",
-                TopicPartition("t", 3): f"{ids[1]}-0",
-            },
+            lambda: (
+                owners(store, "g1")
+                == {
+                    TopicPartition("t", 0): f"{ids[0]}-0",
+                    TopicPartition("t", 1): f"{ids[0]}-0",
+                    TopicPartition("t", 2): f"{ids[1]}-0",
+                    TopicPartition("t", 3): f"{ids[1]}-0",
+                }
+            ),
             timeout=10,
         )
         records = []
@@ -132,3 +135,98 @@ def test_a_killed_consumer_loses_its_partitions_when_its_session_expires(zk_brok
         if child.poll() is None:
             child.kill()
             child.wait(10)
+
+
+def mq(command: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_console_consumer_and_the_offset_tools(zk_broker, mq_command: list[str], tmp_path) -> None:
+    connect, broker, store = zk_broker
+    kcat = shutil.which("kcat")
+    assert kcat is not None, "kcat is not installed: scripts/test.sh installs it"
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.call(AsyncAdmin.create_topics, [NewTopic("kc", 2, 1)])
+    lines = [f"line-{i}" for i in range(6)]
+    produced = subprocess.run(
+        [kcat, "-b", broker.bootstrap, "-P", "-t", "kc"], input="\n".join(lines) + "\n", text=True, timeout=30
+    )
+    assert produced.returncode == 0
+    groups = ZkConsumerGroups(store)
+
+    read = ["console-consumer", "--zookeeper", connect, "--topic", "kc", "--max-messages", "6"]
+    anonymous = mq(mq_command, *read, "--from-beginning")
+    assert anonymous.returncode == 0, anonymous.stderr
+    assert sorted(anonymous.stdout.splitlines()) == lines
+    assert "Processed a total of 6 messages" in anonymous.stderr
+    assert not [g for g in groups.groups() if g.startswith("console-consumer-")]
+
+    properties = tmp_path / "consumer.properties"
+    properties.write_text(f"zookeeper.connect={connect}\ngroup.id=cg\nauto.offset.reset=smallest\n")
+    named = mq(
+        mq_command, "console-consumer", "--consumer.config", str(properties), "--topic", "kc", "--max-messages", "6"
+    )
+    assert named.returncode == 0, named.stderr
+    assert sorted(named.stdout.splitlines()) == lines
+    committed = groups.offsets("cg")
+    assert sum(committed.values()) == 6 and set(committed) == {TopicPartition("kc", 0), TopicPartition("kc", 1)}
+    refused = mq(mq_command, *read, "--group", "cg", "--from-beginning")
+    assert refused.returncode == 1
+    assert "Found previous offset information for this group cg. Please use --delete-consumer-offsets" in refused.stderr
+
+    checked = mq(mq_command, "consumer-offset-checker", "--zkconnect", connect, "--group", "cg").stdout.splitlines()
+    assert checked[0].split() == ["Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"]
+    assert [row.split() for row in checked[1:]] == [
+        [
+            "cg",
+            "kc",
+            str(p),
+            str(committed[TopicPartition("kc", p)]),
+            str(committed[TopicPartition("kc", p)]),
+            "0",
+            "none",
+        ]
+        for p in (0, 1)
+    ]
+
+    exported = tmp_path / "offsets.txt"
+    result = mq(
+        mq_command, "export-zk-offsets", "--zkconnect", connect, "--group", "cg", "--output-file", str(exported)
+    )
+    assert result.returncode == 0, result.stderr
+    assert exported.read_text().splitlines() == [
+        f"/consumers/cg/offsets/kc/{p}:{committed[TopicPartition('kc', p)]}" for p in (0, 1)
+    ]
+    copied = tmp_path / "copied.txt"
+    copied.write_text(exported.read_text().replace("/consumers/cg/", "/consumers/cg2/"))
+    result = mq(mq_command, "import-zk-offsets", "--zkconnect", connect, "--inputfile", str(copied))
+    assert result.returncode == 0, result.stderr
+    assert groups.offsets("cg2") == committed
+    bad = tmp_path / "bad.txt"
+    bad.write_text("/consumers/cg3/offsets/kc/0:1\n/consumers/cg3/offsets/kc/9:1\n")
+    result = mq(mq_command, "import-zk-offsets", "--zkconnect", connect, "--input-file", str(bad))
+    assert result.returncode == 1 and "partition kc-9 does not exist" in result.stderr
+    bad.write_text("/consumers/cg3/offsets/kc/0:1\nkc 1 5\n")
+    result = mq(mq_command, "import-zk-offsets", "--zkconnect", connect, "--input-file", str(bad))
+    assert result.returncode == 1 and "line 2 is not" in result.stderr
+    assert not groups.exists("cg3")
+
+    updated = mq(mq_command, "update-offsets-in-zk", "earliest", str(properties), "kc")
+    assert updated.returncode == 0, updated.stderr
+    assert updated.stdout.splitlines() == [
+        "updating partition 0 with new offset: 0",
+        "updating partition 1 with new offset: 0",
+        "updated the offset for 2 partitions",
+    ]
+    assert groups.offsets("cg") == {TopicPartition("kc", 0): 0, TopicPartition("kc", 1): 0}
+
+    verify = ["verify-consumer-rebalance", "--zookeeper.connect", connect, "--group", "cg"]
+    with ZookeeperConsumer(ZkConsumerConfig.from_properties(consumer_properties(connect, "cg")), ["kc"]) as member:
+        assert wait_for(lambda: len(groups.owners("cg")) == 2, timeout=10)
+        result = mq(mq_command, *verify)
+        assert result.returncode == 0 and result.stdout == "Rebalance operation successful !\n"
+        groups.release("cg", TopicPartition("kc", 1))
+        result = mq(mq_command, *verify)
+        assert result.returncode == 1 and result.stdout == "Rebalance operation failed !\n"
+        assert "No owner for partition [kc,1]" in result.stderr
+        assert member.owned() == [TopicPartition("kc", 0), TopicPartition("kc", 1)]
