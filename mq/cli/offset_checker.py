@@ -24,7 +24,6 @@ from mq.cli.consumer_groups import sampling_sleep, status_options
 from mq.client.admin import GroupDescription
 from mq.client.cluster import BrokerMetadata
 from mq.tools import consumer_groups, offset_checker
-from mq.tools.zk_groups import ZkGroupAdmin
 from mq.zk.consumer_groups import ZkConsumerGroups
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import MetadataStore
@@ -97,6 +96,8 @@ def _check(
         groups = None if store is None else ZkConsumerGroups(store)
         admin: consumer_groups.ClientGroupAdmin
         if groups is not None and groups.exists(options["group"]):
+            from mq.tools.zk_groups import ZkGroupAdmin
+
             admin = ZkGroupAdmin(sync, groups)
         else:
             admin = consumer_groups.ClientGroupAdmin(sync)
