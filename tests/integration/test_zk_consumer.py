@@ -223,6 +223,11 @@ def test_console_consumer_and_the_offset_tools(zk_broker, mq_command: list[str],
     verify = ["verify-consumer-rebalance", "--zookeeper.connect", connect, "--group", "cg"]
     with ZookeeperConsumer(ZkConsumerConfig.from_properties(consumer_properties(connect, "cg")), ["kc"]) as member:
         assert wait_for(lambda: len(groups.owners("cg")) == 2, timeout=10)
+        listed = mq(mq_command, "consumer-groups", "--zookeeper", connect, "--list")
+        assert listed.returncode == 0 and listed.stdout.splitlines() == ["cg", "cg2"]
+        described = mq(mq_command, "consumer-groups", "--zookeeper", connect, "--describe", "--group", "cg")
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith("cg ")]
+        assert [row[:3] + row[6:7] for row in rows] == [["cg", "kc", str(p), f"{member.consumer_id}-0"] for p in (0, 1)]
         result = mq(mq_command, *verify)
         assert result.returncode == 0 and result.stdout == "Rebalance operation successful !\n"
         groups.release("cg", TopicPartition("kc", 1))
