@@ -17,7 +17,7 @@ from waiting import wait_for
 
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.sync import SyncAdmin, SyncProducer
-from mq.client.zk_consumer import ZkConsumerConfig, ZookeeperConsumer
+from mq.client.zk_consumer import ConsumerTimeoutError, ZkConsumerConfig, ZookeeperConsumer
 from mq.topic_partition import TopicPartition
 from mq.zk.consumer_groups import ConsumerIdTakenError, ZkConsumerGroups
 from mq.zk.zk_store import ZooKeeperStore
@@ -70,7 +70,7 @@ def owned_only_by(store: ZooKeeperStore, group: str, consumer: ZookeeperConsumer
 
 
 def test_two_consumers_split_partitions_and_one_takes_over_at_close(zk_broker) -> None:
-    connect, _, store = zk_broker
+    connect, broker, store = zk_broker
     config = ZkConsumerConfig.from_properties(consumer_properties(connect, "g1"))
     first = ZookeeperConsumer(config, ["t"])
     try:
@@ -99,9 +99,34 @@ def test_two_consumers_split_partitions_and_one_takes_over_at_close(zk_broker) -
         assert sorted(r.value for r in records) == sorted(f"v{i}".encode() for i in range(40))
         first.commit_offsets()
         assert ZkConsumerGroups(store).offsets("g1") == {TopicPartition("t", p): 10 for p in range(4)}
+        with SyncAdmin(broker.bootstrap) as admin:
+            admin.call(AsyncAdmin.create_partitions, {"t": 5})
+        assert wait_for(lambda: first.owned() == [TopicPartition("t", p) for p in range(5)], timeout=10)
+        assert set(owners(store, "g1").values()) == {f"{first.consumer_id}-0"}
     finally:
         first.close()
     assert ZkConsumerGroups(store).consumer_ids("g1") == []
+
+
+def test_offsets_in_the_broker_with_and_without_dual_commit(zk_broker) -> None:
+    connect, broker, store = zk_broker
+    groups = ZkConsumerGroups(store)
+    every = {TopicPartition("t", p): 10 for p in range(4)}
+    for group, dual in (("kafka-only", "false"), ("dual", "true")):
+        properties = consumer_properties(
+            connect, group, **{"offsets.storage": "kafka", "dual.commit.enabled": dual, "consumer.timeout.ms": "500"}
+        )
+        with ZookeeperConsumer(ZkConsumerConfig.from_properties(properties), ["t"]) as consumer:
+            records = []
+            with pytest.raises(ConsumerTimeoutError):
+                for record in consumer:
+                    records.append(record)
+            assert len(records) == 40
+        with SyncAdmin(broker.bootstrap) as admin:
+            assert admin.call(AsyncAdmin.list_group_offsets, group) == every
+        assert groups.offsets(group) == ({} if dual == "false" else every)
+        with ZookeeperConsumer(ZkConsumerConfig.from_properties(properties), ["t"]) as again:
+            assert again.poll(500) == []
 
 
 def test_a_killed_consumer_loses_its_partitions_when_its_session_expires(zk_broker) -> None:
@@ -110,7 +135,7 @@ def test_a_killed_consumer_loses_its_partitions_when_its_session_expires(zk_brok
     script = textwrap.dedent(
         f"""
         import time
-        from mq.client.zk_consumer import ZkConsumerConfig, ZookeeperConsumer
+        from mq.client.zk_consumer import ConsumerTimeoutError, ZkConsumerConfig, ZookeeperConsumer
         consumer = ZookeeperConsumer(ZkConsumerConfig.from_properties({properties!r}), ["t"])
         print("started", flush=True)
         time.sleep(60)
