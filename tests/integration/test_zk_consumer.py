@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from conftest import BrokerProcess, ZooKeeperProcess
@@ -187,7 +188,10 @@ def test_console_consumer_and_the_offset_tools(zk_broker, mq_command: list[str],
     assert not [g for g in groups.groups() if g.startswith("console-consumer-")]
 
     properties = tmp_path / "consumer.properties"
-    properties.write_text(f"zookeeper.connect={connect}\ngroup.id=cg\nauto.offset.reset=smallest\n")
+    seed = (Path(__file__).parents[1] / "data" / "seed_era_consumer.properties").read_text(encoding="utf-8")
+    properties.write_text(
+        seed.replace("zookeeper.connect=127.0.0.1:2181", f"zookeeper.connect={connect}").replace("=mygid", "=cg")
+    )
     named = mq(
         mq_command, "console-consumer", "--consumer.config", str(properties), "--topic", "kc", "--max-messages", "6"
     )

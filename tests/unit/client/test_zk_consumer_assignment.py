@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mq.client.zk_consumer import (
@@ -12,6 +14,7 @@ from mq.client.zk_consumer import (
     range_assignment,
     roundrobin_assignment,
 )
+from mq.config import parse_properties
 from mq.topic_partition import TopicPartition
 
 C1 = [ConsumerThreadId("g_c1", 0), ConsumerThreadId("g_c1", 1)]
@@ -89,3 +92,15 @@ def test_config_reads_the_seed_era_keys() -> None:
         ZkConsumerConfig.from_properties({"zookeeper.connect": "z"})
     with pytest.raises(ValueError, match="auto.offset.reset"):
         ZkConsumerConfig.from_properties({"zookeeper.connect": "z", "group.id": "g", "auto.offset.reset": "earliest"})
+
+
+def test_the_seed_era_consumer_properties_are_understood() -> None:
+    text = (Path(__file__).parents[2] / "data" / "seed_era_consumer.properties").read_text(encoding="utf-8")
+    config = ZkConsumerConfig.from_properties(parse_properties(text))
+    assert (config.zookeeper_connect, config.group_id, config.consumer_id) == ("127.0.0.1:2181", "mygid", "mycid")
+    assert new_consumer_id(config.group_id, config.consumer_id) == "mygid_mycid"
+    assert config.auto_commit_enable and config.auto_commit_interval_ms == 60000
+    assert config.auto_offset_reset == "smallest" and config.consumer_timeout_ms == -1
+    assert (config.offsets_storage, config.dual_commit_enabled) == ("zookeeper", True)
+    assert (config.rebalance_max_retries, config.rebalance_backoff_ms) == (4, 2000)
+    assert config.zookeeper_session_timeout_ms == 6000 and config.fetch_message_max_bytes == 1048576
