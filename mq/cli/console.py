@@ -198,9 +198,9 @@ def console_consumer(
     With --zookeeper (or zookeeper.connect in --consumer.config and no --bootstrap-server) it is a member of a
     ZooKeeper-coordinated group as Kafka 0.8's console consumer: the group is --group or group.id, else a generated
     console-consumer-<n> whose /consumers/<group> is deleted at exit; with --from-beginning a group that has offsets
-    in ZooKeeper is refused unless --delete-consumer-offsets. Consumer keys are Kafka 0.8's (auto.offset.reset
-    smallest|largest, auto.commit.enable, offsets.storage, ...); --partition, --offset and --whitelist are not
-    available in this mode.
+    in ZooKeeper is refused unless --delete-consumer-offsets; consumer.timeout.ms stops it as --timeout-ms does.
+    Consumer keys are Kafka 0.8's (auto.offset.reset smallest|largest, auto.commit.enable, offsets.storage, ...);
+    --partition, --offset and --whitelist are not available in this mode.
     Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
     """
     from mq.client.admin import AsyncAdmin
@@ -305,6 +305,8 @@ def _consume_from_zookeeper(
         security = group_consumer_settings(None, config, False).get("security", PLAINTEXT)
     except (ConsoleError, ValueError) as exc:
         _fail(str(exc), EXIT_USAGE)
+    if printer.timeout_ms is None and zk_config.consumer_timeout_ms >= 0:
+        printer.timeout_ms = zk_config.consumer_timeout_ms
     with zookeeper_store(zk_config.zookeeper_connect) as store:
         groups = ZkConsumerGroups(store)
         if delete_offsets:
