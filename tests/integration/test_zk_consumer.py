@@ -202,6 +202,21 @@ def test_console_consumer_and_the_offset_tools(zk_broker, mq_command: list[str],
     refused = mq(mq_command, *read, "--group", "cg", "--from-beginning")
     assert refused.returncode == 1
     assert "Found previous offset information for this group cg. Please use --delete-consumer-offsets" in refused.stderr
+    resumed = mq(
+        mq_command,
+        "console-consumer",
+        "--consumer.config",
+        str(properties),
+        "--topic",
+        "kc",
+        "--consumer-property",
+        "consumer.timeout.ms=300",
+    )
+    assert resumed.returncode == 0 and resumed.stdout == ""
+    assert "Processed a total of 0 messages" in resumed.stderr
+    restarted = mq(mq_command, *read, "--group", "cg", "--from-beginning", "--delete-consumer-offsets")
+    assert restarted.returncode == 0 and sorted(restarted.stdout.splitlines()) == lines
+    assert groups.offsets("cg") == committed
 
     checked = mq(mq_command, "consumer-offset-checker", "--zkconnect", connect, "--group", "cg").stdout.splitlines()
     assert checked[0].split() == ["Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"]
