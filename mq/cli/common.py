@@ -6,12 +6,13 @@ A failure prints one line ``Error: <message>`` on stderr; ``-v`` / ``MQ_DEBUG=1`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -20,7 +21,7 @@ import click
 from mq.client.security import SECURITY_KEYS, client_security
 from mq.config import parse_properties
 from mq.errors import ConfigError, KafkaError
-from mq.zk.store import StoreError
+from mq.zk.store import MetadataStore, StoreError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -181,6 +182,18 @@ def client_properties_file(path: str) -> dict[str, str]:
         raise ToolError(str(exc), EXIT_USAGE) from None
 
 
+@contextlib.contextmanager
+def zookeeper_store(connect: str) -> Iterator[MetadataStore]:
+    """A ZooKeeper session for one command, closed at the end."""
+    from mq.zk.zk_store import ZooKeeperStore
+
+    store = ZooKeeperStore(connect, session_timeout_ms=30000)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 def bootstrap_from_zookeeper(connect: str) -> str:
     """``host:port,...`` of the brokers registered in ``/brokers/ids`` of a ZooKeeper-mode cluster."""
     from mq.zk.kafka_zk_client import KafkaZkClient
@@ -188,10 +201,9 @@ def bootstrap_from_zookeeper(connect: str) -> str:
 
     store = ZooKeeperStore(connect, session_timeout_ms=30000)
     try:
-        endpoints = [r.host_port() for r in KafkaZkClient(store).get_all_brokers().values()]
+        bootstrap = KafkaZkClient(store).bootstrap_servers()
     finally:
         store.close()
-    bootstrap = ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
     if not bootstrap:
         raise ToolError(f"Exiting due to: no brokers are registered in {connect}.")
     return bootstrap

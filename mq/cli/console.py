@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, admin_options, admin_settings, client_properties_file
+from mq.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ToolError,
+    admin_options,
+    admin_settings,
+    client_properties_file,
+    zookeeper_store,
+)
 from mq.client.security import PLAINTEXT
 from mq.errors import KafkaError
 from mq.tools.client_properties import producer_settings
@@ -22,8 +30,10 @@ from mq.tools.console import (
     parse_properties,
     read_properties_file,
     topic_filter,
+    zookeeper_consumer_properties,
 )
 from mq.topic_partition import TopicPartition
+from mq.zk.store import StoreError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -123,7 +133,17 @@ def _lines(prompt: bool) -> Any:
 
 
 @click.command("console-consumer", context_settings=SETTINGS)
-@click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,...]")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]")
+@click.option(
+    "--zookeeper",
+    metavar="HOST:PORT[,...][/CHROOT]",
+    help="Consume as a ZooKeeper-coordinated (Kafka 0.8) consumer; also zookeeper.connect of --consumer.config.",
+)
+@click.option(
+    "--delete-consumer-offsets",
+    is_flag=True,
+    help="With --zookeeper: delete the group's /consumers/<group> (its offsets) before starting.",
+)
 @click.option("--topic", help="The topic to consume.")
 @click.option("--whitelist", "--include", "whitelist", help="Regular expression of the topics to consume.")
 @click.option("--group", help="Consume as a member of this consumer group (committing offsets).")
@@ -152,7 +172,9 @@ def _lines(prompt: bool) -> Any:
     "--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted"
 )
 def console_consumer(
-    bootstrap: str,
+    bootstrap: str | None,
+    zookeeper: str | None,
+    delete_consumer_offsets: bool,
     topic: str | None,
     whitelist: str | None,
     group: str | None,
@@ -172,6 +194,13 @@ def console_consumer(
     assigned starting at the group's committed offsets, and commits as it goes and at exit. Without a group it reads
     the partitions directly and commits nothing. As Kafka's consumer, it asks the broker to create a --topic that
     does not exist unless the consumer property allow.auto.create.topics is false. Prints "Processed a total of N messages" on stderr at exit.
+
+    With --zookeeper (or zookeeper.connect in --consumer.config and no --bootstrap-server) it is a member of a
+    ZooKeeper-coordinated group as Kafka 0.8's console consumer: the group is --group or group.id, else a generated
+    console-consumer-<n> whose /consumers/<group> is deleted at exit; with --from-beginning a group that has offsets
+    in ZooKeeper is refused unless --delete-consumer-offsets; consumer.timeout.ms stops it as --timeout-ms does.
+    Consumer keys are Kafka 0.8's (auto.offset.reset smallest|largest, auto.commit.enable, offsets.storage, ...);
+    --partition, --offset and --whitelist are not available in this mode.
     Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
     """
     from mq.client.admin import AsyncAdmin
@@ -180,6 +209,22 @@ def console_consumer(
 
     if (topic is None) == (whitelist is None):
         _fail("Exactly one of whitelist/topic is required.", EXIT_USAGE)
+    try:
+        formatter = Formatter.from_properties(parse_properties(properties))
+        config = read_properties_file(consumer_config) if consumer_config else {}
+        config.update(parse_properties(consumer_properties))
+    except (ConsoleError, OSError) as exc:
+        _fail(str(exc), EXIT_USAGE)
+    printer = _Printer(formatter, max_messages, timeout_ms)
+    if bootstrap is None and (zookeeper is not None or "zookeeper.connect" in config):
+        if whitelist is not None or partition is not None or offset != "latest":
+            _fail("--whitelist, --partition and --offset are not available with --zookeeper.", EXIT_USAGE)
+        assert topic is not None
+        _consume_from_zookeeper(zookeeper, topic, group, config, from_beginning, delete_consumer_offsets, printer)
+        return
+    if bootstrap is None:
+        _fail("Exactly one of --bootstrap-server and --zookeeper is required.", EXIT_USAGE)
+    assert bootstrap is not None
     if partition is not None and topic is None:
         _fail("The topic is required when partition is specified.", EXIT_USAGE)
     if offset != "latest" and partition is None:
@@ -187,9 +232,6 @@ def console_consumer(
     if from_beginning and offset != "latest":
         _fail("Options --from-beginning and --offset cannot be specified together.", EXIT_USAGE)
     try:
-        formatter = Formatter.from_properties(parse_properties(properties))
-        config = read_properties_file(consumer_config) if consumer_config else {}
-        config.update(parse_properties(consumer_properties))
         settings = group_consumer_settings(group, config, from_beginning)
         pattern = topic_filter(whitelist) if whitelist is not None else None
     except (ConsoleError, OSError) as exc:
@@ -197,7 +239,6 @@ def console_consumer(
     settings.setdefault("isolation_level", isolation_level)
     if "group_id" in settings and partition is not None:
         _fail("Options --group and --partition cannot be specified together.", EXIT_USAGE)
-    printer = _Printer(formatter, max_messages, timeout_ms)
     try:
         if "group_id" in settings:
             with SyncGroupConsumer(bootstrap, **settings) as group_consumer:
@@ -241,6 +282,53 @@ def console_consumer(
     except (KafkaError, OSError) as exc:
         click.echo(f"Processed a total of {printer.processed} messages", err=True)
         _fail(str(exc))
+    click.echo(f"Processed a total of {printer.processed} messages", err=True)
+
+
+def _consume_from_zookeeper(
+    zookeeper: str | None,
+    topic: str,
+    group: str | None,
+    config: dict[str, str],
+    from_beginning: bool,
+    delete_offsets: bool,
+    printer: _Printer,
+) -> None:
+    """Kafka 0.8's console consumer: a member of a ZooKeeper-coordinated group."""
+    from mq.client.zk_consumer import ConsumerRebalanceFailedError, ZkConsumerConfig, ZookeeperConsumer
+    from mq.zk import paths
+    from mq.zk.consumer_groups import ConsumerIdTakenError, ZkConsumerGroups
+
+    try:
+        properties, generated = zookeeper_consumer_properties(zookeeper, group, config, from_beginning)
+        zk_config = ZkConsumerConfig.from_properties(properties)
+        security = group_consumer_settings(None, config, False).get("security", PLAINTEXT)
+    except (ConsoleError, ValueError) as exc:
+        _fail(str(exc), EXIT_USAGE)
+    if printer.timeout_ms is None and zk_config.consumer_timeout_ms >= 0:
+        printer.timeout_ms = zk_config.consumer_timeout_ms
+    with zookeeper_store(zk_config.zookeeper_connect) as store:
+        groups = ZkConsumerGroups(store)
+        if delete_offsets:
+            groups.delete_group(zk_config.group_id)
+        elif from_beginning and store.exists(paths.consumer_offsets(zk_config.group_id)) is not None:
+            _fail(
+                f"Found previous offset information for this group {zk_config.group_id}. Please use "
+                "--delete-consumer-offsets to delete previous offsets metadata"
+            )
+    try:
+        try:
+            with ZookeeperConsumer(zk_config, [topic], security=security) as consumer:
+                printer.run(consumer)
+        except KeyboardInterrupt:
+            pass
+        except (ConsumerIdTakenError, ConsumerRebalanceFailedError, KafkaError, StoreError, OSError, ValueError) as exc:
+            click.echo(f"Processed a total of {printer.processed} messages", err=True)
+            _fail(str(exc))
+    finally:
+        if generated:
+            with zookeeper_store(zk_config.zookeeper_connect) as store:
+                ZkConsumerGroups(store).delete_group(zk_config.group_id)
     click.echo(f"Processed a total of {printer.processed} messages", err=True)
 
 

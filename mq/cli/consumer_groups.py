@@ -3,6 +3,7 @@ kafka-consumer-groups flags and output."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -23,6 +24,7 @@ from mq.cli.common import (
     format_option,
     handle_errors,
     print_table,
+    zookeeper_store,
 )
 from mq.client.admin import GroupDescription
 from mq.tools import consumer_groups as tool
@@ -73,6 +75,11 @@ def sampling_sleep(group: str, samples: int, output_format: str) -> Callable[[fl
 
 @click.command("consumer-groups", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="REQUIRED: The server(s) to connect to.")
+@click.option(
+    "--zookeeper",
+    metavar="HOST:PORT[,...][/CHROOT]",
+    help="Instead of --bootstrap-server: the ZooKeeper-coordinated (old consumer) groups under /consumers.",
+)
 @command_config_option()
 @click.option("--list", "list_", is_flag=True, help="List all consumer groups.")
 @click.option("--describe", is_flag=True, help="Describe groups: offsets and lag (default), --members or --state.")
@@ -132,6 +139,12 @@ def consumer_groups(**options: Any) -> None:
     although a member owns it; WARN: committing but lag grows; OK otherwise). LAG is never negative.
 
     \b
+    With --zookeeper (Kafka 0.9-1.x) the groups are those of ZooKeeper-coordinated consumers (/consumers): members
+    are the consumer threads owning partitions, offsets those in ZooKeeper (or the broker's when it has them);
+    --delete removes /consumers/<group> of a group without registered consumers, --reset-offsets --execute writes
+    /consumers/<group>/offsets.
+
+    \b
     Exit codes: 0 success, 1 the operation failed (a group does not exist, a reset of an active group, a failed
     deletion), 2 bad usage.
     """
@@ -140,8 +153,24 @@ def consumer_groups(**options: Any) -> None:
     from mq.client.sync import SyncAdmin
 
     config = admin_settings(options["command_config"], options["timeout"] / 1000)
-    with SyncAdmin(options["bootstrap_server"], **config) as sync:
-        admin = tool.ClientGroupAdmin(sync)
+    with contextlib.ExitStack() as stack:
+        bootstrap = options["bootstrap_server"]
+        groups = None
+        if options["zookeeper"]:
+            from mq.zk.consumer_groups import ZkConsumerGroups
+            from mq.zk.kafka_zk_client import KafkaZkClient
+
+            store = stack.enter_context(zookeeper_store(options["zookeeper"]))
+            groups = ZkConsumerGroups(store)
+            bootstrap = KafkaZkClient(store).bootstrap_servers()
+            if not bootstrap:
+                raise ToolError(f"no brokers are registered in {options['zookeeper']}")
+        sync = stack.enter_context(SyncAdmin(bootstrap, **config))
+        admin: GroupAdmin = tool.ClientGroupAdmin(sync)
+        if groups is not None:
+            from mq.tools.zk_groups import ZkGroupAdmin
+
+            admin = ZkGroupAdmin(sync, groups)
         try:
             code = _run(admin, options, output_format)
         except GroupCommandError as exc:
@@ -155,7 +184,9 @@ def _usage(message: str) -> ToolError:
 
 
 def _check_usage(options: dict[str, Any]) -> None:
-    if not options["bootstrap_server"]:
+    if options["bootstrap_server"] and options["zookeeper"]:
+        raise _usage('Option "[bootstrap-server]" can\'t be used with option "[zookeeper]"')
+    if not options["bootstrap_server"] and not options["zookeeper"]:
         raise _usage('Missing required argument "[bootstrap-server]"')
     actions = [a for a in ACTIONS if options[a]]
     if len(actions) != 1:

@@ -34,6 +34,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.offset_checker:consumer_offset_checker",
         "Check the committed offsets and lag of a consumer group.",
     ),
+    "export-zk-offsets": (
+        "mq.cli.zk_offsets:export_zk_offsets",
+        "Write the offsets of ZooKeeper-coordinated consumer groups to a file.",
+    ),
+    "import-zk-offsets": (
+        "mq.cli.zk_offsets:import_zk_offsets",
+        "Write a file of offsets (as export-zk-offsets writes it) into ZooKeeper.",
+    ),
+    "update-offsets-in-zk": (
+        "mq.cli.zk_offsets:update_offsets_in_zk",
+        "Set a ZooKeeper group's offsets of a topic to the earliest or latest offsets.",
+    ),
+    "verify-consumer-rebalance": (
+        "mq.cli.zk_offsets:verify_consumer_rebalance",
+        "Check that every partition of a ZooKeeper group is owned by a registered consumer.",
+    ),
     "mirror": ("mq.cli.mirror:mirror", "Continuously copy data between Kafka clusters."),
     "perf": ("mq.cli.perf:perf", "Measure producer or consumer throughput and latency (Kafka's perf tests)."),
     "replay-log-producer": (

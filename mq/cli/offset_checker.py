@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict
 from typing import Any
@@ -13,16 +14,19 @@ from mq.cli.common import (
     ToolError,
     admin_options,
     admin_settings,
-    bootstrap_from_zookeeper,
     default_format,
     format_option,
     handle_errors,
     print_table,
+    zookeeper_store,
 )
 from mq.cli.consumer_groups import sampling_sleep, status_options
 from mq.client.admin import GroupDescription
 from mq.client.cluster import BrokerMetadata
 from mq.tools import consumer_groups, offset_checker
+from mq.zk.consumer_groups import ZkConsumerGroups
+from mq.zk.kafka_zk_client import KafkaZkClient
+from mq.zk.store import MetadataStore
 
 
 @click.command("consumer-offset-checker", context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,8 +36,10 @@ from mq.tools import consumer_groups, offset_checker
 @click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers to connect to.")
 @click.option(
     "--zookeeper",
+    "--zkconnect",
+    "zookeeper",
     metavar="HOST:PORT[,...][/CHROOT]",
-    help="ZooKeeper of a cluster: the brokers are found in /brokers/ids (offsets are read from the brokers).",
+    help="ZooKeeper of a cluster: the brokers are found in /brokers/ids; a group under /consumers is read there.",
 )
 @click.option(
     "--socket.timeout.ms",
@@ -50,6 +56,11 @@ def consumer_offset_checker(**options: Any) -> None:
     """Check the offset of your consumers.
 
     \b
+    With --zookeeper (or 0.8.0's --zkconnect) a ZooKeeper-coordinated group (/consumers/<group>) is checked as
+    Kafka 0.8 does: offsets from the broker where it has them, else from /consumers/<group>/offsets, owners from
+    /consumers/<group>/owners (the consumer thread id); topics are those with offsets or owners.
+
+    \b
     Columns: Group Topic Pid Offset logSize Lag Owner (Offset and Lag "unknown" without a committed offset, Owner
     "none" without an active member). Beyond Kafka: lagSeconds (now minus the timestamp of the first unconsumed
     record, 0 without lag) in table and json output and with --verbose; --status rates each partition over
@@ -61,15 +72,35 @@ def consumer_offset_checker(**options: Any) -> None:
     output_format = options["output_format"] or default_format()
     if (options["bootstrap_server"] is None) == (options["zookeeper"] is None):
         raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified", EXIT_USAGE)
-    bootstrap = options["bootstrap_server"] or bootstrap_from_zookeeper(options["zookeeper"])
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(zookeeper_store(options["zookeeper"])) if options["zookeeper"] else None
+        report, brokers, extra = _check(options, output_format, store)
+    _render(report, brokers, extra, output_format)
+
+
+def _check(
+    options: dict[str, Any], output_format: str, store: MetadataStore | None
+) -> tuple[consumer_groups.GroupOffsets, list[BrokerMetadata], bool]:
     from mq.client.admin import AsyncAdmin
     from mq.client.sync import SyncAdmin
 
+    bootstrap = options["bootstrap_server"]
+    if store is not None:
+        bootstrap = KafkaZkClient(store).bootstrap_servers()
+        if not bootstrap:
+            raise ToolError(f"Exiting due to: no brokers are registered in {options['zookeeper']}.")
     settings = admin_settings(options["command_config"], options["timeout"], default_request_timeout_ms=6000)
     if options["socket_timeout_ms"] is not None:
         settings["request_timeout_ms"] = options["socket_timeout_ms"]
     with SyncAdmin(bootstrap, **settings) as sync:
-        admin = consumer_groups.ClientGroupAdmin(sync)
+        groups = None if store is None else ZkConsumerGroups(store)
+        admin: consumer_groups.ClientGroupAdmin
+        if groups is not None and groups.exists(options["group"]):
+            from mq.tools.zk_groups import ZkGroupAdmin
+
+            admin = ZkGroupAdmin(sync, groups)
+        else:
+            admin = consumer_groups.ClientGroupAdmin(sync)
         topics = offset_checker.parse_topics(options["topic"])
         group = options["group"]
 
@@ -88,7 +119,7 @@ def consumer_offset_checker(**options: Any) -> None:
         brokers: list[BrokerMetadata] = (
             list(sync.call(AsyncAdmin.describe_cluster).brokers) if options["broker_info"] else []
         )
-    _render(report, brokers, extra, output_format)
+    return report, brokers, extra
 
 
 def _render(

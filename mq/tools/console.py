@@ -6,11 +6,12 @@ properties: ``print.timestamp``, ``print.partition``, ``print.offset``, ``print.
 ``null.literal`` ("null"). A formatted line holds, in order: ``CreateTime:<ts>``, ``Partition:<p>``,
 ``Offset:<o>``, headers (``k:v,...`` or ``NO_HEADERS``), key, value. ``group_consumer_settings`` turns the console
 consumer's ``--group`` and Kafka consumer properties into group consumer settings (the security keys into one
-``security``).
+``security``); ``zookeeper_consumer_properties`` does so for the ZooKeeper-coordinated consumer (``--zookeeper``).
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -229,6 +230,29 @@ def group_consumer_settings(group: str | None, properties: Mapping[str, str], fr
         raise ConsoleError(f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}'")
     settings.setdefault("auto_offset_reset", "earliest" if from_beginning else "latest")
     return settings
+
+
+def zookeeper_consumer_properties(
+    zookeeper: str | None, group: str | None, properties: Mapping[str, str], from_beginning: bool
+) -> tuple[dict[str, str], bool]:
+    """The 0.8 consumer properties of ``console-consumer --zookeeper`` and whether the group id was generated
+    (``console-consumer-<0..99999>``, as Kafka 0.8 makes it, when neither --group nor group.id gives one);
+    --from-beginning means auto.offset.reset=smallest."""
+    merged = dict(properties)
+    if zookeeper is not None:
+        merged["zookeeper.connect"] = zookeeper
+    groups = list(dict.fromkeys(g for g in (group, merged.get("group.id")) if g))
+    if len(groups) > 1:
+        raise ConsoleError(f"The group ids provided do not match. Detected group ids: {', '.join(groups)}")
+    generated = not groups
+    merged["group.id"] = groups[0] if groups else f"console-consumer-{random.randrange(100000)}"
+    if from_beginning:
+        if merged.get("auto.offset.reset", "smallest") != "smallest":
+            raise ConsoleError(
+                f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={merged['auto.offset.reset']}'"
+            )
+        merged["auto.offset.reset"] = "smallest"
+    return merged, generated
 
 
 def read_properties_file(path: str) -> dict[str, str]:

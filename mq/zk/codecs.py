@@ -154,6 +154,38 @@ class BrokerRegistration:
 
 
 @dataclass
+class ConsumerRegistration:
+    """``/consumers/<group>/ids/<consumer id>`` of a ZooKeeper-coordinated consumer (Kafka 0.8): streams per topic
+    (``static``) or per regular expression (``white_list``/``black_list``); the timestamp is a string of ms."""
+
+    subscription: dict[str, int]
+    pattern: str = "static"
+    timestamp_ms: int = 0
+
+    def encode(self) -> bytes:
+        return dumps(
+            {
+                "version": 1,
+                "subscription": self.subscription,
+                "pattern": self.pattern,
+                "timestamp": str(self.timestamp_ms),
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> ConsumerRegistration:
+        document = _object(data, "consumer registration")
+        subscription = document.get("subscription")
+        if not isinstance(subscription, dict):
+            raise ValueError("consumer registration needs a subscription object")
+        return cls(
+            {str(t): int(n) for t, n in subscription.items()},
+            str(document.get("pattern", "static")),
+            int(document.get("timestamp") or 0),
+        )
+
+
+@dataclass
 class ControllerInfo:
     """``/controller`` (ephemeral)."""
 

@@ -68,6 +68,11 @@ class KafkaZkClient:
                     brokers[int(child)] = BrokerRegistration.decode(int(child), data)
         return brokers
 
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of the registered brokers' first endpoints (empty when none is registered)."""
+        endpoints = [r.host_port() for r in self.get_all_brokers().values()]
+        return ",".join(f"{host}:{port}" for host, port in filter(None, endpoints))
+
     # --- topics ------------------------------------------------------------------------------------------------
 
     def get_all_topics(self) -> list[str]:

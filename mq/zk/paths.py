@@ -79,3 +79,29 @@ def delete_topic(name: str) -> str:
 
 def consumer_offset(group: str, name: str, partition_id: int) -> str:
     return f"{CONSUMERS}/{group}/offsets/{name}/{partition_id}"
+
+
+def consumer_group(group: str) -> str:
+    return f"{CONSUMERS}/{group}"
+
+
+def consumer_ids(group: str) -> str:
+    return f"{CONSUMERS}/{group}/ids"
+
+
+def consumer_registration(group: str, consumer_id: str) -> str:
+    return f"{CONSUMERS}/{group}/ids/{consumer_id}"
+
+
+def consumer_offsets(group: str, name: str | None = None) -> str:
+    """``/consumers/<group>/offsets``, or the topic's directory under it."""
+    return f"{CONSUMERS}/{group}/offsets" + ("" if name is None else f"/{name}")
+
+
+def consumer_owners(group: str, name: str | None = None) -> str:
+    """``/consumers/<group>/owners``, or the topic's directory under it."""
+    return f"{CONSUMERS}/{group}/owners" + ("" if name is None else f"/{name}")
+
+
+def consumer_owner(group: str, name: str, partition_id: int) -> str:
+    return f"{CONSUMERS}/{group}/owners/{name}/{partition_id}"
