@@ -51,7 +51,6 @@ from mq.topic_partition import TopicPartition
 
 NO_OFFSET = -1
 NO_METADATA = ""
-DESCRIBE, TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 UNAUTHORIZED_PARTITION = (None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 """A named partition of a topic the client may not describe: no offset, TOPIC_AUTHORIZATION_FAILED."""
 AUDITED_COMMITTERS = 4096
@@ -182,11 +181,16 @@ def group_offset_apis(
         else:
             asked = partitions
             if acl is not None and partitions is not None:
-                described = allowed_names(acl, context, DESCRIBE, TOPIC, (tp.topic for tp in partitions))
+                described = allowed_names(
+                    acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp.topic for tp in partitions)
+                )
                 asked = [tp for tp in partitions if tp.topic in described]
             code, offsets = coordinator.fetch_offsets(group_id, asked)
             if acl is not None and partitions is None:
-                described = allowed_names(acl, context, DESCRIBE, TOPIC, (tp.topic for tp in offsets))
+                committed = (tp.topic for tp in offsets)  # a listing: refusals logged at DEBUG only
+                described = allowed_names(
+                    acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, committed, audit=False
+                )
                 offsets = {tp: value for tp, value in offsets.items() if tp.topic in described}
             for tp in offsets if partitions is None else partitions:
                 answers[tp] = (offsets[tp], ErrorCode.NONE) if tp in offsets else UNAUTHORIZED_PARTITION
@@ -225,7 +229,7 @@ def group_offset_apis(
     async def offset_delete(context: RequestContext, request: Any) -> dict[str, Any]:
         if not allows(acl, context, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
             return offset_delete_error(context, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        readable = allowed_names(acl, context, AclOperation.READ, TOPIC, (t.name for t in request.topics))
+        readable = allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
         errors: dict[TopicPartition, ErrorCode] = {}
         known: list[TopicPartition] = []
         for topic in request.topics:

@@ -34,7 +34,6 @@ from mq.server.replica_manager import ProduceResult, ReplicaManager
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
 
 ADMIN_CLIENT_ID = "__admin_client"
-WRITE, TOPIC = AclOperation.WRITE, ResourceType.TOPIC
 
 Answer = bytes | None | asyncio.Future[bytes | None]
 
@@ -152,7 +151,8 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
 
     def answer(version: int, correlation_id: int, context: RequestContext, request: ProduceRequest) -> Answer:
         topics = request.topic_data
-        writable = None if acl is None else allowed_names(acl, context, WRITE, TOPIC, (t.name for t in topics))
+        names = (t.name for t in topics)
+        writable = None if acl is None else allowed_names(acl, context, AclOperation.WRITE, ResourceType.TOPIC, names)
         client_id = context.header.client_id
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             p = topics[0].partition_data[0]
@@ -174,7 +174,9 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         one = read_one_partition(frame, version)
         if one is not None:
-            writable = acl is None or allows(acl, RequestContext.of_frame(frame, client), WRITE, TOPIC, one[4])
+            writable = acl is None or allows(
+                acl, RequestContext.of_frame(frame, client), AclOperation.WRITE, ResourceType.TOPIC, one[4]
+            )
             return answer_one(version, correlation_id, *one, writable)
         header, request = decode_produce_request(frame)
         return answer(version, correlation_id, RequestContext(header, client), request)
