@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import uuid
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import (
@@ -34,6 +36,7 @@ from mq.security.acl import (
     ResourceType,
 )
 from mq.security.authorizer import AclAuthorizer
+from mq.server import logging_config
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import LATER, Api, ApiDispatcher, RequestContext
 from mq.server.authorization import (
@@ -43,14 +46,22 @@ from mq.server.authorization import (
     authorized_operations,
 )
 from mq.server.clock import ManualClock
+from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.cluster import cluster_apis
+from mq.server.handlers.configs import configs_apis
 from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.group_offsets import group_offset_apis
 from mq.server.handlers.groups import group_apis
+from mq.server.handlers.leader_epoch import leader_epoch_apis
 from mq.server.handlers.metadata import metadata_api
+from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
+from mq.server.metadata_cache import MetadataCache, PartitionInfo
 from mq.server.network import ClientAddress, Response
 from mq.topic_partition import TopicPartition
+from mq.zk.admin_zk_client import AdminZkClient
+from mq.zk.codecs import BrokerRegistration
+from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
 from tests.produce_frames import produce_frame
 from tests.unit.server.group_fakes import make
@@ -344,3 +355,121 @@ def test_group_apis_need_their_group_operation_and_offsets_their_topic_operation
     ]
     offset_delete = {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]}
     assert call(ApiKey.OFFSET_DELETE, 0, offset_delete).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+# --- topic admin APIs, ListOffsets, DeleteRecords, OffsetForLeaderEpoch -------------------------------------------
+
+
+def test_topic_admin_apis_need_their_topic_operation() -> None:
+    zk = KafkaZkClient(LocalStore(None))
+    zk.create_top_level_paths()
+    zk.register_broker(BrokerRegistration(1, ["PLAINTEXT://h:9092"]))
+    cache = MetadataCache(1, "cluster")
+    acl = acl_cache(
+        (ResourceType.TOPIC, "a", AclOperation.CREATE),
+        (ResourceType.TOPIC, "b", AclOperation.CREATE),
+        (ResourceType.TOPIC, "b", AclOperation.DESCRIBE_CONFIGS),
+    )
+    dispatcher = ApiDispatcher(admin_topic_apis(AdminZkClient(zk), cache, BrokerConfig(), 1, acl), acl)
+
+    def call(key: ApiKey, version: int, values: dict[str, Any]) -> Any:
+        return decoded(key, version, general(dispatcher, request_frame(key, version, values)))
+
+    new = [{"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []} for n in "abc"]
+    created = {t.name: t for t in call(ApiKey.CREATE_TOPICS, 7, {"topics": new, "timeout": 0}).topics}
+    assert (created["a"].error_code, created["a"].topic_config_error_code) == (0, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    assert created["a"].num_partitions == -1 and not created["a"].configs  # not told without DESCRIBE_CONFIGS
+    assert (created["b"].error_code, created["b"].num_partitions, created["b"].topic_config_error_code) == (0, 1, 0)
+    assert created["b"].configs
+    assert (created["c"].error_code, created["c"].error_message) == (
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        "Authorization failed.",
+    )
+    assert sorted(zk.get_all_topics()) == ["a", "b"]
+
+    grown = call(ApiKey.CREATE_PARTITIONS, 3, {"topics": [{"name": "a", "count": 2, "assignments": None}],
+                                                "timeout": 0, "validate_only": False})  # fmt: skip
+    assert grown.results[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    cache.update_partition("b", "AAAAAAAAAAAAAAAAAAAAAQ", 0, PartitionInfo(1, 0, (1,), (1,)))
+    b_id = cache.topics["b"].topic_uuid
+    deleted = call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "a", "topic_id": uuid.UUID(int=0)},
+                                                         {"name": None, "topic_id": b_id}], "timeout": 0})  # fmt: skip
+    assert [(r.name, r.error_code) for r in deleted.responses] == [
+        ("a", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        (None, ErrorCode.TOPIC_AUTHORIZATION_FAILED),  # named by id and not describable: the name is not told
+    ]
+    assert sorted(zk.get_all_topics()) == ["a", "b"] and not zk.store.exists("/admin/delete_topics/a")
+
+
+def test_offsets_apis_need_describe_or_delete_on_the_topic_and_a_broker_cluster_action(tmp_path: Path) -> None:
+    async def run() -> None:
+        rm = manager(tmp_path, 1, ManualClock())
+        await rm.append_records({TopicPartition("t", 0): GOOD}, 1, 1000)
+        acl = acl_cache()
+        dispatcher = ApiDispatcher([*offsets_apis(rm, acl), *leader_epoch_apis(rm, acl)], acl)
+
+        async def codes(client: ClientAddress) -> tuple[int, int, int]:
+            listed = {"replica_id": -1, "isolation_level": 0,
+                      "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}  # fmt: skip
+            epoch = {"replica_id": -1, "topics": [{"topic": "t", "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}  # fmt: skip
+            delete = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 1}]}], "timeout": 0}
+            answers = [
+                decoded(key, version, await dispatcher(request_frame(key, version, values), client))
+                for key, version, values in (
+                    (ApiKey.LIST_OFFSETS, 7, listed),
+                    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, epoch),
+                    (ApiKey.DELETE_RECORDS, 2, delete),
+                )
+            ]
+            return (
+                answers[0].topics[0].partitions[0].error_code,
+                answers[1].topics[0].partitions[0].error_code,
+                answers[2].topics[0].partitions[0].error_code,
+            )
+
+        refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert await codes(ALICE) == (refused, refused, refused)
+        allow(acl, ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION)  # a broker's
+        assert await codes(ALICE) == (refused, ErrorCode.NONE, refused)
+        allow(acl, ResourceType.TOPIC, "t", AclOperation.DESCRIBE)
+        assert await codes(ALICE) == (ErrorCode.NONE, ErrorCode.NONE, refused)
+        assert rm.partitions[TopicPartition("t", 0)].log_start_offset == 0
+        assert await codes(ADMIN) == (ErrorCode.NONE, ErrorCode.NONE, ErrorCode.NONE)
+        assert rm.partitions[TopicPartition("t", 0)].log_start_offset == 1
+
+    asyncio.run(run())
+
+
+def test_config_apis_need_the_configs_operation_on_the_topic_or_the_cluster() -> None:
+    zk = KafkaZkClient(LocalStore(None))
+    zk.create_top_level_paths()
+    acl = acl_cache((ResourceType.TOPIC, "t", AclOperation.ALTER_CONFIGS))
+    dispatcher = ApiDispatcher(configs_apis(AdminZkClient(zk), BrokerConfig(), 1, acl), acl)
+
+    def call(key: ApiKey, version: int, values: dict[str, Any]) -> Any:
+        return decoded(key, version, general(dispatcher, request_frame(key, version, values)))
+
+    resources = [{"resource_type": kind, "resource_name": name, "configuration_keys": None}
+                 for kind, name in ((2, "t"), (2, "u"), (4, "1"), (8, "1"))]  # fmt: skip
+    described = call(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": resources, "include_synonyms": False,
+                                                   "include_documentation": False})  # fmt: skip
+    assert [(r.resource_name, r.error_code, r.error_message) for r in described.results] == [
+        ("t", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Topic 't' does not exist."),  # ALTER_ gives DESCRIBE_CONFIGS
+        ("u", ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+        ("1", ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+        ("1", ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    ]
+    before = logging_config.loggers()["root"]
+    level = [{"name": "root", "config_operation": 0, "value": "TRACE" if before != "TRACE" else "INFO"}]
+    altered = call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        {"resource_type": 8, "resource_name": "1", "configs": level},
+        {"resource_type": 2, "resource_name": "u", "configs": []}], "validate_only": False})  # fmt: skip
+    assert [r.error_code for r in altered.responses] == [
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ]
+    assert logging_config.loggers()["root"] == before
+    legacy = call(ApiKey.ALTER_CONFIGS, 2, {"resources": [{"resource_type": 8, "resource_name": "1", "configs": []}],
+                                            "validate_only": False})  # fmt: skip
+    assert legacy.responses[0].error_code == ErrorCode.INVALID_REQUEST  # refused as invalid before any ACL
