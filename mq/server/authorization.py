@@ -11,7 +11,7 @@ Two kinds of check, each in one place:
   the rest of the request is served.
 
 ``acl`` is the broker's ``AclCache``, None without ``authorizer.class.name``: then everything is allowed, and the
-immediate paths (Produce, Fetch, OffsetCommit) pay one ``is None`` test. With an authorizer a decision is one dict
+immediate paths (Produce, Fetch, OffsetCommit) pay an ``is None`` test (Fetch also tests that it refused nothing). With an authorizer a decision is one dict
 lookup once cached (per principal, host, operation and resource; the cache empties when an ACL changes, so a change
 is in force for the next request of every connection).
 
