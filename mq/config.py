@@ -645,7 +645,12 @@ class BrokerConfig:
         "kafka.security.authorizer.AclAuthorizer (or kafka.security.auth.SimpleAclAuthorizer, "
         "mq.security.authorizer.AclAuthorizer) enforces ACLs; empty: no authorizer",
     )
-    super_users: str = _key("super.users", "", "principals allowed everything, separated by ;, e.g. User:admin")
+    super_users: str = _key(
+        "super.users",
+        "",
+        "principals allowed everything, separated by ;, e.g. User:admin;User:ANONYMOUS: include the brokers' "
+        "inter-broker principal (User:ANONYMOUS on a PLAINTEXT inter-broker listener)",
+    )
     allow_everyone_if_no_acl_found: bool = _key(
         "allow.everyone.if.no.acl.found", False, "a resource no ACL applies to is open to everyone"
     )

@@ -10,7 +10,8 @@ one it already has. A change by another broker or by ``mq acls --authorizer-prop
 as ZooKeeper delivers the watch and the pattern is read (well within a second). Notifications older than 15
 minutes are deleted, as Kafka's brokers delete them.
 
-Handlers ask ``authorize(context, operation, resource_type, name)``: one dict lookup once a decision is cached.
+Handlers ask ``authorize(context, operation, resource_type, name)`` (through ``mq.server.authorization``): one dict
+lookup once a decision is cached.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 from mq.protocol.api_keys import request_name
 from mq.security.acl import (
@@ -32,10 +34,12 @@ from mq.security.acl import (
     ResourceType,
 )
 from mq.security.authorizer import AclAuthorizer
-from mq.server.api_dispatch import RequestContext
 from mq.zk import acl_store
 from mq.zk.acl_store import Acls
 from mq.zk.store import MetadataStore, StoreError
+
+if TYPE_CHECKING:
+    from mq.server.api_dispatch import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,15 @@ class AclCache:
             request=request_name(context.header.api_key),
             ref_count=ref_count,
             audit=audit,
+        )
+
+    def authorize_by_resource_type(
+        self, context: RequestContext, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether the client of ``context`` may do ``operation`` on at least one resource of the type."""
+        client = context.client
+        return self.authorizer.authorize_by_resource_type(
+            client.principal, client.host, operation, resource_type, request=request_name(context.header.api_key)
         )
 
     # --- following the tree ------------------------------------------------------------------------------------

@@ -17,6 +17,10 @@ nothing, and the frame takes the general path (``__call__``). A ``now`` handler 
 effect, and answers every error itself once it has had one. It raises only InvalidRequestError (the connection is
 closed), never for a frame the general path would answer.
 
+Authorization (``mq.server.authorization``): with an authorizer (``acl``), the APIs Kafka authorizes as a whole by one
+operation on the CLUSTER resource are checked here, before their handler, and a refused request is answered by the
+API's error builder with CLUSTER_AUTHORIZATION_FAILED; handlers check the resources they touch, on both paths.
+
 Client quotas (``mq.server.quotas``): while any quota is set, ``quotas`` holds the broker's managers and every
 request is recorded once it is answered — Produce by its request size and Fetch by its response size (consumers
 only) against the byte rates, the time its handling took on the loop against ``request_percentage`` — and a
@@ -35,7 +39,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mq.errors import ErrorCode, error_code_of
 from mq.protocol.api_keys import ApiKey
@@ -53,8 +57,12 @@ from mq.protocol.entities import build
 from mq.protocol.fetch_response import encode_fetch_response
 from mq.protocol.frame_fields import I32
 from mq.protocol.produce_response import with_throttle_time
+from mq.server.authorization import cluster_refused
 from mq.server.network import ClientAddress, Response
 from mq.server.quotas import ClientQuotas
+
+if TYPE_CHECKING:
+    from mq.server.acl_cache import AclCache
 
 log = logging.getLogger(__name__)
 request_log = logging.getLogger("kafka.request.logger")
@@ -86,6 +94,12 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @classmethod
+    def of_frame(cls, frame: bytearray, client: ClientAddress) -> RequestContext:
+        """The context of a frame on the immediate path (its header read without the tagged fields of a flexible
+        one: what follows the client id is not needed)."""
+        return cls(parse_request_header(frame, False), client)
 
 
 HandlerResult = dict[str, Any] | bytes | list[Any] | None
@@ -123,12 +137,14 @@ class Api:
 class ApiDispatcher:
     """Callable as the network layer's request handler."""
 
-    def __init__(self, apis: Iterable[Api] = ()) -> None:
+    def __init__(self, apis: Iterable[Api] = (), acl: AclCache | None = None) -> None:
         self.apis: dict[int, Api] = {}
         self.changes = 0
         """Counts the table's changes: what was built from ``advertised()`` is stale once this moved."""
         self.quotas: ClientQuotas | None = None
         """The client quotas while any is set (see the module docstring)."""
+        self.acl = acl
+        """The authorizer's ACLs (None: no authorizer): the APIs of ``CLUSTER_OPERATIONS`` are checked here."""
         for api in apis:
             self.add(api)
 
@@ -183,7 +199,13 @@ class ApiDispatcher:
         header = context.header
         started = time.perf_counter() if request_log.isEnabledFor(logging.DEBUG) else None
         try:
-            response = _encoded(header.correlation_id, api.key, header.api_version, await api.handle(context, body))
+            acl = self.acl
+            result: HandlerResult
+            if acl is not None and cluster_refused(acl, context):
+                result = api.error_response(context, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            else:
+                result = await api.handle(context, body)
+            response = _encoded(header.correlation_id, api.key, header.api_version, result)
             if started is not None:
                 _log_completed(context, api.key, started)
             return response
@@ -258,7 +280,7 @@ class ApiDispatcher:
     ) -> NowResult:
         """The immediate path while the request log is at DEBUG: the answer, and its line once it is complete."""
         assert api.now is not None
-        context = RequestContext(parse_request_header(frame, False), client)
+        context = RequestContext.of_frame(frame, client)
         started = time.perf_counter()
         if self.quotas is None:
             result = api.now(frame, api_version, correlation_id, client)

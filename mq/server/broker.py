@@ -469,26 +469,27 @@ class KafkaServer:
             authorizer = AclAuthorizer(parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found)
             self.acl_cache = AclCache(self.store, authorizer, self.zk_executor, self._post)
             await loop.run_in_executor(self.zk_executor, self.acl_cache.start)
-        dispatcher = self.dispatcher = ApiDispatcher()
+        acl = self.acl_cache
+        dispatcher = self.dispatcher = ApiDispatcher(acl=acl)
         self.client_quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds, self.clock.time_ms)
         for api in [
-            produce_api(self.replica_manager),
-            fetch_api(self.replica_manager),
-            *offsets_apis(self.replica_manager),
+            produce_api(self.replica_manager, acl),
+            fetch_api(self.replica_manager, acl),
+            *offsets_apis(self.replica_manager, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
-            *leader_epoch_apis(self.replica_manager),
-            metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None),
-            *admin_topic_apis(admin, self.cache, config, self.broker_id),
-            *configs_apis(admin, config, self.broker_id),
+            *leader_epoch_apis(self.replica_manager, acl),
+            metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),
+            *admin_topic_apis(admin, self.cache, config, self.broker_id, acl),
+            *configs_apis(admin, config, self.broker_id, acl),
             *client_quota_apis(self.zk),
             *user_scram_credential_apis(self.zk),
-            *acl_apis(self.acl_cache),
-            *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id)),
+            *acl_apis(acl),
+            *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id), acl),
             *controller_apis(self.controller),
             *sasl_apis(),
             *reassignment_apis(self.zk),
-            *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config)),
-            *group_offset_apis(coordinator, self.cache, config),
+            *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config), acl),
+            *group_offset_apis(coordinator, self.cache, config, acl=acl),
             *(
                 []
                 if config.standalone

@@ -3,7 +3,8 @@ confluent-kafka's and kafka-python's admin clients (and changes those make, chec
 ``--authorizer-properties zookeeper.connect=`` path reaching a running ZooKeeper-mode broker through the change
 notifications; Kafka's answers to bad bindings and to a broker without an authorizer.
 
-Until authentication exists every connection is User:ANONYMOUS, made a super user here so it may manage ACLs."""
+Connections to the PLAINTEXT listener are User:ANONYMOUS, made a super user here so it may manage ACLs (requests
+checked against the ACLs: test_authorization)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """DescribeAcls (29), CreateAcls (30) and DeleteAcls (31), v0 to v3, answered as Kafka's ZooKeeper-era brokers do.
 
 Without an authorizer (``authorizer.class.name`` empty) every request answers SECURITY_DISABLED. With one, the
-caller needs DESCRIBE (DescribeAcls) or ALTER (CreateAcls, DeleteAcls) on the CLUSTER resource, else
-CLUSTER_AUTHORIZATION_FAILED for everything it asked. A v0 filter or binding is LITERAL (v0 has no pattern type).
+caller needs DESCRIBE (DescribeAcls) or ALTER (CreateAcls, DeleteAcls) on the CLUSTER resource, which the dispatcher
+checks (``mq.server.authorization.CLUSTER_OPERATIONS``), else CLUSTER_AUTHORIZATION_FAILED for everything it asked.
+A v0 filter or binding is LITERAL (v0 has no pattern type).
 
 - DescribeAcls: the bindings the filter matches, grouped by pattern; a filter with an UNKNOWN element (a code Kafka
   does not define) answers INVALID_REQUEST.
@@ -20,23 +21,12 @@ from typing import Any
 from mq.errors import ErrorCode
 from mq.protocol.acls import binding_fields, binding_of, entry_fields, filter_of
 from mq.protocol.api_keys import ApiKey
-from mq.security.acl import (
-    CLUSTER_NAME,
-    AclOperation,
-    ResourceType,
-    binding_error,
-    group_by_pattern,
-)
+from mq.security.acl import binding_error, group_by_pattern
 from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 
 NO_AUTHORIZER = "No Authorizer is configured."
-
-
-def _cluster_allowed(acl: AclCache, context: RequestContext, operation: AclOperation) -> bool:
-    """Who may use the ACL APIs: ``operation`` on the CLUSTER resource, as Kafka's ``authorizeClusterOperation``."""
-    return acl.authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def acl_apis(acl: AclCache | None) -> list[Api]:
@@ -49,8 +39,6 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
     async def describe(context: RequestContext, request: Any) -> dict[str, Any]:
         if acl is None:
             return describe_error(context, request, ErrorCode.SECURITY_DISABLED)
-        if not _cluster_allowed(acl, context, AclOperation.DESCRIBE):
-            return describe_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         binding_filter = filter_of(request)
         unknown = binding_filter.unknown_element()
         if unknown is not None:
@@ -81,8 +69,6 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
     async def create(context: RequestContext, request: Any) -> dict[str, Any]:
         if acl is None:
             return create_error(context, request, ErrorCode.SECURITY_DISABLED)
-        if not _cluster_allowed(acl, context, AclOperation.ALTER):
-            return create_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         bindings = [binding_of(c, c, "resource_pattern_type") for c in request.creations]
         results: list[dict[str, Any]] = []
         valid = []
@@ -116,8 +102,6 @@ def acl_apis(acl: AclCache | None) -> list[Api]:
     async def delete(context: RequestContext, request: Any) -> dict[str, Any]:
         if acl is None:
             return delete_error(context, request, ErrorCode.SECURITY_DISABLED)
-        if not _cluster_allowed(acl, context, AclOperation.ALTER):
-            return delete_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         filters = [filter_of(f) for f in request.filters]
         unknown = [f.unknown_element() for f in filters]
         valid = [f for f, why in zip(filters, unknown, strict=True) if why is None]

@@ -2,6 +2,12 @@
 on the loop), then a wait (up to the request's timeout) until the controller's decisions reach this broker's
 metadata cache, as Kafka's brokers wait. A name that is not a legal topic name is no existing topic: deleting it or
 adding partitions to it answers UNKNOWN_TOPIC_OR_PARTITION.
+
+With an authorizer, as Kafka: CreateTopics needs CREATE on the cluster or on each topic (else
+TOPIC_AUTHORIZATION_FAILED), and a created topic's partitions, replication factor, configs and id are answered only
+to a client with DESCRIBE_CONFIGS on it (else its ``topic_config_error_code`` is TOPIC_AUTHORIZATION_FAILED);
+DeleteTopics needs DELETE on each topic (and DESCRIBE on a topic named by id, whose name is otherwise not answered);
+CreatePartitions needs ALTER on each topic.
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from mq.errors import (
     UnknownTopicOrPartitionError,
 )
 from mq.protocol.api_keys import ApiKey
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
+from mq.server.authorization import allowed_names, allows_cluster
 from mq.server.handlers.configs import describe_topic_configs
 from mq.server.metadata_cache import MetadataCache
 from mq.topic_partition import topic_name_error
@@ -51,9 +60,16 @@ def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
 
 
-def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerConfig, broker_id: int) -> list[Api]:
-    """The topic admin APIs of broker ``broker_id``; a created topic's configs are described as this broker sees
-    them (its dynamic broker configs included)."""
+def admin_topic_apis(
+    admin: AdminZkClient, cache: MetadataCache, broker: BrokerConfig, broker_id: int, acl: AclCache | None = None
+) -> list[Api]:
+    """The topic admin APIs of broker ``broker_id``, authorized by ``acl`` (None: no authorizer); a created topic's
+    configs are described as this broker sees them (its dynamic broker configs included)."""
+
+    def topics_allowed(
+        context: RequestContext, operation: AclOperation, names: list[str], audit: bool = True
+    ) -> set[str]:
+        return allowed_names(acl, context, operation, ResourceType.TOPIC, names, audit=audit)
 
     def has_leaders(topic: str, partitions: int) -> bool:
         info = cache.topics.get(topic)
@@ -68,14 +84,25 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
         waiting: dict[str, int] = {}
         names = [t.name for t in request.topics]
         validate_only = bool(getattr(request, "validate_only", False))
+        if allows_cluster(acl, context, AclOperation.CREATE, audit=False):
+            creatable = set(names)
+        else:
+            creatable = topics_allowed(context, AclOperation.CREATE, names)
+        describable = topics_allowed(context, AclOperation.DESCRIBE_CONFIGS, names, audit=False)
         per_broker, default = await asyncio.to_thread(admin.dynamic_broker_configs, broker_id)
         for topic in request.topics:
             result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
+            if topic.name not in describable:
+                result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             results.append(result)
+            if names.count(topic.name) > 1:
+                result.update(_error(ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+                continue
+            if topic.name not in creatable:
+                result.update(_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+                continue
             manual = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
             try:
-                if names.count(topic.name) > 1:
-                    raise KafkaError("Duplicate topic name.", ErrorCode.INVALID_REQUEST)
                 if manual and (topic.num_partitions != -1 or topic.replication_factor != -1):
                     raise KafkaError(
                         "Both numPartitions or replicationFactor and replicasAssignments were set. "
@@ -98,14 +125,15 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     validate_only=validate_only,
                 )
             except KafkaError as exc:
-                result.update(_error(exc.code, str(exc)))
+                result.update(_error(exc.code, str(exc)), topic_config_error_code=ErrorCode.NONE)
                 continue
-            result["num_partitions"] = len(assignment)
-            result["replication_factor"] = len(assignment[min(assignment)])
-            result["configs"] = [
-                {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
-                for e in describe_topic_configs(broker, configs, per_broker, default)
-            ]
+            if topic.name in describable:
+                result["num_partitions"] = len(assignment)
+                result["replication_factor"] = len(assignment[min(assignment)])
+                result["configs"] = [
+                    {k: e[k] for k in ("name", "value", "read_only", "config_source", "is_sensitive")}
+                    for e in describe_topic_configs(broker, configs, per_broker, default)
+                ]
             if not validate_only:
                 waiting[topic.name] = len(assignment)
                 factor = len(assignment[min(assignment)])
@@ -122,27 +150,33 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     result.update(_error(ErrorCode.REQUEST_TIMED_OUT, "Timed out waiting for the topic's leaders."))
         for result in results:
             info = cache.topics.get(result["name"])
-            result["topic_id"] = info.topic_uuid if info is not None and result["error_code"] == 0 else None
+            shown = result["error_code"] == 0 and result["name"] in describable
+            result["topic_id"] = info.topic_uuid if info is not None and shown else None
         return {"throttle_time": 0, "topics": results}
 
     def create_topics_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         return {"throttle_time": 0, "topics": [{"name": t.name, **_error(code, None)} for t in request.topics]}
 
-    def requested_deletions(request: Any) -> list[tuple[str | None, Any]]:
+    def requested_deletions(request: Any) -> list[tuple[str | None, Any, bool]]:
+        """(name, topic id, named by id alone) of each topic to delete; the name of an unknown id is None."""
         if hasattr(request, "topic_names"):
-            return [(name, None) for name in request.topic_names]
+            return [(name, None, False) for name in request.topic_names]
         found = []
         for t in request.topics:
             name = t.name
             if name is None:
                 name = next((i.name for i in cache.topics.values() if i.topic_uuid == t.topic_id), None)
-            found.append((name, t.topic_id))
+            found.append((name, t.topic_id, t.name is None))
         return found
 
     async def delete_topics(context: RequestContext, request: Any) -> dict[str, Any]:
         responses: list[dict[str, Any]] = []
         pending: list[str] = []
-        for name, topic_id in requested_deletions(request):
+        requested = requested_deletions(request)
+        named = [name for name, _, _ in requested if name is not None]
+        described = topics_allowed(context, AclOperation.DESCRIBE, named)
+        deletable = topics_allowed(context, AclOperation.DELETE, named)
+        for name, topic_id, by_id in requested:
             response: dict[str, Any] = {"name": name, "topic_id": topic_id, **_error(ErrorCode.NONE, None)}
             responses.append(response)
             try:
@@ -150,6 +184,12 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
                     raise KafkaError("Topic id does not exist.", ErrorCode.UNKNOWN_TOPIC_ID)
                 if not broker.delete_topic_enable:
                     raise TopicDeletionDisabledError("Topic deletion is disabled.")
+                if by_id and name not in described:  # the name is not told to a client that may not describe it
+                    response.update(name=None, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    continue
+                if name not in deletable:
+                    response["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 await asyncio.to_thread(admin.delete_topic, _check_existing(name))
                 pending.append(name)
                 audit(context, f"deleted topic {name}")
@@ -168,15 +208,19 @@ def admin_topic_apis(admin: AdminZkClient, cache: MetadataCache, broker: BrokerC
         return {"throttle_time": 0, "responses": responses}
 
     def delete_topics_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        responses = [{"name": n, "topic_id": i, **_error(code, None)} for n, i in requested_deletions(request)]
+        responses = [{"name": n, "topic_id": i, **_error(code, None)} for n, i, _ in requested_deletions(request)]
         return {"throttle_time": 0, "responses": responses}
 
     async def create_partitions(context: RequestContext, request: Any) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         waiting: dict[str, int] = {}
+        alterable = topics_allowed(context, AclOperation.ALTER, [t.name for t in request.topics])
         for topic in request.topics:
             result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
             results.append(result)
+            if topic.name not in alterable:
+                result.update(_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."))
+                continue
             assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
             try:
                 info = cache.topics.get(_check_existing(topic.name))

@@ -1,4 +1,9 @@
-"""InitProducerId (idempotent producers) and DescribeCluster."""
+"""InitProducerId (idempotent producers) and DescribeCluster.
+
+With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+whatever the ACLs (mq has no transactions). DescribeCluster answers the client's authorized
+operations on the cluster when asked (0 without DESCRIBE on it)."""
 
 from __future__ import annotations
 
@@ -7,18 +12,32 @@ from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
+from mq.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
+from mq.server.authorization import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    allows_any,
+    allows_cluster,
+    authorized_operations,
+)
 from mq.server.metadata_cache import MetadataCache
 from mq.server.producer_id_manager import ProducerIdManager
 
 MAX_PRODUCER_EPOCH = 32767
-NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
-def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[Api]:
+def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: AclCache | None = None) -> list[Api]:
+    """InitProducerId and DescribeCluster, authorized by ``acl`` (None: no authorizer)."""
+
     async def init_producer_id(context: RequestContext, request: Any) -> dict[str, Any]:
         if request.transactional_id is not None:
             return init_error(context, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not (
+            allows_cluster(acl, context, AclOperation.IDEMPOTENT_WRITE, audit=False)
+            or allows_any(acl, context, AclOperation.WRITE, ResourceType.TOPIC)
+        ):
+            return init_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         producer_id = int(getattr(request, "producer_id", -1))
         epoch = int(getattr(request, "producer_epoch", -1))
         if producer_id >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
@@ -30,6 +49,13 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[
         return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
 
     async def describe_cluster(context: RequestContext, request: Any) -> dict[str, Any]:
+        operations = AUTHORIZED_OPERATIONS_OMITTED
+        if request.include_cluster_authorized_operations:
+            operations = (
+                authorized_operations(acl, context, ResourceType.CLUSTER, CLUSTER_NAME)
+                if allows_cluster(acl, context, AclOperation.DESCRIBE)
+                else 0
+            )
         return {
             "throttle_time": 0,
             "error_code": 0,
@@ -39,7 +65,7 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager) -> list[
                 {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                 for b in cache.brokers_on(context.client.listener)
             ],
-            "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+            "cluster_authorized_operations": operations,
         }
 
     def describe_cluster_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

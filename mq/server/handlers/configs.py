@@ -20,6 +20,10 @@ its effective level (source DYNAMIC_BROKER_LOGGER_CONFIG, no synonyms); only Inc
 SET to one of Kafka's levels, DELETE to take the parent's level again (not for ``root``). An unknown logger or level
 is INVALID_CONFIG, APPEND/SUBTRACT or AlterConfigs INVALID_REQUEST. Levels live in the process: a restart reads the
 logging config again, as Kafka's do.
+
+With an authorizer, a TOPIC resource needs DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the topic, else
+TOPIC_AUTHORIZATION_FAILED; BROKER and BROKER_LOGGER resources need the same operation on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED. Decided on the loop, before the resources are read or written on a worker thread.
 """
 
 from __future__ import annotations
@@ -43,9 +47,13 @@ from mq.config_catalog import KAFKA_TOPIC_KEYS
 from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
+from mq.security.acl import AclOperation
+from mq.security.acl import ResourceType as AclResourceType
 from mq.server import logging_config
+from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, Handler, RequestContext
+from mq.server.authorization import DENIED_MESSAGES, allows, allows_cluster
 from mq.topic_partition import topic_name_error
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient, broker_entity
 
@@ -198,9 +206,22 @@ def describe_broker_configs(
     return entries
 
 
-def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> list[Api]:
-    """The config APIs of broker ``broker_id`` (its actual id, also when ``broker.id`` was generated)."""
+def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int, acl: AclCache | None = None) -> list[Api]:
+    """The config APIs of broker ``broker_id`` (its actual id, also when ``broker.id`` was generated), authorized by
+    ``acl`` (None: no authorizer)."""
     zk = admin.zk
+
+    def refusal(context: RequestContext, resource: Any, operation: AclOperation) -> ErrorCode | None:
+        """Why the client may not do ``operation`` on the configs of ``resource``; None when it may (or the type
+        is not one of these: the resource is refused as such)."""
+        kind = resource.resource_type
+        if kind == ResourceType.TOPIC and not allows(
+            acl, context, operation, AclResourceType.TOPIC, resource.resource_name
+        ):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if kind in (ResourceType.BROKER, ResourceType.BROKER_LOGGER) and not allows_cluster(acl, context, operation):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return None
 
     def topic_overrides(topic: str) -> dict[str, str]:
         error = topic_name_error(topic)
@@ -259,8 +280,25 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
     async def describe(context: RequestContext, request: Any) -> dict[str, Any]:
         synonyms = bool(getattr(request, "include_synonyms", False))
         docs = bool(getattr(request, "include_documentation", False))
-        results = await asyncio.to_thread(lambda: [describe_one(r, synonyms, docs) for r in request.resources])
-        return {"throttle_time": 0, "results": results}
+        refused = [refusal(context, r, AclOperation.DESCRIBE_CONFIGS) for r in request.resources]
+
+        def described() -> list[dict[str, Any]]:
+            return [
+                describe_one(r, synonyms, docs)
+                if code is None
+                else {**refused_resource(r, code, DENIED_MESSAGES[code]), "configs": []}
+                for r, code in zip(request.resources, refused, strict=True)
+            ]
+
+        return {"throttle_time": 0, "results": await asyncio.to_thread(described)}
+
+    def refused_resource(resource: Any, code: ErrorCode, message: str | None) -> dict[str, Any]:
+        return {
+            "error_code": code,
+            "error_message": message,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+        }
 
     def describe_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         results = [
@@ -311,10 +349,22 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int) -> 
     def alter_handler(incremental: bool) -> Handler:
         async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
             validate_only = bool(request.validate_only)
-            responses = await asyncio.to_thread(
-                lambda: [alter_one(context, r, validate_only, incremental) for r in request.resources]
-            )
-            return {"throttle_time": 0, "responses": responses}
+            refused = [
+                None
+                if r.resource_type == ResourceType.BROKER_LOGGER and not incremental  # refused as invalid first
+                else refusal(context, r, AclOperation.ALTER_CONFIGS)
+                for r in request.resources
+            ]
+
+            def altered() -> list[dict[str, Any]]:
+                return [
+                    alter_one(context, r, validate_only, incremental)
+                    if code is None
+                    else refused_resource(r, code, None)
+                    for r, code in zip(request.resources, refused, strict=True)
+                ]
+
+            return {"throttle_time": 0, "responses": await asyncio.to_thread(altered)}
 
         return handle
 

@@ -47,7 +47,17 @@ def controller_apis(controller: Controller) -> list[Api]:
         return {"throttle_time": 0, "error_code": ErrorCode.NONE, "replica_election_results": results_by_topic}
 
     def elect_leaders_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        return {"throttle_time": 0, "error_code": code, "replica_election_results": []}
+        """``code`` for the request and for each partition it names (v0 answers per partition only)."""
+        results = [
+            {
+                "topic": t.topic,
+                "partition_result": [
+                    {"partition_id": int(p), "error_code": code, "error_message": None} for p in t.partitions
+                ],
+            }
+            for t in request.topic_partitions or ()
+        ]
+        return {"throttle_time": 0, "error_code": code, "replica_election_results": results}
 
     async def controlled_shutdown(context: RequestContext, request: Any) -> dict[str, Any]:
         broker_id = int(request.broker_id)

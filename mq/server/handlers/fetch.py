@@ -7,6 +7,10 @@ Both paths share one body: the frame is read by ``decode_fetch_request`` and ``R
 either answers at once or parks the fetch, whose future the purgatory completes with the encoded response (no task
 per request). The immediate path (``now``) takes every consumer fetch; a follower's fetch (replica_id >= 0) is left
 to the general path.
+
+With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
+partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
+at once).
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from mq.protocol.fetch_response import (
     encode_empty_fetch_response,
     encode_fetch_response,
 )
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
+from mq.server.authorization import allowed_names, allows_cluster
 from mq.server.network import ClientAddress, Response
 from mq.server.purgatory import DelayedFuture, waited
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
@@ -33,23 +40,54 @@ from mq.topic_partition import TopicPartition
 log = logging.getLogger(__name__)
 
 
-def fetch_api(replica_manager: ReplicaManager) -> Api:
-    def answer(version: int, correlation_id: int, request: FetchRequest) -> Response | DelayedFuture[Response]:
-        """The response, or the parked fetch whose future gets it."""
-        wanted = [
-            FetchRequestPartition(TopicPartition(topic, p[0]), p[2], p[5], p[1])
-            for topic, partitions in request.topics
-            for p in partitions
-        ]
+REFUSED = FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> Api:
+    """Fetch over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+
+    def readable(context: RequestContext, request: FetchRequest) -> set[str]:
+        """The topics of the request the client may fetch from."""
+        if request.replica_id >= 0:
+            allowed = allows_cluster(acl, context, AclOperation.CLUSTER_ACTION)
+            return {topic for topic, _ in request.topics} if allowed else set()
+        names = (topic for topic, partitions in request.topics for _ in partitions)
+        return allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, names)
+
+    def answer(
+        version: int, correlation_id: int, request: FetchRequest, context: RequestContext | None
+    ) -> Response | DelayedFuture[Response]:
+        """The response, or the parked fetch whose future gets it; ``context`` is None only without an
+        authorizer."""
+        refused: dict[TopicPartition, FetchResult] = {}
+        if context is None:
+            wanted = [
+                FetchRequestPartition(TopicPartition(topic, p[0]), p[2], p[5], p[1])
+                for topic, partitions in request.topics
+                for p in partitions
+            ]
+        else:
+            allowed = readable(context, request)
+            wanted = []
+            for topic, partitions in request.topics:
+                for p in partitions:
+                    tp = TopicPartition(topic, p[0])
+                    if topic in allowed:
+                        wanted.append(FetchRequestPartition(tp, p[2], p[5], p[1]))
+                    else:
+                        refused[tp] = REFUSED
         read_committed = request.isolation_level == 1
         aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
+            if refused:
+                results = {**refused, **results}
             if all(r.records is None or not r.records.length for r in results.values()):
                 shape = tuple((topic, tuple(p[0] for p in partitions)) for topic, partitions in request.topics)
+                order = (w.tp for w in wanted) if not refused else (TopicPartition(t, i) for t, ps in shape for i in ps)
                 values = [
                     (r.error, r.high_watermark, r.last_stable_offset, r.log_start_offset)
-                    for r in (results[w.tp] for w in wanted)
+                    for r in (results[tp] for tp in order)
                 ]
                 return encode_empty_fetch_response(version, correlation_id, shape, read_committed, values)
             topics = []
@@ -73,6 +111,8 @@ def fetch_api(replica_manager: ReplicaManager) -> Api:
                 topics.append(FetchTopic(topic, None, answered))
             return encode_fetch_response(version, correlation_id, topics)
 
+        if refused and not wanted:
+            return encode({})
         return replica_manager.fetch_or_park(
             wanted,
             replica_id=request.replica_id,
@@ -83,7 +123,7 @@ def fetch_api(replica_manager: ReplicaManager) -> Api:
         )
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:
-        found = answer(context.version, context.header.correlation_id, request)
+        found = answer(context.version, context.header.correlation_id, request, None if acl is None else context)
         if isinstance(found, DelayedFuture):
             return await waited(found)
         return found
@@ -93,7 +133,7 @@ def fetch_api(replica_manager: ReplicaManager) -> Api:
         if request.replica_id >= 0:
             return LATER
         try:
-            found = answer(version, correlation_id, request)
+            found = answer(version, correlation_id, request, None if acl is None else RequestContext(header, client))
         except Exception as exc:  # answered as the dispatcher answers a handler's failure
             code = error_code_of(exc)
             if code == ErrorCode.UNKNOWN_SERVER_ERROR:

@@ -12,6 +12,12 @@ any generation (generation -1: offset resets, and consumers that assign partitio
 path (kio), which answers through the same code. A commit outside any generation is an admin change: the first one
 per connection and group is audited (a reset tool sends one; a self-assigning consumer is not logged at every
 commit).
+
+With an authorizer (both paths): OffsetCommit needs READ on the group (else GROUP_AUTHORIZATION_FAILED for every
+partition) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, before the unknown-topic
+check). OffsetFetch needs DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on each topic: a named
+partition of a refused topic answers TOPIC_AUTHORIZATION_FAILED, and a fetch of every committed partition leaves such
+topics out. OffsetDelete needs DELETE on the group and READ on each topic.
 """
 
 from __future__ import annotations
@@ -32,8 +38,11 @@ from mq.protocol.offset_commit import (
     offset_commit_of,
     read_offset_commit,
 )
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
+from mq.server.authorization import allowed_names, allows
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.metadata_cache import MetadataCache
 from mq.server.network import ClientAddress
@@ -42,6 +51,8 @@ from mq.topic_partition import TopicPartition
 
 NO_OFFSET = -1
 NO_METADATA = ""
+UNAUTHORIZED_PARTITION = (None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+"""A named partition of a topic the client may not describe: no offset, TOPIC_AUTHORIZATION_FAILED."""
 AUDITED_COMMITTERS = 4096
 """How many (connection, group) pairs that committed outside a generation are remembered, so as to audit each once."""
 
@@ -57,17 +68,30 @@ def group_offset_apis(
     cache: MetadataCache,
     config: BrokerConfig,
     time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    acl: AclCache | None = None,
 ) -> list[Api]:
+    """The offset APIs over ``coordinator``, authorized by ``acl`` (None: no authorizer)."""
+
     # --- OffsetCommit --------------------------------------------------------------------------------------------
 
     def commit(
         version: int,
         correlation_id: int,
         request: OffsetCommit,
+        context: RequestContext | None,
         committed: Callable[[Mapping[TopicPartition, OffsetCommitValue]], None] | None = None,
     ) -> bytes | asyncio.Future[bytes]:
         """The response to ``request``: now, or a future while the write waits for the ISR. A topic named twice is
-        answered once, with all its partitions. ``committed`` hears the offsets that were stored."""
+        answered once, with all its partitions. ``context`` is None only without an authorizer; ``committed`` hears
+        the offsets that were stored."""
+        readable: set[str] | None = None
+        if context is not None:
+            if not allows(acl, context, AclOperation.READ, ResourceType.GROUP, request.group_id):
+                refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                everything = {TopicPartition(n, p[0]): refused for n, partitions in request.topics for p in partitions}
+                return commit_response(version, correlation_id, request, everything)
+            names = (name for name, _ in request.topics)
+            readable = allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, names)
         now = time_ms()
         retention_ms = request.retention_ms
         errors: dict[TopicPartition, ErrorCode] = {}
@@ -76,7 +100,9 @@ def group_offset_apis(
             for index, offset, leader_epoch, metadata in partitions:
                 tp = TopicPartition(name, index)
                 metadata = metadata or NO_METADATA
-                if name not in cache.topics:
+                if readable is not None and name not in readable:
+                    errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif name not in cache.topics:
                     errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif len(metadata) > config.offset_metadata_max_bytes:
                     errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -114,7 +140,8 @@ def group_offset_apis(
         request = read_offset_commit(frame, version)
         if request is None or request.generation_id < 0:
             return LATER
-        return commit(version, correlation_id, request)
+        context = None if acl is None else RequestContext.of_frame(frame, client)
+        return commit(version, correlation_id, request, context)
 
     audited: OrderedDict[tuple[int, str], None] = OrderedDict()
 
@@ -132,7 +159,8 @@ def group_offset_apis(
             audit(context, f"committed offsets of group {everything.group_id} outside any generation: {listed}")
 
         outside = committed_outside_generation if everything.generation_id < 0 else None
-        return await settled(commit(context.version, context.header.correlation_id, everything, outside))
+        checked = None if acl is None else context
+        return await settled(commit(context.version, context.header.correlation_id, everything, checked, outside))
 
     def offset_commit_error(context: RequestContext, request: Any, code: ErrorCode) -> bytes:
         everything = offset_commit_of(request)
@@ -141,18 +169,35 @@ def group_offset_apis(
 
     # --- OffsetFetch ---------------------------------------------------------------------------------------------
 
-    def fetch_group(group_id: str, topics: Any, per_partition_errors: bool) -> dict[str, Any]:
-        """One group's answer: ``error_code`` and ``topics``; groups answered per partition (v0-v1) carry the
-        group's error on every partition instead."""
+    def fetch_group(context: RequestContext, group_id: str, topics: Any, per_partition_errors: bool) -> dict[str, Any]:
+        """One group's answer: ``error_code`` and ``topics``. A group's error lists no partition, except in answers
+        per partition (v0-v1), where every partition asked about carries it."""
         partitions = (
             None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
         )
-        code, offsets = coordinator.fetch_offsets(group_id, partitions)
+        answers: dict[TopicPartition, tuple[OffsetCommitValue | None, ErrorCode]] = {}
+        if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        else:
+            asked = partitions
+            if acl is not None and partitions is not None:
+                described = allowed_names(
+                    acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp.topic for tp in partitions)
+                )
+                asked = [tp for tp in partitions if tp.topic in described]
+            code, offsets = coordinator.fetch_offsets(group_id, asked)
+            if acl is not None and partitions is None:
+                committed = (tp.topic for tp in offsets)  # a listing: refusals logged at DEBUG only
+                described = allowed_names(
+                    acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, committed, audit=False
+                )
+                offsets = {tp: value for tp, value in offsets.items() if tp.topic in described}
+            for tp in offsets if partitions is None else partitions:
+                answers[tp] = (offsets[tp], ErrorCode.NONE) if tp in offsets else UNAUTHORIZED_PARTITION
         if code != ErrorCode.NONE:
-            offsets = {} if partitions is None else dict.fromkeys(partitions)
-        partition_code = code if per_partition_errors else ErrorCode.NONE
+            answers = dict.fromkeys((partitions or ()) if per_partition_errors else (), (None, code))
         answered: dict[str, list[dict[str, Any]]] = {}
-        for tp, value in offsets.items():
+        for tp, (value, partition_code) in answers.items():
             answered.setdefault(tp.topic, []).append(
                 {
                     "partition_index": tp.partition,
@@ -166,9 +211,9 @@ def group_offset_apis(
 
     async def offset_fetch(context: RequestContext, request: Any) -> dict[str, Any]:
         if context.version >= 8:
-            groups = [fetch_group(g.group_id, g.topics, False) for g in request.groups]
+            groups = [fetch_group(context, g.group_id, g.topics, False) for g in request.groups]
             return {"throttle_time": 0, "groups": groups}
-        answer = fetch_group(request.group_id, request.topics, context.version < 2)
+        answer = fetch_group(context, request.group_id, request.topics, context.version < 2)
         return {"throttle_time": 0, "error_code": answer["error_code"], "topics": answer["topics"]}
 
     def offset_fetch_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -182,12 +227,17 @@ def group_offset_apis(
     # --- OffsetDelete --------------------------------------------------------------------------------------------
 
     async def offset_delete(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not allows(acl, context, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+            return offset_delete_error(context, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        readable = allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
         errors: dict[TopicPartition, ErrorCode] = {}
         known: list[TopicPartition] = []
         for topic in request.topics:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, p.partition_index)
-                if topic.name in cache.topics:
+                if topic.name not in readable:
+                    errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif topic.name in cache.topics:
                     known.append(tp)
                 else:
                     errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

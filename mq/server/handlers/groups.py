@@ -5,6 +5,12 @@ FindCoordinator creates ``__consumer_offsets`` on first use (``offsets.topic.num
 ``offsets.topic.segment.bytes`` segments). Its replication factor is ``offsets.topic.replication.factor``; as in
 Kafka, a cluster with fewer live brokers than that answers COORDINATOR_NOT_AVAILABLE until enough have registered.
 A standalone broker is the only broker there will ever be, so it creates the topic with one replica.
+
+With an authorizer: FindCoordinator needs DESCRIBE on the group (or the transactional id), JoinGroup, SyncGroup,
+Heartbeat and LeaveGroup READ on the group, DescribeGroups DESCRIBE and DeleteGroups DELETE on each group (else
+GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional id); ListGroups lists every
+group to a client with DESCRIBE on the cluster, else only the groups it may DESCRIBE. DescribeGroups v3+ may ask for
+each group's authorized operations.
 """
 
 from __future__ import annotations
@@ -18,8 +24,18 @@ from typing import Any
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
+from mq.server.authorization import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    DENIED_MESSAGES,
+    allowed_names,
+    allows,
+    allows_cluster,
+    authorized_operations,
+)
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
 from mq.server.group_metadata import GroupState, JoinResult, SyncResult
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
@@ -31,7 +47,8 @@ log = logging.getLogger(__name__)
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 CLASSIC_GROUP_TYPE = "classic"
-NO_AUTHORIZED_OPERATIONS = -2147483648
+AUTHORIZED_OPERATIONS_FROM = 3
+"""The first DescribeGroups version that may ask for the groups' authorized operations."""
 
 
 def _ms(value: timedelta) -> int:
@@ -85,20 +102,38 @@ def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: Br
 
 
 def group_apis(
-    coordinator: GroupCoordinator, cache: MetadataCache, create_offsets_topic: Callable[[], bool]
+    coordinator: GroupCoordinator,
+    cache: MetadataCache,
+    create_offsets_topic: Callable[[], bool],
+    acl: AclCache | None = None,
 ) -> list[Api]:
+    """The group membership APIs over ``coordinator``, authorized by ``acl`` (None: no authorizer)."""
+
+    def group_allows(context: RequestContext, operation: AclOperation, group_id: str) -> bool:
+        return allows(acl, context, operation, ResourceType.GROUP, group_id)
+
     # --- FindCoordinator -----------------------------------------------------------------------------------------
 
-    def locate(key: str, key_type: int, listener: str) -> dict[str, Any]:
+    def locate(context: RequestContext, key: str, key_type: int) -> dict[str, Any]:
         answer: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1, "error_message": None}
         if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
             return {**answer, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Unknown coordinator type"}
+        refusal = None
+        if key_type == GROUP_KEY_TYPE and not group_allows(context, AclOperation.DESCRIBE, key):
+            refusal = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif key_type == TRANSACTION_KEY_TYPE and not allows(
+            acl, context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+        ):
+            refusal = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if refusal is not None:
+            message = DENIED_MESSAGES[refusal] if context.version < 4 else None
+            return {**answer, "error_code": refusal, "error_message": message}
         if key_type == TRANSACTION_KEY_TYPE or not create_offsets_topic():
             return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
         topic = cache.topics.get(GROUP_METADATA_TOPIC_NAME)
         state = None if topic is None else topic.partitions.get(coordinator.partition_for(key))
         leader = None if state is None else cache.brokers.get(state.leader)
-        endpoint = None if leader is None else leader.on(listener)
+        endpoint = None if leader is None else leader.on(context.client.listener)
         if endpoint is None:
             return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
         return {**answer, "error_code": 0, "node_id": endpoint.broker_id, "host": endpoint.host, "port": endpoint.port}
@@ -108,9 +143,9 @@ def group_apis(
         if context.version >= 4:
             return {
                 "throttle_time": 0,
-                "coordinators": [locate(k, key_type, context.client.listener) for k in request.coordinator_keys],
+                "coordinators": [locate(context, k, key_type) for k in request.coordinator_keys],
             }
-        return {"throttle_time": 0, **locate(request.key, key_type, context.client.listener)}
+        return {"throttle_time": 0, **locate(context, request.key, key_type)}
 
     def find_coordinator_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         base = {"node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": None}
@@ -134,6 +169,8 @@ def group_apis(
         }
 
     async def join_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not group_allows(context, AclOperation.READ, request.group_id):
+            return join_response(context, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, ""))
         session_timeout_ms = _ms(request.session_timeout)
         rebalance = getattr(request, "rebalance_timeout", None)
         join = JoinRequest(
@@ -165,6 +202,8 @@ def group_apis(
         }
 
     async def sync_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not group_allows(context, AclOperation.READ, request.group_id):
+            return sync_response(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         result = await coordinator.sync_group(
             request.group_id,
             request.generation_id,
@@ -182,6 +221,8 @@ def group_apis(
     # --- Heartbeat -----------------------------------------------------------------------------------------------
 
     async def heartbeat(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not group_allows(context, AclOperation.READ, request.group_id):
+            return heartbeat_error(context, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         code = coordinator.heartbeat(
             request.group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id
         )
@@ -198,6 +239,8 @@ def group_apis(
         return [(request.member_id, None)]
 
     async def leave_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        if not group_allows(context, AclOperation.READ, request.group_id):
+            return leave_group_error(context, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         code, members = coordinator.leave_group(request.group_id, leaving(context, request))
         if context.version < 3 and code == ErrorCode.NONE and members:
             code = members[0][2]  # one member: its error is the request's
@@ -217,6 +260,11 @@ def group_apis(
         code, groups = coordinator.list_groups(getattr(request, "states_filter", ()))
         if types and CLASSIC_GROUP_TYPE not in types:
             groups = []
+        if not allows_cluster(acl, context, AclOperation.DESCRIBE):
+            described = allowed_names(
+                acl, context, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups), audit=False
+            )
+            groups = [g for g in groups if g.group_id in described]
         return {
             "throttle_time": 0,
             "error_code": code,
@@ -236,30 +284,35 @@ def group_apis(
 
     # --- DescribeGroups ------------------------------------------------------------------------------------------
 
-    def described(context: RequestContext, group_id: str) -> dict[str, Any]:
-        code, group = coordinator.describe_group(group_id)
+    def described(context: RequestContext, group_id: str, with_operations: bool) -> dict[str, Any]:
         empty = {
             "group_id": group_id,
             "protocol_type": "",
             "protocol_data": "",
             "members": [],
-            "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
+        if not group_allows(context, AclOperation.DESCRIBE, group_id):
+            return {**empty, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "group_state": ""}
+        code, group = coordinator.describe_group(group_id)
         if code != ErrorCode.NONE:
             return {**empty, "error_code": code, "group_state": ""}
+        if group is None and context.version >= 6:
+            return {
+                **empty,
+                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                "error_message": f"Group {group_id} not found.",
+                "group_state": GroupState.DEAD.value,
+            }
+        if with_operations:
+            empty["authorized_operations"] = authorized_operations(acl, context, ResourceType.GROUP, group_id)
         if group is None:
-            if context.version >= 6:
-                return {
-                    **empty,
-                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                    "error_message": f"Group {group_id} not found.",
-                    "group_state": GroupState.DEAD.value,
-                }
             return {**empty, "error_code": 0, "group_state": GroupState.DEAD.value}
-        return {**group.summary(), "error_code": 0, "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+        return {**group.summary(), "error_code": 0, "authorized_operations": empty["authorized_operations"]}
 
     async def describe_groups(context: RequestContext, request: Any) -> dict[str, Any]:
-        return {"throttle_time": 0, "groups": [described(context, g) for g in request.groups]}
+        with_operations = context.version >= AUTHORIZED_OPERATIONS_FROM and bool(request.include_authorized_operations)
+        return {"throttle_time": 0, "groups": [described(context, g, with_operations) for g in request.groups]}
 
     def describe_groups_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         groups = [
@@ -278,7 +331,10 @@ def group_apis(
     # --- DeleteGroups --------------------------------------------------------------------------------------------
 
     async def delete_groups(context: RequestContext, request: Any) -> dict[str, Any]:
-        results = await coordinator.delete_groups(request.groups_names)
+        names = request.groups_names
+        deletable = allowed_names(acl, context, AclOperation.DELETE, ResourceType.GROUP, names)
+        results = await coordinator.delete_groups([g for g in names if g in deletable])
+        results.update((g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in names if g not in deletable)
         deleted = [g for g, c in results.items() if c == ErrorCode.NONE]
         if deleted:
             audit(context, f"deleted consumer groups {', '.join(deleted)}")

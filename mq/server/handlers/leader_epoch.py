@@ -4,6 +4,9 @@ A follower asks with its latest epoch before fetching and truncates to the answe
 position survived a leader change. Per partition: the requester's current leader epoch is checked first
 (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), then only the leader answers (NOT_LEADER_OR_FOLLOWER), except to a
 debugging requester (replica id -2, v3+). An epoch the log cannot place answers leader epoch -1, end offset -1.
+
+With an authorizer, a requester with CLUSTER_ACTION on the cluster (a broker) may ask about every topic; others need
+DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
+from mq.server.authorization import allowed_names, allows_cluster
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -21,7 +27,9 @@ DEBUGGING_REPLICA_ID = -2
 CONSUMER_REPLICA_ID = -1
 
 
-def leader_epoch_apis(replica_manager: ReplicaManager) -> list[Api]:
+def leader_epoch_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
+    """OffsetForLeaderEpoch over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+
     def end_offset(
         tp: TopicPartition, current_leader_epoch: int, leader_epoch: int, only_leader: bool
     ) -> dict[str, Any]:
@@ -42,6 +50,11 @@ def leader_epoch_apis(replica_manager: ReplicaManager) -> list[Api]:
     async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
         replica_id = int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
         only_leader = replica_id != DEBUGGING_REPLICA_ID
+        names = [t.topic for t in request.topics]
+        if allows_cluster(acl, context, AclOperation.CLUSTER_ACTION, audit=False):
+            described = set(names)
+        else:
+            described = allowed_names(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
         topics = [
             {
                 "topic": t.topic,
@@ -52,6 +65,8 @@ def leader_epoch_apis(replica_manager: ReplicaManager) -> list[Api]:
                         int(p.leader_epoch),
                         only_leader,
                     )
+                    if t.topic in described
+                    else {"partition": p.partition, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
                     for p in t.partitions
                 ],
             }

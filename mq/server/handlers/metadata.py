@@ -5,6 +5,11 @@
 it; the first answer then carries LEADER_NOT_AVAILABLE, as Kafka's does. A v10 or v11 request naming a topic by id
 alone is invalid: each of its topics answers INVALID_REQUEST (under the name "", as Kafka's brokers answer).
 
+With an authorizer, a topic is listed only to a client that may DESCRIBE it: a request for every topic leaves the
+others out, a named one answers TOPIC_AUTHORIZATION_FAILED (by id: with its id and no name). Auto-creation needs
+CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED. v8+ requests may ask for the authorized
+operations of the cluster (v8-v10: DESCRIBE on the cluster needed, else 0) and of each topic listed.
+
 A broker learns the live brokers and the controller from its first UpdateMetadata, moments after it starts. A
 Metadata request that comes before waits for it (at most ``FIRST_UPDATE_WAIT_S``): answered at once, it would name
 no broker and no controller, and a client that then waits for the controller (librdkafka's admin requests) may not
@@ -18,22 +23,65 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
+from mq.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
+from mq.server.authorization import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    allowed_names,
+    allows,
+    allows_cluster,
+    authorized_operations,
+)
 from mq.server.metadata_cache import MetadataCache, TopicInfo
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition, topic_name_error
 
-NO_AUTHORIZED_OPERATIONS = -2147483648
 NULL_NAMES_FROM = 12
 """The first version whose topics may be named by id alone (v10 and v11 carry ids but answer by name)."""
 
 FIRST_UPDATE_WAIT_S = 5.0
 """How long a Metadata request waits for the broker's first UpdateMetadata."""
 
+AUTHORIZED_OPERATIONS_FROM = 8
+CLUSTER_OPERATIONS_UNTIL = 10
+"""The versions that may ask for authorized operations: of topics from v8, of the cluster from v8 to v10."""
+
 AutoCreate = Callable[[str], ErrorCode]
 """Creates a topic for a Metadata request and returns the error code to answer with."""
 
 
-def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
+def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclCache | None = None) -> Api:
+    """Metadata from ``cache``, creating topics with ``auto_create`` (None: auto.create.topics.enable is off),
+    authorized by ``acl`` (None: no authorizer)."""
+
+    def creatable(context: RequestContext, name: str) -> bool:
+        return allows_cluster(acl, context, AclOperation.CREATE, audit=False) or allows(
+            acl, context, AclOperation.CREATE, ResourceType.TOPIC, name
+        )
+
+    def requested(context: RequestContext, topic: Any, allow_auto: bool) -> dict[str, Any]:
+        name = getattr(topic, "name", None)
+        if name is None:
+            topic_id = getattr(topic, "topic_id", None)
+            found = next((info for info in cache.topics.values() if info.topic_uuid == topic_id), None)
+            if found is None:
+                return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID)
+            if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, found.name):
+                return {**_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "topic_id": topic_id}
+            return _describe(cache, found)
+        if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            return {**_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "is_internal": False}
+        info = cache.topics.get(name)
+        if info is not None:
+            return _describe(cache, info)
+        if topic_name_error(name) is not None:
+            return _error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+        if auto_create is None or not allow_auto:
+            return _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if acl is not None and not creatable(context, name):
+            return _error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return _error_topic(name, auto_create(name))
+
     async def handle(context: RequestContext, request: Any) -> dict[str, Any]:
         allow_auto = context.version < 4 or bool(request.allow_auto_topic_creation)
         if context.version < NULL_NAMES_FROM and any(t.name is None for t in request.topics or ()):
@@ -41,10 +89,28 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None) -> Api:
         if cache.controller_id < 0:
             await cache.wait_until(lambda: cache.controller_id >= 0, FIRST_UPDATE_WAIT_S)
         if request.topics is None:
-            topics = [_describe(cache, info) for _, info in sorted(cache.topics.items())]
+            names = sorted(cache.topics)
+            if acl is not None:
+                described = allowed_names(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, names, audit=False)
+                names = [name for name in names if name in described]
+            topics = [_describe(cache, cache.topics[name]) for name in names]
         else:
-            topics = [_requested(cache, t, auto_create if allow_auto else None) for t in request.topics]
-        return _response(cache, context.client.listener, topics)
+            topics = [requested(context, t, allow_auto) for t in request.topics]
+        answer = _response(cache, context.client.listener, topics)
+        if context.version >= AUTHORIZED_OPERATIONS_FROM:
+            if context.version <= CLUSTER_OPERATIONS_UNTIL and request.include_cluster_authorized_operations:
+                answer["cluster_authorized_operations"] = (
+                    authorized_operations(acl, context, ResourceType.CLUSTER, CLUSTER_NAME)
+                    if allows_cluster(acl, context, AclOperation.DESCRIBE)
+                    else 0
+                )
+            if request.include_topic_authorized_operations:
+                for topic in topics:
+                    if topic["name"] is not None and topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                        topic["topic_authorized_operations"] = authorized_operations(
+                            acl, context, ResourceType.TOPIC, topic["name"]
+                        )
+        return answer
 
     def error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         named = context.version < NULL_NAMES_FROM  # these answers name every topic: a null name answers as ""
@@ -64,24 +130,8 @@ def _response(cache: MetadataCache, listener: str, topics: list[dict[str, Any]])
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
         "topics": topics,
-        "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
-
-
-def _requested(cache: MetadataCache, topic: Any, auto_create: AutoCreate | None) -> dict[str, Any]:
-    name = getattr(topic, "name", None)
-    if name is None:
-        topic_id = getattr(topic, "topic_id", None)
-        found = next((info for info in cache.topics.values() if info.topic_uuid == topic_id), None)
-        return _describe(cache, found) if found else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID)
-    info = cache.topics.get(name)
-    if info is not None:
-        return _describe(cache, info)
-    if topic_name_error(name) is not None:
-        return _error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
-    if auto_create is None:
-        return _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    return _error_topic(name, auto_create(name))
 
 
 def _error_topic(name: str | None, code: ErrorCode) -> dict[str, Any]:
@@ -90,7 +140,7 @@ def _error_topic(name: str | None, code: ErrorCode) -> dict[str, Any]:
         "name": name,
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
-        "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
@@ -128,5 +178,5 @@ def _describe(cache: MetadataCache, info: TopicInfo) -> dict[str, Any]:
         "topic_id": info.topic_uuid,
         "is_internal": info.name in INTERNAL_TOPICS,
         "partitions": partitions,
-        "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }

@@ -1,4 +1,7 @@
-"""ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords."""
+"""ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
+
+With an authorizer, ListOffsets needs DESCRIBE and DeleteRecords DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED
+for its partitions."""
 
 from __future__ import annotations
 
@@ -7,8 +10,11 @@ from typing import Any
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
+from mq.server.authorization import allowed_names
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -16,7 +22,9 @@ from mq.topic_partition import TopicPartition
 HIGH_WATERMARK_OFFSET = -1
 
 
-def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
+def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
+    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
@@ -38,16 +46,30 @@ def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
 
     async def list_offsets(context: RequestContext, request: Any) -> dict[str, Any]:
         consumer = int(request.replica_id) < 0
+        described = allowed_names(
+            acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
         topics = [
             {
                 "name": t.name,
                 "partitions": [
-                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer) for p in t.partitions
+                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
+                    if t.name in described
+                    else refused_listing(p.partition_index)
+                    for p in t.partitions
                 ],
             }
             for t in request.topics
         ]
         return {"throttle_time": 0, "topics": topics}
+
+    def refused_listing(index: int) -> dict[str, Any]:
+        return {
+            "partition_index": index,
+            "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "timestamp": -1,
+            "offset": -1,
+        }
 
     def list_offsets_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         topics = [
@@ -75,10 +97,22 @@ def offsets_apis(replica_manager: ReplicaManager) -> list[Api]:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
 
     async def delete_records(context: RequestContext, request: Any) -> dict[str, Any]:
+        deletable = allowed_names(
+            acl, context, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
         topics = [
             {
                 "name": t.name,
-                "partitions": [delete_one(TopicPartition(t.name, p.partition_index), p.offset) for p in t.partitions],
+                "partitions": [
+                    delete_one(TopicPartition(t.name, p.partition_index), p.offset)
+                    if t.name in deletable
+                    else {
+                        "partition_index": p.partition_index,
+                        "low_watermark": -1,
+                        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    }
+                    for p in t.partitions
+                ],
             }
             for t in request.topics
         ]

@@ -1,5 +1,10 @@
 """Produce: per-partition appends through the replica manager; acks=0 gets no response at all.
 
+With an authorizer, each topic needs WRITE (else TOPIC_AUTHORIZATION_FAILED for its partitions, checked before
+anything else of them). A request with a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+whatever the ACLs, as Kafka refuses a transactional append it cannot take (mq has no transactions). Idempotent
+producers are authorized by InitProducerId.
+
 Internal topics (``__consumer_offsets``) take appends only from their coordinators, not from clients: as in Kafka,
 only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
 
@@ -18,7 +23,10 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.produce_request import ProduceRequest, decode_produce_request, read_one_partition
 from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, NowResult, RequestContext
+from mq.server.authorization import allowed_names, allows
 from mq.server.network import ClientAddress
 from mq.server.partition import AppendResult
 from mq.server.purgatory import settled
@@ -30,8 +38,10 @@ ADMIN_CLIENT_ID = "__admin_client"
 Answer = bytes | None | asyncio.Future[bytes | None]
 
 
-def _refusal(acks: int, transactional: bool, topic: str, internal_allowed: bool) -> ErrorCode | None:
+def _refusal(acks: int, transactional: bool, topic: str, internal_allowed: bool, writable: bool) -> ErrorCode | None:
     """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended."""
+    if not writable:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS
     if transactional:
@@ -41,7 +51,9 @@ def _refusal(acks: int, transactional: bool, topic: str, internal_allowed: bool)
     return None
 
 
-def produce_api(replica_manager: ReplicaManager) -> Api:
+def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> Api:
+    """Produce over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+
     def answer_one(
         version: int,
         correlation_id: int,
@@ -52,9 +64,10 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
         topic: str,
         index: int,
         records: memoryview | None,
+        writable: bool,
     ) -> Answer:
-        """The answer to a request for one topic with one partition."""
-        refusal = _refusal(acks, transactional, topic, client_id == ADMIN_CLIENT_ID)
+        """The answer to a request for one topic with one partition (``writable``: the client may write to it)."""
+        refusal = _refusal(acks, transactional, topic, client_id == ADMIN_CLIENT_ID, writable)
         if refusal is not None or not records:
             if acks == 0:
                 return None
@@ -82,9 +95,12 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
 
         return replica_manager.when_replicated({tp: base_offset}, timeout_ms, encoded)
 
-    def answer_many(version: int, correlation_id: int, client_id: str | None, request: ProduceRequest) -> Answer:
+    def answer_many(
+        version: int, correlation_id: int, client_id: str | None, request: ProduceRequest, writable: set[str] | None
+    ) -> Answer:
         """The answer to a request of any shape: partitions named twice are appended once (the last record set)
-        and answered each time; a topic named twice is answered once, with all its partitions."""
+        and answered each time; a topic named twice is answered once, with all its partitions. ``writable``: the
+        topics the client may write to (None: all)."""
         acks = request.acks
         internal_allowed = client_id == ADMIN_CLIENT_ID
         transactional = request.transactional_id is not None
@@ -93,7 +109,8 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
-                refusal = _refusal(acks, transactional, topic.name, internal_allowed)
+                allowed = writable is None or topic.name in writable
+                refusal = _refusal(acks, transactional, topic.name, internal_allowed, allowed)
                 if refusal is not None:
                     refused[tp] = refusal
                 elif p.records is None or not p.records:
@@ -132,8 +149,11 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
             appended, request.timeout_ms, lambda found: encoded(dict(zip(appended, found, strict=True)))
         )
 
-    def answer(version: int, correlation_id: int, client_id: str | None, request: ProduceRequest) -> Answer:
+    def answer(version: int, correlation_id: int, context: RequestContext, request: ProduceRequest) -> Answer:
         topics = request.topic_data
+        names = (t.name for t in topics)
+        writable = None if acl is None else allowed_names(acl, context, AclOperation.WRITE, ResourceType.TOPIC, names)
+        client_id = context.header.client_id
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             p = topics[0].partition_data[0]
             transactional = request.transactional_id is not None
@@ -147,19 +167,23 @@ def produce_api(replica_manager: ReplicaManager) -> Api:
                 topics[0].name,
                 p.index,
                 p.records,
+                writable is None or topics[0].name in writable,
             )
-        return answer_many(version, correlation_id, client_id, request)
+        return answer_many(version, correlation_id, client_id, request, writable)
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         one = read_one_partition(frame, version)
         if one is not None:
-            return answer_one(version, correlation_id, *one)
+            writable = acl is None or allows(
+                acl, RequestContext.of_frame(frame, client), AclOperation.WRITE, ResourceType.TOPIC, one[4]
+            )
+            return answer_one(version, correlation_id, *one, writable)
         header, request = decode_produce_request(frame)
-        return answer(version, correlation_id, header.client_id, request)
+        return answer(version, correlation_id, RequestContext(header, client), request)
 
     async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
         header = context.header
-        found = answer(header.api_version, header.correlation_id, header.client_id, request)
+        found = answer(header.api_version, header.correlation_id, context, request)
         return await settled(found)
 
     def error(context: RequestContext, request: ProduceRequest, code: ErrorCode) -> bytes | None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 
 import pytest
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.codec import RequestHeader
+from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
+from mq.protocol.entities import build
 from mq.security.acl import (
     ANY_BINDING,
     AccessControlEntry,
@@ -25,7 +25,7 @@ from mq.security.acl import (
 )
 from mq.security.authorizer import AclAuthorizer
 from mq.server.acl_cache import AclCache
-from mq.server.api_dispatch import RequestContext
+from mq.server.api_dispatch import ApiDispatcher
 from mq.server.handlers.acls import acl_apis
 from mq.server.network import ClientAddress
 from mq.zk import acl_store
@@ -88,30 +88,32 @@ def test_own_changes_are_in_force_when_they_return(executor: ThreadPoolExecutor)
 
 def test_acl_apis_need_the_cluster_permission(executor: ThreadPoolExecutor) -> None:
     cluster = ResourcePattern(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL)
-    describe_request = SimpleNamespace(
-        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
-        host_filter=None, operation=1, permission_type=1,
-    )  # fmt: skip
+    describe = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+                "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
+    create = {"creations": [{"resource_type": 2, "resource_name": "t", "resource_pattern_type": 3,
+                             "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}]}  # fmt: skip
 
-    async def run() -> dict[ApiKey, object]:
+    def frame(key: ApiKey, values: dict[str, object]) -> bytearray:
+        body = build(request_schema(key, 3), values)  # type: ignore[arg-type]
+        return bytearray(encode_request(RequestHeader(key, 3, 1, "c", 0), body)[4:])
+
+    async def run() -> dict[str, object]:
         loop = asyncio.get_running_loop()
         cache = AclCache(LocalStore(None), AclAuthorizer(), executor, loop.call_soon_threadsafe)
         await loop.run_in_executor(executor, cache.start)
         cache.authorizer.set_acls(
             cluster, [AccessControlEntry("User:ops", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
         )
-        apis = {api.key: api for api in acl_apis(cache)}
-        answers: dict[ApiKey, object] = {}
+        dispatcher = ApiDispatcher(acl_apis(cache), cache)
+        answers: dict[str, object] = {}
         for principal in ("User:ops", "User:dev"):
-            context = RequestContext(
-                RequestHeader(ApiKey.DESCRIBE_ACLS, 3, 1, "c", 0), ClientAddress("10.0.0.1", 1, 1, principal)
-            )
-            answers[principal] = (await apis[ApiKey.DESCRIBE_ACLS].handle(context, describe_request))["error_code"]
-        create = SimpleNamespace(creations=[SimpleNamespace()])
-        context = RequestContext(
-            RequestHeader(ApiKey.CREATE_ACLS, 3, 1, "c", 0), ClientAddress("10.0.0.1", 1, 1, "User:ops")
-        )
-        answers["create"] = (await apis[ApiKey.CREATE_ACLS].handle(context, create))["results"][0]["error_code"]
+            wire = await dispatcher(frame(ApiKey.DESCRIBE_ACLS, describe), ClientAddress("10.0.0.1", 1, 1, principal))
+            assert isinstance(wire, bytes)
+            answers[principal] = decode_response(wire[4:], response_schema(ApiKey.DESCRIBE_ACLS, 3))[1].error_code
+        wire = await dispatcher(frame(ApiKey.CREATE_ACLS, create), ClientAddress("10.0.0.1", 1, 1, "User:ops"))
+        assert isinstance(wire, bytes)
+        answers["create"] = decode_response(wire[4:], response_schema(ApiKey.CREATE_ACLS, 3))[1].results[0].error_code
+        assert cache.authorizer.patterns == {cluster}  # nothing was created
         return answers
 
     answers = asyncio.run(run())

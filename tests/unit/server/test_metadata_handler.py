@@ -20,7 +20,12 @@ def context(version: int = 9) -> RequestContext:
 
 
 def request() -> Any:
-    return SimpleNamespace(topics=[], allow_auto_topic_creation=False)
+    return SimpleNamespace(
+        topics=[],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
 
 
 def test_a_request_before_the_first_update_waits_for_it() -> None:
