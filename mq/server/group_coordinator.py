@@ -26,6 +26,7 @@ from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, partition_for
 from mq.server.clock import Clock, SystemClock
+from mq.server.consumer_groups import ConsumerGroups
 from mq.server.group_metadata import (
     CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
@@ -82,11 +83,17 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loads: dict[int, asyncio.Task[Any]] = {}
         """Partition -> its running load."""
+        self.consumer_groups: ConsumerGroups | None = None
+        """The groups of the KIP-848 consumer protocol (None: not served); their members commit at their epoch."""
 
     # --- ownership -----------------------------------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.manager.partition_count())
+
+    def status(self, group_id: str | None) -> ErrorCode:
+        """Whether this coordinator may act on ``group_id`` now (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS...)."""
+        return self._status(group_id)
 
     def _status(self, group_id: str | None, allow_empty: bool = False) -> ErrorCode:
         """Kafka's validateGroupStatus: whether this coordinator may act on ``group_id`` now."""
@@ -708,6 +715,15 @@ class GroupCoordinator:
         error = self._status(group_id, allow_empty=True)
         if error != ErrorCode.NONE:
             return answer(error)
+        member_error = (
+            None
+            if self.consumer_groups is None
+            else self.consumer_groups.member_epoch_error(group_id, member_id, generation_id)
+        )
+        if member_error is not None and generation_id >= 0:
+            if member_error != ErrorCode.NONE:
+                return answer(member_error)
+            generation_id = -1  # a consumer-protocol member at its epoch: stored as a commit outside any generation
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
