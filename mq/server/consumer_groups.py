@@ -1,14 +1,16 @@
 """The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): membership and server-side assignment.
 
 INCOMPLETE: groups live in memory only (no ``__consumer_offsets`` records of membership: a coordinator that restarts or
-moves forgets them, and members rejoin when fenced), no static membership, no regex subscriptions, no rack awareness.
+moves forgets them, and members rejoin when fenced), no static membership, no regex subscriptions, no rack awareness;
+the classic group APIs (ListGroups, DescribeGroups, DeleteGroups) do not know these groups.
 
 A group has an epoch, bumped whenever its members or their subscriptions change (or a subscribed topic's partition
 count does); each bump computes a target assignment with the chosen assignor (``uniform`` by default, or ``range``).
 A member converges to its target by heartbeats: partitions it holds that its target no longer has are revoked first
 (its answer is its current assignment minus them, at its old epoch); once its heartbeat reports them released it moves
 to the group epoch with its target minus the partitions other members still hold, and gets those once released.
-A member silent for its session timeout is removed, checked whenever any member of its group heartbeats.
+A member silent for its session timeout, or still holding partitions it was asked to release past its rebalance
+timeout, is removed; both are checked whenever any member of its group heartbeats.
 
 Pure logic: no asyncio; times are milliseconds passed in by the caller.
 """
@@ -31,6 +33,8 @@ ASSIGNORS = ("uniform", "range")
 SESSION_TIMEOUT_MS = 45_000
 HEARTBEAT_INTERVAL_MS = 5_000
 """Kafka's ``group.consumer.session.timeout.ms`` and ``group.consumer.heartbeat.interval.ms`` defaults."""
+REBALANCE_TIMEOUT_MS = 300_000
+"""A member's rebalance timeout when its join does not say (Kafka's ``max.poll.interval.ms`` default)."""
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
@@ -48,6 +52,9 @@ class Member:
     """What the member was last told it holds."""
     revoking: Partitions = frozenset()
     """Partitions it was asked to give up and has not yet reported released."""
+    rebalance_timeout_ms: int = REBALANCE_TIMEOUT_MS
+    revoking_since_ms: int = 0
+    """When it was asked to give up ``revoking``: past its rebalance timeout it is removed from the group."""
 
 
 @dataclass
@@ -169,6 +176,7 @@ class ConsumerGroups:
         now_ms: int,
         client_id: str = "",
         client_host: str = "",
+        rebalance_timeout_ms: int = -1,
     ) -> HeartbeatResult:
         """One ConsumerGroupHeartbeat; ``subscribed``/``owned`` None: unchanged since the member's last heartbeat."""
         if assignor is not None and assignor not in ASSIGNORS:
@@ -203,6 +211,8 @@ class ConsumerGroups:
         elif member_epoch > member.epoch or member_epoch < member.epoch - 1:
             return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, member_id)
         member.last_seen_ms = now_ms
+        if rebalance_timeout_ms >= 0:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
         if subscribed is not None and frozenset(subscribed) != member.subscribed:
             member.subscribed = frozenset(subscribed)
             changed = True
@@ -221,14 +231,16 @@ class ConsumerGroups:
         if owned is not None:
             member.revoking = member.revoking & owned
         before = member.assigned
-        self._reconcile(group, member)
+        self._reconcile(group, member, now_ms)
         changed = member.assigned != before or member_epoch == 0
         return HeartbeatResult(ErrorCode.NONE, member.member_id, member.epoch, member.assigned if changed else None)
 
-    def _reconcile(self, group: ConsumerGroup, member: Member) -> None:
+    def _reconcile(self, group: ConsumerGroup, member: Member, now_ms: int) -> None:
         target = group.target.get(member.member_id, frozenset())
         revoke = member.assigned - target
         if revoke:
+            if not member.revoking:
+                member.revoking_since_ms = now_ms
             member.assigned -= revoke
             member.revoking |= revoke
             return
@@ -245,7 +257,12 @@ class ConsumerGroups:
         group.epoch += 1
 
     def _expire(self, group: ConsumerGroup, now_ms: int) -> None:
-        silent = [m for m, member in group.members.items() if now_ms - member.last_seen_ms >= SESSION_TIMEOUT_MS]
+        silent = [
+            m
+            for m, member in group.members.items()
+            if now_ms - member.last_seen_ms >= SESSION_TIMEOUT_MS
+            or (member.revoking and now_ms - member.revoking_since_ms >= member.rebalance_timeout_ms)
+        ]
         for member_id in silent:
             del group.members[member_id]
         if silent:

@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) on the coordinator's ``ConsumerGroups``.
 
 INCOMPLETE (see ``mq.server.consumer_groups``). Partitions travel by topic id on the wire and by name inside; a
-heartbeat needs READ on its group and DESCRIBE on each subscribed topic is not checked yet. ConsumerGroupDescribe
+heartbeat needs READ on its group and DESCRIBE on every topic it subscribes to (else TOPIC_AUTHORIZATION_FAILED), as
+Kafka checks them; ConsumerGroupDescribe needs DESCRIBE on each group and does not compute authorized operations. ConsumerGroupDescribe
 answers GROUP_ID_NOT_FOUND for a group that is not a consumer-protocol group (a classic one included), so that
 librdkafka falls back to DescribeGroups, as Kafka answers it.
 """
@@ -16,7 +17,7 @@ from mq.protocol.api_keys import ApiKey
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
-from mq.server.authorization import allows
+from mq.server.authorization import allowed_names, allows
 from mq.server.consumer_groups import HEARTBEAT_INTERVAL_MS, ConsumerGroups, Partitions
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.metadata_cache import MetadataCache
@@ -54,6 +55,9 @@ def consumer_group_protocol_apis(
     async def heartbeat(context: RequestContext, request: Any) -> dict[str, Any]:
         if not allows(acl, context, AclOperation.READ, ResourceType.GROUP, request.group_id):
             return heartbeat_error(context, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        names = request.subscribed_topic_names or ()
+        if len(allowed_names(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(set(names)):
+            return heartbeat_error(context, request, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         status = coordinator.status(request.group_id)
         if status != ErrorCode.NONE:
             return heartbeat_error(context, request, status)
@@ -72,6 +76,7 @@ def consumer_group_protocol_apis(
             coordinator.time_ms(),
             context.header.client_id or "",
             context.client.host,
+            int(request.rebalance_timeout.total_seconds() * 1000),
         )
         return {
             "throttle_time": 0,

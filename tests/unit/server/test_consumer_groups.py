@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import uuid
+from typing import Any
 
 from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.consumer_offsets import OffsetCommitValue
+from mq.security.acl import AclOperation, ResourceType
+from mq.server.api_dispatch import ApiDispatcher
 from mq.server.consumer_groups import SESSION_TIMEOUT_MS, ConsumerGroups, range_assignor, uniform
+from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_apis
+from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
+from mq.topic_partition import TopicPartition
+from tests.unit.server.group_fakes import committed, make
+from tests.unit.server.test_authorization_checks import acl_cache, decoded, general, request_frame
 
 T = uuid.UUID(int=7)
 
@@ -93,3 +105,76 @@ def test_the_assignors() -> None:
     sticky = uniform({"a": frozenset({"t"}), "b": frozenset({"t"}), "c": frozenset({"t"})}, {"t": 6}, balanced)
     assert all(len(p) == 2 for p in sticky.values())
     assert len(sticky["a"] & balanced["a"]) == 2 and len(sticky["b"] & balanced["b"]) == 2  # each kept two
+
+
+def test_a_member_that_never_releases_is_removed_after_its_rebalance_timeout() -> None:
+    g = groups(2)
+    g.heartbeat("g", "a", 0, ["t"], None, frozenset(), 0, rebalance_timeout_ms=1000)
+    g.heartbeat("g", "b", 0, ["t"], None, frozenset(), 0)
+    asked = g.heartbeat("g", "a", 1, None, None, None, 10)
+    assert asked.assignment is not None and len(asked.assignment) == 1  # asked to release one
+    g.heartbeat("g", "a", 1, None, None, tps(0, 1), 500)  # still holds both
+    assert g.heartbeat("g", "b", 2, None, None, frozenset(), 900).assignment is None
+    taken = g.heartbeat("g", "b", 2, None, None, frozenset(), 1010)
+    assert set(g.groups["g"].members) == {"b"} and taken.assignment == tps(0, 1)
+
+
+# --- through the handlers and the coordinator ------------------------------------------------------------------------
+
+
+def topic_cache() -> MetadataCache:
+    metadata = MetadataCache(1, "cluster")
+    metadata.update_brokers([BrokerEndpoint(1, "h", 9092)], 1)
+    for p in range(2):
+        metadata.update_partition(
+            "t", base64.urlsafe_b64encode(T.bytes).decode().rstrip("="), p, PartitionInfo(1, 0, (1,), (1,))
+        )
+    return metadata
+
+
+def heartbeat_values(member_epoch: int, names: list[str] | None) -> dict[str, Any]:
+    return {
+        "group_id": "g",
+        "member_id": "m1",
+        "member_epoch": member_epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000,
+        "subscribed_topic_names": names,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": None if names is None else [],
+    }
+
+
+def test_the_handlers_answer_by_topic_id_check_topics_and_let_members_commit_at_their_epoch() -> None:
+    coordinator, _, _ = make()
+    heartbeat_key, describe_key = ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE
+    refused = ApiDispatcher(
+        consumer_group_protocol_apis(
+            coordinator, topic_cache(), acl_cache((ResourceType.GROUP, "g", AclOperation.READ))
+        ),
+    )
+    answer = decoded(heartbeat_key, 1, general(refused, request_frame(heartbeat_key, 1, heartbeat_values(0, ["t"]))))
+    assert answer.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    dispatcher = ApiDispatcher(consumer_group_protocol_apis(coordinator, topic_cache()))
+    answer = decoded(heartbeat_key, 1, general(dispatcher, request_frame(heartbeat_key, 1, heartbeat_values(0, ["t"]))))
+    assert (answer.error_code, answer.member_id, answer.member_epoch) == (ErrorCode.NONE, "m1", 1)
+    assert [(tp.topic_id, tp.partitions) for tp in answer.assignment.topic_partitions] == [(T, (0, 1))]
+    described = decoded(
+        describe_key,
+        0,
+        general(
+            dispatcher,
+            request_frame(describe_key, 0, {"group_ids": ["g", "other"], "include_authorized_operations": False}),
+        ),
+    )
+    assert [(d.group_id, d.error_code, d.group_state) for d in described.groups] == [
+        ("g", ErrorCode.NONE, "Stable"),
+        ("other", ErrorCode.GROUP_ID_NOT_FOUND, ""),
+    ]
+    offsets = {TopicPartition("t", 0): OffsetCommitValue(5, "", 0)}
+    assert asyncio.run(committed(coordinator, "g", "m1", None, 1, offsets)) == ErrorCode.NONE
+    assert asyncio.run(committed(coordinator, "g", "m1", None, 0, offsets)) == ErrorCode.STALE_MEMBER_EPOCH
+    assert asyncio.run(committed(coordinator, "g", "m2", None, 1, offsets)) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert coordinator.fetch_offsets("g", [TopicPartition("t", 0)])[1][TopicPartition("t", 0)] is not None
