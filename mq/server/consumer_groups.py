@@ -2,7 +2,7 @@
 
 INCOMPLETE: groups live in memory only (no ``__consumer_offsets`` records of membership: a coordinator that restarts or
 moves forgets them, and members rejoin when fenced), no static membership, no regex subscriptions, no rack awareness;
-the classic group APIs (ListGroups, DescribeGroups, DeleteGroups) do not know these groups.
+DescribeGroups and DeleteGroups do not know these groups (ListGroups lists them).
 
 A group has an epoch, bumped whenever its members or their subscriptions change (or a subscribed topic's partition
 count does); each bump computes a target assignment with the chosen assignor (``uniform`` by default, or ``range``).

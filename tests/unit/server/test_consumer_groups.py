@@ -14,6 +14,7 @@ from mq.security.acl import AclOperation, ResourceType
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.consumer_groups import SESSION_TIMEOUT_MS, ConsumerGroups, range_assignor, uniform
 from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_apis
+from mq.server.handlers.groups import group_apis
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.topic_partition import TopicPartition
 from tests.unit.server.group_fakes import committed, make
@@ -178,3 +179,24 @@ def test_the_handlers_answer_by_topic_id_check_topics_and_let_members_commit_at_
     assert asyncio.run(committed(coordinator, "g", "m1", None, 0, offsets)) == ErrorCode.STALE_MEMBER_EPOCH
     assert asyncio.run(committed(coordinator, "g", "m2", None, 1, offsets)) == ErrorCode.UNKNOWN_MEMBER_ID
     assert coordinator.fetch_offsets("g", [TopicPartition("t", 0)])[1][TopicPartition("t", 0)] is not None
+
+
+def test_list_groups_shows_consumer_protocol_groups_once_with_their_type() -> None:
+    coordinator, _, _ = make()
+    metadata = topic_cache()
+    dispatcher = ApiDispatcher(
+        [*consumer_group_protocol_apis(coordinator, metadata), *group_apis(coordinator, metadata, lambda: True)]
+    )
+    heartbeat_key, list_key = ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.LIST_GROUPS
+    general(dispatcher, request_frame(heartbeat_key, 1, heartbeat_values(0, ["t"])))
+    offsets = {TopicPartition("t", 0): OffsetCommitValue(5, "", 0)}
+    assert asyncio.run(committed(coordinator, "g", "m1", None, 1, offsets)) == ErrorCode.NONE  # keeps a classic entry
+
+    def listed(types: list[str], states: list[str]) -> list[tuple[str, str, str, str]]:
+        frame = request_frame(list_key, 5, {"states_filter": states, "types_filter": types})
+        answer = decoded(list_key, 5, general(dispatcher, frame))
+        return [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in answer.groups]
+
+    assert listed([], []) == [("g", "consumer", "Stable", "consumer")]
+    assert listed(["consumer"], ["stable"]) == [("g", "consumer", "Stable", "consumer")]
+    assert listed(["classic"], []) == [] and listed([], ["Empty"]) == []
