@@ -2,7 +2,8 @@
 
 INCOMPLETE: groups live in memory only (no ``__consumer_offsets`` records of membership: a coordinator that restarts or
 moves forgets them, and members rejoin when fenced), no static membership, no regex subscriptions, no rack awareness;
-DescribeGroups and DeleteGroups do not know these groups (ListGroups lists them).
+DeleteGroups and OffsetDelete do not know these groups (ListGroups lists them; DescribeGroups answers them as not
+classic groups, as Kafka does).
 
 A group has an epoch, bumped whenever its members or their subscriptions change (or a subscribed topic's partition
 count does); each bump computes a target assignment with the chosen assignor (``uniform`` by default, or ``range``).

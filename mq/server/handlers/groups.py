@@ -311,11 +311,16 @@ def group_apis(
         code, group = coordinator.describe_group(group_id)
         if code != ErrorCode.NONE:
             return {**empty, "error_code": code, "group_state": ""}
+        not_classic = coordinator.consumer_groups is not None and group_id in coordinator.consumer_groups.groups
+        if not_classic:
+            group = None  # its classic entry only keeps its offsets
         if group is None and context.version >= 6:
             return {
                 **empty,
                 "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} not found.",
+                "error_message": f"Group {group_id} is not a classic group."
+                if not_classic
+                else f"Group {group_id} not found.",
                 "group_state": GroupState.DEAD.value,
             }
         if with_operations:

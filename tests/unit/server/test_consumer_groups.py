@@ -200,3 +200,20 @@ def test_list_groups_shows_consumer_protocol_groups_once_with_their_type() -> No
     assert listed([], []) == [("g", "consumer", "Stable", "consumer")]
     assert listed(["consumer"], ["stable"]) == [("g", "consumer", "Stable", "consumer")]
     assert listed(["classic"], []) == [] and listed([], ["Empty"]) == []
+
+
+def test_describe_groups_does_not_describe_a_consumer_protocol_group_as_classic() -> None:
+    coordinator, _, _ = make()
+    metadata = topic_cache()
+    dispatcher = ApiDispatcher(
+        [*consumer_group_protocol_apis(coordinator, metadata), *group_apis(coordinator, metadata, lambda: True)]
+    )
+    general(dispatcher, request_frame(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, heartbeat_values(0, ["t"])))
+    offsets = {TopicPartition("t", 0): OffsetCommitValue(5, "", 0)}
+    assert asyncio.run(committed(coordinator, "g", "m1", None, 1, offsets)) == ErrorCode.NONE
+    key = ApiKey.DESCRIBE_GROUPS
+    for version, code, state in ((6, ErrorCode.GROUP_ID_NOT_FOUND, "Dead"), (5, ErrorCode.NONE, "Dead")):
+        frame = request_frame(key, version, {"groups": ["g"], "include_authorized_operations": False})
+        [group] = decoded(key, version, general(dispatcher, frame)).groups
+        assert (group.error_code, group.group_state, group.members) == (code, state, ())
+    assert group.group_id == "g"
