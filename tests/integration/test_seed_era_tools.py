@@ -1,0 +1,147 @@
+"""Kafka 0.8 runbooks against a broker: the seed-era producer.properties and consumer.properties drive
+console-producer, console-consumer, perf and mirror with their 0.8 meaning."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import BrokerProcess, ZooKeeperProcess
+from waiting import wait_for
+
+from mq.client.admin import AsyncAdmin, NewTopic
+from mq.client.consumer import AsyncConsumer
+from mq.client.sync import SyncAdmin, SyncConsumer
+from mq.topic_partition import TopicPartition
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def mq(command: list[str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*command, *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def seed_file(tmp: Path, name: str, replacements: dict[str, str]) -> Path:
+    text = (DATA / name).read_text(encoding="utf-8")
+    for old, new in replacements.items():
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def zk_broker(
+    zookeeper: ZooKeeperProcess, broker_factory: Callable[..., BrokerProcess]
+) -> Iterator[tuple[str, BrokerProcess]]:
+    """A broker registered in a fresh ZooKeeper chroot, with topic ``s`` (1 partition)."""
+    connect = f"{zookeeper.connect}/mq-{os.urandom(4).hex()}"
+    broker = broker_factory("source", [f"zookeeper.connect={connect}", "broker.id=1"]).start()
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.call(AsyncAdmin.create_topics, [NewTopic("s", 1, 1)])
+    yield connect, broker
+
+
+def read_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    with SyncConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        partitions = consumer.call(AsyncConsumer.partitions_for, topic)
+        consumer.assign([TopicPartition(topic, p) for p in partitions])
+        values: list[bytes] = []
+        assert wait_for(lambda: bool(values.extend(r.value for r in consumer.poll(200))) or len(values) >= count, 20)
+        return values
+
+
+def test_seed_files_in_console_tools_perf_and_mirror(
+    zk_broker: tuple[str, BrokerProcess],
+    broker_factory: Callable[..., BrokerProcess],
+    mq_command: list[str],
+    tmp_path: Path,
+) -> None:
+    connect, source = zk_broker
+    producer_file = seed_file(
+        tmp_path,
+        "seed_era_producer.properties",
+        {"metadata.broker.list=127.0.0.1:9092": f"metadata.broker.list={source.bootstrap}"},
+    )
+    consumer_file = seed_file(
+        tmp_path, "seed_era_consumer.properties", {"zookeeper.connect=127.0.0.1:2181": f"zookeeper.connect={connect}"}
+    )
+    lines = [f"line-{i}" for i in range(5)]
+
+    produced = mq(
+        mq_command,
+        *("console-producer", "--broker-list", source.bootstrap, "--topic", "s"),
+        *("--producer.config", str(producer_file)),
+        stdin="\n".join(lines) + "\n",
+    )
+    assert produced.returncode == 0, produced.stderr
+    assert "Warning: producer property request.required.acks is deprecated (Kafka 0.8); use acks" in produced.stderr
+    assert read_all(source.bootstrap, "s", 5) == [line.encode() for line in lines]
+    [segment] = (source.log_dir / "s-0").glob("*.log")
+    dumped = mq(mq_command, "dump-segments", "--files", str(segment))
+    assert dumped.returncode == 0, dumped.stderr
+    codecs = [
+        line.split("compresscodec: ")[1].split()[0] for line in dumped.stdout.splitlines() if "compresscodec" in line
+    ]
+    assert codecs and set(codecs) == {"SNAPPY"}, dumped.stdout
+
+    consumed = mq(
+        mq_command,
+        *("console-consumer", "--bootstrap-server", source.bootstrap, "--topic", "s", "--max-messages", "5"),
+        *("--consumer.config", str(consumer_file)),
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == lines
+    assert "Warning: consumer property auto.offset.reset=smallest is deprecated (Kafka 0.8)" in consumed.stderr
+
+    perf_produced = mq(
+        mq_command,
+        *("perf", "producer", "--topic", "p", "--num-records", "40", "--record-size", "10", "--throughput", "-1"),
+        *("--producer.config", str(producer_file)),
+    )
+    assert perf_produced.returncode == 0, perf_produced.stderr
+    perf_consumed = mq(
+        mq_command,
+        *("perf", "consumer", "--bootstrap-server", source.bootstrap, "--topic", "p", "--messages", "40"),
+        *("--timeout", "20000", "--consumer.config", str(consumer_file)),
+    )
+    assert perf_consumed.returncode == 0, perf_consumed.stderr
+
+    target = broker_factory("target").start()
+    (tmp_path / "mirror").mkdir()
+    mirror_consumer_file = seed_file(
+        tmp_path / "mirror",
+        "seed_era_consumer.properties",
+        {"zookeeper.connect=127.0.0.1:2181": f"zookeeper.connect={connect}", "group.id=mygid": "group.id=mirror"},
+    )
+    target_file = seed_file(
+        tmp_path / "mirror",
+        "seed_era_producer.properties",
+        {"metadata.broker.list=127.0.0.1:9092": f"metadata.broker.list={target.bootstrap}"},
+    )
+    mirror = subprocess.Popen(
+        [
+            *mq_command,
+            *("mirror", "--consumer.config", str(mirror_consumer_file), "--producer.config", str(target_file)),
+            *("--whitelist", "s", "--num.producers", "2", "--queue.size", "100"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert read_all(target.bootstrap, "s", 5) == [line.encode() for line in lines]
+    finally:
+        mirror.send_signal(signal.SIGTERM)
+        _, err = mirror.communicate(timeout=60)
+    assert mirror.returncode == 0, err
+    assert "Note: --num.producers is not needed" in err
+    assert "Note: --queue.size is not needed" in err
+    assert f"names zookeeper.connect, so the source is the brokers registered there ({source.bootstrap})" in err
