@@ -383,17 +383,7 @@ class _Printer:
                 continue
             idle_since = time.monotonic()
             for record in records:
-                out.write(
-                    self.formatter.format(
-                        timestamp_type=record.timestamp_type,
-                        timestamp=record.timestamp,
-                        partition=record.partition,
-                        offset=record.offset,
-                        headers=record.headers,
-                        key=record.key,
-                        value=record.value,
-                    )
-                )
+                out.write(self.formatter.format_record(record))
                 self.processed += 1
             out.flush()
 
@@ -405,12 +395,35 @@ class _Printer:
 @click.option(
     "--time", "timestamp", default="-1", show_default=True, help="-1 latest, -2 earliest, or a timestamp in ms."
 )
+@click.option(
+    "--offsets",
+    "max_offsets",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Kafka 0.8's number of offsets per partition; mq's brokers answer one (ListOffsets v1 and later).",
+)
+@click.option(
+    "--max-wait-ms",
+    type=click.IntRange(min=1),
+    help="Kafka 0.8's metadata timeout: bounds each call as --timeout does (--timeout wins).",
+)
 @admin_options()
 def get_offsets(
-    bootstrap: str, topic: str, partitions: str, timestamp: str, command_config: str | None, timeout: float | None
+    bootstrap: str,
+    topic: str,
+    partitions: str,
+    timestamp: str,
+    max_offsets: int,
+    max_wait_ms: int | None,
+    command_config: str | None,
+    timeout: float | None,
 ) -> None:
     """Print topic:partition:offset for the latest, earliest or first offset at a time, per partition.
 
+    --offsets N asked 0.8's brokers for up to N offsets (the log end and segment starts before --time, newest
+    first, printed comma-separated); mq's brokers answer ListOffsets v1 and later with one offset per partition,
+    so the line holds that one and a note on stderr says so.
     Exit codes: 0 success, 1 the topic or a partition does not exist, 2 bad usage.
     """
     from mq.client.admin import AsyncAdmin
@@ -421,10 +434,14 @@ def get_offsets(
         wanted = parse_partitions(partitions)
     except (ValueError, ConsoleError) as exc:
         _fail(f"Invalid --time or --partitions: {exc}", EXIT_USAGE)
+    if timeout is None and max_wait_ms is not None:
+        timeout = max_wait_ms / 1000
     try:
         settings = admin_settings(command_config, timeout)
     except ToolError as exc:
         _fail(str(exc), exc.exit_code)
+    if max_offsets > 1:
+        click.echo(f"Note: --offsets {max_offsets}: the broker answers one offset per partition", err=True)
     try:
         with SyncAdmin(bootstrap, **settings) as admin:
             [metadata] = admin.call(AsyncAdmin.describe_topics, [topic])

@@ -15,7 +15,7 @@ from waiting import wait_for
 
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.consumer import AsyncConsumer
-from mq.client.sync import SyncAdmin, SyncConsumer
+from mq.client.sync import SyncAdmin, SyncConsumer, SyncProducer
 from mq.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.slow
@@ -145,3 +145,68 @@ def test_seed_files_in_console_tools_perf_and_mirror(
     assert "Note: --num.producers is not needed" in err
     assert "Note: --queue.size is not needed" in err
     assert f"names zookeeper.connect, so the source is the brokers registered there ({source.bootstrap})" in err
+
+
+def test_simple_consumer_shell_and_get_offsets(broker: BrokerProcess, mq_command: list[str]) -> None:
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.call(AsyncAdmin.create_topics, [NewTopic("shell", 2, 1)])
+        [metadata] = admin.call(AsyncAdmin.describe_topics, ["shell"])
+    leader = str(metadata.partitions[0].leader)
+    with SyncProducer(broker.bootstrap) as producer:
+        for i in range(4):
+            producer.send("shell", f"v{i}".encode(), f"k{i}".encode(), partition=1)
+        producer.flush()
+    shell = ["simple-consumer-shell", "--broker-list", broker.bootstrap, "--topic", "shell"]
+
+    read = mq(mq_command, *shell, "--partition", "1", "--offset", "1", "--print-offsets", "--no-wait-at-logend")
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines() == [
+        "next offset = 2",
+        "v1",
+        "next offset = 3",
+        "v2",
+        "next offset = 4",
+        "v3",
+        "Terminating. Reached the end of partition (shell, 1) at offset 4",
+    ]
+    keyed = mq(
+        mq_command,
+        *shell,
+        *("--partition", "1", "--max-messages", "2", "--property", "print.key=true", "--property", "key.separator=:"),
+        *(
+            "--clientId",
+            "ops",
+            "--fetchsize",
+            "100",
+            "--max-wait-ms",
+            "200",
+            "--formatter",
+            "kafka.tools.DefaultMessageFormatter",
+        ),
+    )
+    assert keyed.returncode == 0, keyed.stderr
+    assert keyed.stdout.splitlines() == ["k0:v0", "k1:v1"]
+    empty = mq(mq_command, *shell, "--no-wait-at-logend", "--skip-message-on-error", "--replica", leader)
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stdout == "Terminating. Reached the end of partition (shell, 0) at offset 0\n"
+    at_end = mq(mq_command, *shell, "--partition", "1", "--offset", "-1", "--no-wait-at-logend")
+    assert at_end.stdout == "Terminating. Reached the end of partition (shell, 1) at offset 4\n"
+    other = mq(mq_command, *shell, "--replica", "5")
+    assert other.returncode == 1 and other.stderr == "Error: replica 5 does not exist for partition (shell, 0)\n"
+    missing = mq(mq_command, *shell, "--partition", "5")
+    assert missing.returncode == 1 and missing.stderr == "Error: partition 5 does not exist for topic shell\n"
+    bad = mq(mq_command, *shell, "--offset", "-3")
+    assert bad.returncode == 1 and bad.stderr == "Error: Invalid starting offset: -3\n"
+    no_topic = mq(mq_command, *shell[:3], "--topic", "nope")
+    assert no_topic.returncode == 1
+    assert no_topic.stderr.startswith(
+        "Error: no valid topic metadata for topic: nope, what we get from server is only:"
+    )
+
+    offsets = ["get-offsets", "--broker-list", broker.bootstrap, "--topic", "shell", "--max-wait-ms", "5000"]
+    latest = mq(mq_command, *offsets, "--offsets", "3")
+    assert latest.returncode == 0, latest.stderr
+    assert latest.stdout == "shell:0:0\nshell:1:4\n"
+    assert latest.stderr == "Note: --offsets 3: the broker answers one offset per partition\n"
+    earliest = mq(mq_command, *offsets, "--time", "-2", "--partitions", "1")
+    assert (earliest.stdout, earliest.stderr) == ("shell:1:0\n", "")
