@@ -91,6 +91,15 @@ def test_seed_files_in_console_tools_perf_and_mirror(
         line.split("compresscodec: ")[1].split()[0] for line in dumped.stdout.splitlines() if "compresscodec" in line
     ]
     assert codecs and set(codecs) == {"SNAPPY"}, dumped.stdout
+    flagged = mq(
+        mq_command,
+        *("console-producer", "--broker-list", source.bootstrap, "--topic", "g", "--compression-codec", "gzip"),
+        *("--producer.config", str(producer_file)),
+        stdin="one\n",
+    )
+    assert flagged.returncode == 0, flagged.stderr
+    dumped = mq(mq_command, "dump-segments", "--files", str(source.log_dir / "g-0" / segment.name))
+    assert "compresscodec: GZIP" in dumped.stdout, dumped.stdout  # an option given wins over the file
 
     consumed = mq(
         mq_command,
