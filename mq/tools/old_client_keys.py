@@ -28,7 +28,6 @@ RENAMED_PRODUCER_KEYS = {
     "request.required.acks": "acks",
     "message.send.max.retries": "retries",
     "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
-    "queue.enqueue.timeout.ms": "max.block.ms",
 }
 """0.8 producer keys whose value means the same under the current key."""
 
@@ -100,7 +99,11 @@ def current_producer_keys(properties: Mapping[str, str], warn: Warn, topic: str 
         result["linger.ms"] = "0"
         _note(warn, what, "producer.type", "sync (0.8's default) sends each message at once: linger.ms=0")
     if buffering is not None:
-        _note(warn, what, "queue.buffering.max.ms", "use linger.ms")
+        used = "use linger.ms" if producer_type == "async" else "only producer.type=async buffers, so it is unused"
+        _note(warn, what, "queue.buffering.max.ms", used)
+    if "queue.enqueue.timeout.ms" in result:
+        result.pop("queue.enqueue.timeout.ms")
+        _note(warn, what, "queue.enqueue.timeout.ms", "mq's producer never refuses a message for a full queue")
     if "batch.num.messages" in result:
         result.pop("batch.num.messages")
         _note(warn, what, "batch.num.messages", "mq batches by bytes (batch.size), not by message count")

@@ -101,7 +101,13 @@ def test_async_lingers_queue_buffering_max_ms_and_sync_sends_at_once() -> None:
     assert current_producer_keys({"producer.type": "async"}, [].append)["linger.ms"] == "5000"
     got = current_producer_keys({"producer.type": "async", "queue.buffering.max.ms": "20"}, [].append)
     assert got == {"linger.ms": "20"}
-    assert current_producer_keys({"producer.type": "sync"}, [].append) == {"producer.type": "sync", "linger.ms": "0"}
+    warnings: list[str] = []
+    got = current_producer_keys({"producer.type": "sync", "queue.buffering.max.ms": "20"}, warnings.append)
+    assert got == {"producer.type": "sync", "linger.ms": "0"}
+    assert warnings[-1] == (
+        "Warning: producer property queue.buffering.max.ms is deprecated (Kafka 0.8); only producer.type=async "
+        "buffers, so it is unused"
+    )
 
 
 def test_compressed_topics_compress_only_the_listed_topics() -> None:
