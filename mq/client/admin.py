@@ -250,7 +250,9 @@ class AsyncAdmin:
     async def describe_cluster(self) -> ClusterDescription:
         async def attempt() -> Any:
             return await self.cluster.send(
-                None, ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False, "endpoint_type": 1}
+                None,
+                ApiKey.DESCRIBE_CLUSTER,
+                {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False},
             )
 
         response = await self.cluster.with_retries(attempt)
@@ -474,7 +476,11 @@ class AsyncAdmin:
             by_topic[tp.topic].append(
                 {"partition_index": tp.partition, "replicas": None if replicas is None else list(replicas)}
             )
-        body = {"timeout": self.timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        body = {
+            "timeout": self.timeout_ms,
+            "allow_replication_factor_change": True,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
         response = await self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
         if response.error_code != ErrorCode.NONE:
             raise kafka_error(response.error_code, response.error_message, "alter partition reassignments")

@@ -51,6 +51,7 @@ from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMet
 from mq.server.handlers.acls import acl_apis
 from mq.server.handlers.admin_topics import admin_topic_apis
 from mq.server.handlers.api_versions import api_versions_api
+from mq.server.handlers.client_metrics import client_metrics_apis
 from mq.server.handlers.client_quotas import client_quota_apis
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
@@ -66,6 +67,7 @@ from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
 from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.handlers.sasl import sasl_apis
+from mq.server.handlers.topic_partitions import describe_topic_partitions_api
 from mq.server.handlers.user_scram_credentials import user_scram_credential_apis
 from mq.server.isr_updates import IsrChangeWriter
 from mq.server.listener_security import inter_broker_security, jaas_key, listener_security, listener_tls_settings
@@ -479,9 +481,11 @@ class KafkaServer:
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),
+            describe_topic_partitions_api(self.cache, acl),
             *admin_topic_apis(admin, self.cache, config, self.broker_id, acl),
             *configs_apis(admin, config, self.broker_id, acl),
             *client_quota_apis(self.zk),
+            *client_metrics_apis(acl),
             *user_scram_credential_apis(self.zk),
             *acl_apis(acl),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id), acl),

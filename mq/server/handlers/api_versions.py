@@ -4,6 +4,12 @@ The immediate path answers from a response built once per (version, error code) 
 whenever the table changes), patching in the correlation id. Which answer a request gets depends only on the bytes
 after its correlation id (client_id, and from v3 the software name and version): each distinct run of them is
 decoded in full once, as the general path decodes it, and its verdict kept (for tails of up to 512 bytes).
+
+v3+ answers carry no supported or finalized features (KIP-584; epoch -1), as a ZooKeeper-era cluster without feature
+flags: ``metadata.version`` and ``kraft.version`` describe a KRaft quorum mq does not have, and a finalized
+``group.version`` or ``transaction.version`` would tell Java clients to use the KIP-848 group protocol and KIP-890
+transactions, which mq does not serve. librdkafka skips these fields; kafka-python reads them only for
+``describe_features``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
 some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 whatever the ACLs (mq has no transactions). DescribeCluster answers the client's authorized
-operations on the cluster when asked (0 without DESCRIBE on it)."""
+operations on the cluster when asked (0 without DESCRIBE on it). A DescribeCluster for controller endpoints (v1+
+``endpoint_type`` 2) is MISMATCHED_ENDPOINT_TYPE and one of an unknown type UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers
+answer them; v2's fenced brokers never exist in a ZooKeeper-era cluster, so every broker listed is unfenced."""
 
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ from mq.server.metadata_cache import MetadataCache
 from mq.server.producer_id_manager import ProducerIdManager
 
 MAX_PRODUCER_EPOCH = 32767
+BROKER_ENDPOINT_TYPE = 1
+CONTROLLER_ENDPOINT_TYPE = 2
+"""DescribeCluster v1+ ``endpoint_type`` values (Kafka's ``EndpointType``): brokers answer the first only."""
 
 
 def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: AclCache | None = None) -> list[Api]:
@@ -49,6 +54,20 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: Acl
         return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
 
     async def describe_cluster(context: RequestContext, request: Any) -> dict[str, Any]:
+        endpoint_type = getattr(request, "endpoint_type", BROKER_ENDPOINT_TYPE)
+        if endpoint_type != BROKER_ENDPOINT_TYPE:
+            mismatched = endpoint_type == CONTROLLER_ENDPOINT_TYPE
+            return {
+                **describe_cluster_error(
+                    context,
+                    request,
+                    ErrorCode.MISMATCHED_ENDPOINT_TYPE if mismatched else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                ),
+                "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
+                "type CONTROLLER"
+                if mismatched
+                else f"Unsupported endpoint type {endpoint_type}",
+            }
         operations = AUTHORIZED_OPERATIONS_OMITTED
         if request.include_cluster_authorized_operations:
             operations = (
@@ -62,7 +81,7 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: Acl
             "cluster_id": cache.cluster_id,
             "controller_id": cache.controller_id,
             "brokers": [
-                {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
                 for b in cache.brokers_on(context.client.listener)
             ],
             "cluster_authorized_operations": operations,
@@ -79,5 +98,5 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: Acl
 
     return [
         Api(ApiKey.INIT_PRODUCER_ID, 0, 4, init_producer_id, init_error),
-        Api(ApiKey.DESCRIBE_CLUSTER, 0, 1, describe_cluster, describe_cluster_error),
+        Api(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster, describe_cluster_error),
     ]

@@ -5,6 +5,8 @@ entry for the same partition is replaced), which the controller executes; a canc
 original replicas (the current ones minus those being added), which completes at once because they are in sync.
 Ongoing reassignments are read from the topics' ``adding_replicas``/``removing_replicas``, plus requests the
 controller has not picked up yet. Any broker can answer. A name that is not a legal topic name names no topic.
+A v1 request with ``allow_replication_factor_change`` false (KIP-860) refuses a move to a different number of replicas
+than the partition's original ones with INVALID_REPLICATION_FACTOR, and the answer repeats the flag.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
         return answer
 
     def alter_now(request: Any) -> dict[str, Any]:
+        allow_factor_change = getattr(request, "allow_replication_factor_change", True)
         live = set(zk.get_all_brokers())
         requested = _requested(zk)
         moves: Moves = {}
@@ -140,16 +143,34 @@ def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
                             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                             f"The proposed assignment contains non-existent brokerIDs: {','.join(map(str, unknown))}",
                         )
+                    elif not allow_factor_change and len(replicas) != len(_original(assignment, tp.partition)):
+                        code, message = (
+                            ErrorCode.INVALID_REPLICATION_FACTOR,
+                            "The replication factor is changed from "
+                            f"{len(_original(assignment, tp.partition))} to {len(replicas)}",
+                        )
                     else:
                         moves[tp] = replicas
                 results.append({"partition_index": tp.partition, "error_code": code, "error_message": message})
             responses.append({"name": topic.name, "partitions": results})
         if moves or cancelled:
             merge_reassignments(zk, moves, cancelled)
-        return {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+        return {
+            "throttle_time": 0,
+            "allow_replication_factor_change": allow_factor_change,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "responses": responses,
+        }
 
     def alter_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
-        return {"throttle_time": 0, "error_code": code, "error_message": None, "responses": []}
+        return {
+            "throttle_time": 0,
+            "allow_replication_factor_change": getattr(request, "allow_replication_factor_change", True),
+            "error_code": code,
+            "error_message": None,
+            "responses": [],
+        }
 
     async def list_ongoing(context: RequestContext, request: Any) -> dict[str, Any]:
         return await asyncio.to_thread(list_now, request)
@@ -178,6 +199,6 @@ def reassignment_apis(zk: KafkaZkClient) -> list[Api]:
         return {"throttle_time": 0, "error_code": code, "error_message": None, "topics": []}
 
     return [
-        Api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, alter, alter_error),
+        Api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, alter, alter_error),
         Api(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, list_ongoing, list_error),
     ]
