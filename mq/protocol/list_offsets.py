@@ -9,3 +9,5 @@ LATEST: Final = -1
 """The log end offset (the high watermark for consumers)."""
 EARLIEST: Final = -2
 """The log start offset."""
+MAX_TIMESTAMP: Final = -3
+"""The record with the largest timestamp (KIP-734, v7+): its offset and timestamp."""

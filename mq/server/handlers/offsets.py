@@ -1,5 +1,9 @@
 """ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
 
+The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
+timestamp. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
+UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
+
 With an authorizer, ListOffsets needs DESCRIBE and DeleteRecords DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED
 for its partitions."""
 
@@ -7,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.protocol.list_offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import allowed_names
+from mq.server.metadata_cache import MetadataCache
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -22,8 +27,15 @@ from mq.topic_partition import TopicPartition
 HIGH_WATERMARK_OFFSET = -1
 
 
-def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
-    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+def offsets_apis(
+    replica_manager: ReplicaManager, cache: MetadataCache | None = None, acl: AclCache | None = None
+) -> list[Api]:
+    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer); ``cache``
+    tells a known partition led elsewhere from an unknown one (None: every partition not hosted is unknown)."""
+
+    def known(tp: TopicPartition) -> bool:
+        info = None if cache is None else cache.topics.get(tp.topic)
+        return info is not None and tp.partition in info.partitions
 
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
@@ -37,7 +49,11 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                 answer["offset"] = partition.log_start_offset
             else:
                 log: Log = partition.log
-                found = log.fetch_offset_by_timestamp(timestamp)
+                found = (
+                    log.fetch_max_timestamp()
+                    if timestamp == MAX_TIMESTAMP
+                    else log.fetch_offset_by_timestamp(timestamp)
+                )
                 if found is not None and found[0] < limit:
                     answer["offset"], answer["timestamp"] = found
         except KafkaError as exc:
@@ -93,6 +109,9 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
             log: Log = partition.log
             log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
+        except UnknownTopicOrPartitionError as exc:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known(tp) else exc.code
+            return {"partition_index": tp.partition, "low_watermark": -1, "error_code": code}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
 

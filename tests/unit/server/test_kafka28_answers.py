@@ -1,0 +1,104 @@
+"""Answers that follow Kafka 2.8: Metadata's replica error only for v0, DeleteRecords to a non-leader, the topic
+keys 2.x clients expect, and ListOffsets' max-timestamp spec."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from mq.config import BrokerConfig
+from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
+from mq.protocol.list_offsets import MAX_TIMESTAMP
+from mq.records import RecordBatchBuilder
+from mq.server.api_dispatch import ApiDispatcher
+from mq.server.clock import ManualClock
+from mq.server.handlers.configs import describe_topic_configs
+from mq.server.handlers.metadata import metadata_api
+from mq.server.handlers.offsets import offsets_apis
+from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
+from mq.topic_partition import TopicPartition
+from tests.unit.server.test_authorization_checks import decoded, request_frame
+from tests.unit.server.test_metadata_handler import context
+from tests.unit.server.test_replica_manager_fetch import manager
+
+
+def metadata(version: int, topics: list[str] | None) -> Any:
+    cache = MetadataCache(1, "cluster")
+    cache.update_brokers([BrokerEndpoint(1, "127.0.0.1", 9092)], 1)
+    cache.update_partition("t", None, 0, PartitionInfo(1, 0, (1, 2), (1, 2), offline_replicas=(2,)))
+    request = SimpleNamespace(
+        topics=None if topics is None else [SimpleNamespace(name=name) for name in topics],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    return asyncio.run(metadata_api(cache, None).handle(context(version), request))
+
+
+def test_only_metadata_v0_marks_a_replica_on_an_unregistered_broker() -> None:
+    (v0,) = metadata(0, [])["topics"]  # v0's empty list: every topic
+    assert v0["partitions"][0]["error_code"] == ErrorCode.REPLICA_NOT_AVAILABLE
+    assert (v0["partitions"][0]["replica_nodes"], v0["partitions"][0]["isr_nodes"]) == ([1], [1])
+    for version in (1, 9):
+        (topic,) = metadata(version, ["t"])["topics"]
+        partition = topic["partitions"][0]
+        assert partition["error_code"] == ErrorCode.NONE
+        assert (partition["replica_nodes"], partition["isr_nodes"], partition["leader_id"]) == ([1, 2], [1, 2], 1)
+
+
+def test_delete_records_answers_not_leader_for_a_known_partition_hosted_elsewhere(tmp_path: Path) -> None:
+    async def run() -> list[int]:
+        rm = manager(tmp_path, 1, ManualClock())
+        cache = MetadataCache(1, "cluster")
+        cache.update_partition("t", None, 5, PartitionInfo(2, 0, (2,), (2,)))
+        dispatcher = ApiDispatcher(offsets_apis(rm, cache))
+        values = {
+            "topics": [{"name": "t", "partitions": [{"partition_index": 5, "offset": 0}]},
+                       {"name": "u", "partitions": [{"partition_index": 0, "offset": 0}]}],
+            "timeout": 0,
+        }  # fmt: skip
+        wire = await dispatcher(request_frame(ApiKey.DELETE_RECORDS, 2, values), context().client)
+        answer = decoded(ApiKey.DELETE_RECORDS, 2, wire)
+        return [t.partitions[0].error_code for t in answer.topics]
+
+    assert asyncio.run(run()) == [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+
+def test_topic_configs_describe_the_keys_of_kafka_2x_with_its_defaults() -> None:
+    entries = {e["name"]: e for e in describe_topic_configs(BrokerConfig(), {})}
+    assert entries["message.format.version"]["value"] == "2.8-IV1"
+    assert entries["message.downconversion.enable"]["value"] == "true"
+    assert entries["message.format.version"]["synonyms"][0]["name"] == "log.message.format.version"
+    overridden = {e["name"]: e for e in describe_topic_configs(BrokerConfig(), {"message.format.version": "0.10.0"})}
+    assert overridden["message.format.version"]["value"] == "0.10.0"
+    assert [e["name"] for e in describe_topic_configs(BrokerConfig(), {})].count("message.format.version") == 1
+
+
+def batch(timestamps: list[int]) -> bytes:
+    builder = RecordBatchBuilder()
+    for ts in timestamps:
+        builder.append(ts, None, b"v")
+    return builder.build()
+
+
+def test_list_offsets_max_timestamp_finds_the_record_holding_the_largest_timestamp(tmp_path: Path) -> None:
+    async def run() -> tuple[int, int]:
+        rm = manager(tmp_path, 1, ManualClock())
+        tp = TopicPartition("t", 0)
+        for timestamps in ([1000, 1001], [1002, 5000, 1003], [1004]):
+            await rm.append_records({tp: batch(timestamps)}, 1, 1000)
+        rm.partitions[tp].log.roll()
+        await rm.append_records({tp: batch([1005, 4000])}, 1, 1000)
+        dispatcher = ApiDispatcher(offsets_apis(rm))
+        values = {"replica_id": -1, "isolation_level": 0,
+                  "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": MAX_TIMESTAMP}]}]}  # fmt: skip
+        answer = decoded(
+            ApiKey.LIST_OFFSETS, 7, await dispatcher(request_frame(ApiKey.LIST_OFFSETS, 7, values), context().client)
+        )
+        partition = answer.topics[0].partitions[0]
+        return partition.offset, partition.timestamp
+
+    assert asyncio.run(run()) == (3, 5000)
