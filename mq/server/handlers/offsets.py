@@ -4,6 +4,10 @@ The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the fir
 timestamp. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
 
+ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
+(``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
+the newest segment whose file was last modified at or before it, followed by older segments' base offsets.
+
 With an authorizer, ListOffsets needs DESCRIBE and DeleteRecords DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED
 for its partitions."""
 
@@ -60,8 +64,25 @@ def offsets_apis(
             answer["error_code"] = exc.code
         return answer
 
+    def list_legacy(tp: TopicPartition, timestamp: int, max_num_offsets: int, consumer: bool) -> dict[str, Any]:
+        answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "old_style_offsets": []}
+        try:
+            partition = replica_manager.leader_partition(tp)
+            log: Log = partition.log
+            answer["old_style_offsets"] = legacy_offsets(
+                log.legacy_offset_candidates(),
+                timestamp,
+                max_num_offsets,
+                partition.high_watermark if consumer else None,
+            )
+        except KafkaError as exc:
+            answer["error_code"] = exc.code
+        return answer
+
     async def list_offsets(context: RequestContext, request: Any) -> dict[str, Any]:
         consumer = int(request.replica_id) < 0
+        if context.version == 0:
+            return list_offsets_v0(context, request, consumer)
         described = allowed_names(
             acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
         )
@@ -72,6 +93,28 @@ def offsets_apis(
                     list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
                     if t.name in described
                     else refused_listing(p.partition_index)
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+        return {"throttle_time": 0, "topics": topics}
+
+    def list_offsets_v0(context: RequestContext, request: Any, consumer: bool) -> dict[str, Any]:
+        described = allowed_names(
+            acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    list_legacy(TopicPartition(t.name, p.partition_index), p.timestamp, p.max_num_offsets, consumer)
+                    if t.name in described
+                    else {
+                        "partition_index": p.partition_index,
+                        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        "old_style_offsets": [],
+                    }
                     for p in t.partitions
                 ],
             }
@@ -159,6 +202,27 @@ def offsets_apis(
         return {"throttle_time": 0, "topics": topics}
 
     return [
-        Api(ApiKey.LIST_OFFSETS, 1, 7, list_offsets, list_offsets_error),
+        Api(ApiKey.LIST_OFFSETS, 0, 7, list_offsets, list_offsets_error),
         Api(ApiKey.DELETE_RECORDS, 0, 2, delete_records, delete_records_error),
     ]
+
+
+def legacy_offsets(
+    candidates: list[tuple[int, int]], timestamp: int, max_num_offsets: int, high_watermark: int | None
+) -> list[int]:
+    """ListOffsets v0's offsets from ``candidates`` ((offset, ms) pairs, oldest first): from the last (LATEST), the
+    first (EARLIEST) or the last stamped at or before ``timestamp``, at most ``max_num_offsets`` going back, in
+    descending order. For a consumer (``high_watermark`` given) offsets above the high watermark give way to it."""
+    if timestamp == LATEST:
+        start = len(candidates) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = len(candidates) - 1
+        while start >= 0 and candidates[start][1] > timestamp:
+            start -= 1
+    count = max(min(max_num_offsets, start + 1), 0)
+    offsets = sorted((candidates[start - i][0] for i in range(count)), reverse=True)
+    if high_watermark is not None and any(offset > high_watermark for offset in offsets):
+        offsets = [high_watermark, *(offset for offset in offsets if offset <= high_watermark)]
+    return offsets

@@ -17,7 +17,7 @@ from mq.server.api_dispatch import ApiDispatcher
 from mq.server.clock import ManualClock
 from mq.server.handlers.configs import describe_topic_configs
 from mq.server.handlers.metadata import metadata_api
-from mq.server.handlers.offsets import offsets_apis
+from mq.server.handlers.offsets import legacy_offsets, offsets_apis
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.topic_partition import TopicPartition
 from tests.unit.server.test_authorization_checks import decoded, request_frame
@@ -102,3 +102,43 @@ def test_list_offsets_max_timestamp_finds_the_record_holding_the_largest_timesta
         return partition.offset, partition.timestamp
 
     assert asyncio.run(run()) == (3, 5000)
+
+
+def test_legacy_offsets_choose_from_segment_bases_as_kafka_does() -> None:
+    candidates = [(0, 100), (10, 200), (20, 300), (25, 400)]  # the last: the log end, stamped now
+    assert legacy_offsets(candidates, -1, 1, None) == [25]
+    assert legacy_offsets(candidates, -1, 10, None) == [25, 20, 10, 0]
+    assert legacy_offsets(candidates, -2, 5, None) == [0]
+    assert legacy_offsets(candidates, 250, 2, None) == [10, 0]
+    assert legacy_offsets(candidates, 50, 2, None) == []
+    assert legacy_offsets(candidates, -1, 3, 22) == [22, 20, 10]  # a consumer never sees past the high watermark
+
+
+def test_list_offsets_v0_answers_old_style_offsets(tmp_path: Path) -> None:
+    async def run() -> list[tuple[int, list[int]]]:
+        rm = manager(tmp_path, 1, ManualClock())
+        tp = TopicPartition("t", 0)
+        await rm.append_records({tp: batch([1, 2, 3])}, 1, 1000)
+        rm.partitions[tp].log.roll()
+        await rm.append_records({tp: batch([4])}, 1, 1000)
+        dispatcher = ApiDispatcher(offsets_apis(rm))
+        specs = [(-1, 1), (-2, 1), (-1, 10), (0, 5)]
+        values = {
+            "replica_id": -1,
+            "topics": [{"name": "t", "partitions": [
+                {"partition_index": 0, "timestamp": ts, "max_num_offsets": n} for ts, n in specs]},
+                       {"name": "zz", "partitions": [{"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}]}],
+        }  # fmt: skip
+        answer = decoded(
+            ApiKey.LIST_OFFSETS, 0, await dispatcher(request_frame(ApiKey.LIST_OFFSETS, 0, values), context().client)
+        )
+        return [(p.error_code, list(p.old_style_offsets)) for t in answer.topics for p in t.partitions]
+
+    assert asyncio.run(run()) == [
+        (0, [4]),
+        (0, [0]),
+        (0, [4, 3, 0]),
+        (0, []),  # both segment files were modified after the epoch
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),
+    ]
+
