@@ -8,6 +8,10 @@ either answers at once or parks the fetch, whose future the purgatory completes 
 per request). The immediate path (``now``) takes every consumer fetch; a follower's fetch (replica_id >= 0) is left
 to the general path.
 
+Fetch v0-v3 clients read message sets: the batches read are down-converted (``mq.records.convert``) to magic 0
+(v0-v1) or 1 (v2-v3) within each partition's ``partition_max_bytes`` (and v3's response ``max_bytes``), ending with a
+partial message when not even one fits, as Kafka's brokers answer; the v4+ path is unchanged (file slices, sendfile).
+
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
 at once).
@@ -23,11 +27,13 @@ from mq.errors import ErrorCode, error_code_of
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.fetch_request import FetchRequest, decode_fetch_request
 from mq.protocol.fetch_response import (
+    TRANSACTIONS_FROM,
     FetchPartition,
     FetchTopic,
     encode_empty_fetch_response,
     encode_fetch_response,
 )
+from mq.records.convert import down_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
@@ -35,6 +41,7 @@ from mq.server.authorization import allowed_names, allows_cluster
 from mq.server.network import ClientAddress, Response
 from mq.server.purgatory import DelayedFuture, waited
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
+from mq.storage.log_segment import FileSlice
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -91,11 +98,17 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                 ]
                 return encode_empty_fetch_response(version, correlation_id, shape, read_committed, values)
             topics = []
+            budget = request.max_bytes
             for topic, partitions in request.topics:
                 answered = []
                 for p in partitions:
                     r = results[TopicPartition(topic, p[0])]
-                    records = r.records if r.records is not None and r.records.length else b""
+                    records: bytes | FileSlice = r.records if r.records is not None and r.records.length else b""
+                    if version < TRANSACTIONS_FROM and records:
+                        assert isinstance(records, FileSlice)
+                        magic = 0 if version < 2 else 1
+                        records = down_convert(records.read(), magic, p[2], max(min(p[5], budget), 0))
+                        budget -= len(records)
                     answered.append(
                         FetchPartition(
                             p[0],
@@ -152,4 +165,4 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
         pieces = encode_fetch_response(context.version, context.header.correlation_id, topics)
         return b"".join(cast(list[bytes], pieces))  # no records: no file regions
 
-    return Api(ApiKey.FETCH, 4, 12, handle, error, decode_fetch_request, now)
+    return Api(ApiKey.FETCH, 0, 12, handle, error, decode_fetch_request, now)

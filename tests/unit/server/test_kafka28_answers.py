@@ -4,6 +4,7 @@ keys 2.x clients expect, and ListOffsets' max-timestamp spec."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,12 +13,15 @@ from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import MAX_TIMESTAMP
-from mq.records import RecordBatchBuilder
+from mq.records import RecordBatchBuilder, iter_headers, iter_records
+from mq.records.legacy import encode_message
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.clock import ManualClock
 from mq.server.handlers.configs import describe_topic_configs
+from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import legacy_offsets, offsets_apis
+from mq.server.handlers.produce import produce_api
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.topic_partition import TopicPartition
 from tests.unit.server.test_authorization_checks import decoded, request_frame
@@ -142,3 +146,38 @@ def test_list_offsets_v0_answers_old_style_offsets(tmp_path: Path) -> None:
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),
     ]
 
+
+def test_produce_v0_to_v2_store_v2_batches_and_fetch_v0_to_v3_read_them_down_converted(tmp_path: Path) -> None:
+    async def run() -> None:
+        rm = manager(tmp_path, 1, ManualClock())
+        dispatcher = ApiDispatcher([produce_api(rm), fetch_api(rm)])
+        client = context().client
+        offsets = []
+        for version, magic in ((0, 0), (1, 0), (2, 1)):
+            message_set = encode_message(0, magic, 0, 2000 + version, b"k", b"v%d" % version)
+            values = {"acks": 1, "timeout": datetime.timedelta(seconds=1),
+                      "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": message_set}]}]}  # fmt: skip
+            answer = decoded(
+                ApiKey.PRODUCE, version, await dispatcher(request_frame(ApiKey.PRODUCE, version, values), client)
+            )
+            (partition,) = answer.responses[0].partition_responses
+            offsets.append((partition.error_code, partition.base_offset))
+        assert offsets == [(0, 0), (0, 1), (0, 2)]
+        log = rm.partitions[TopicPartition("t", 0)].log
+        assert {h.magic for h in iter_headers(log.active.read(0, 1 << 20, None, True).read())} == {2}
+        for version in range(4):
+            values = {"replica_id": -1, "max_wait": datetime.timedelta(0), "min_bytes": 0, "max_bytes": 1 << 20,
+                      "topics": [{"topic": "t", "partitions": [
+                          {"partition": 0, "fetch_offset": 1, "partition_max_bytes": 1 << 20}]}]}  # fmt: skip
+            wire = await dispatcher(request_frame(ApiKey.FETCH, version, values), client)
+            frame = b"".join(piece if isinstance(piece, bytes) else piece.read() for piece in wire)  # type: ignore[union-attr]
+            answer = decoded(ApiKey.FETCH, version, frame)
+            partition = answer.responses[0].partitions[0]
+            assert (partition.error_code, partition.high_watermark) == (0, 3)
+            records = bytes(partition.records)
+            magic = 0 if version < 2 else 1
+            assert [h.magic for h in iter_headers(records)] == [magic, magic]
+            read = [(r.offset, r.timestamp, r.value) for h in iter_headers(records) for r in iter_records(records, h)]
+            assert read == [(1, -1, b"v1"), (2, 2002 if magic else -1, b"v2")]  # Produce v1 sent magic 0
+
+    asyncio.run(run())
