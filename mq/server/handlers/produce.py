@@ -14,9 +14,9 @@ and answers acks=0/1 at once; acks=all answers at once when the high watermark a
 through a future the produce purgatory completes with the response frame. Other frames are decoded in full and
 answered the same way.
 
-Produce v0-v2 bring message sets (magic 0 and 1): each partition's set is up-converted to one v2 batch
-(``mq.records.convert``) before it is appended, so the log holds v2 batches only; a set that does not convert (a
-partial message, a CRC mismatch) answers CORRUPT_MESSAGE for its partition.
+Produce v0-v2 bring message sets (magic 0 and 1): the general path takes them, and up-converts each partition's set
+to one v2 batch (``mq.records.convert``) on a worker thread before it is appended, so the log holds v2 batches only;
+a set that does not convert (a partial message, a CRC mismatch) answers CORRUPT_MESSAGE for its partition.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from mq.protocol.produce_response import PartitionResponse, encode_one_partition
 from mq.records.convert import up_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
-from mq.server.api_dispatch import Api, NowResult, RequestContext
+from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
 from mq.server.authorization import allowed_names, allows
 from mq.server.network import ClientAddress
 from mq.server.partition import AppendResult
@@ -184,6 +184,8 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         return answer_many(version, correlation_id, client_id, request, writable)
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        if version < TRANSACTIONAL_FROM:
+            return LATER
         one = read_one_partition(frame, version)
         if one is not None:
             writable = acl is None or allows(
@@ -191,14 +193,12 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
             )
             return answer_one(version, correlation_id, *one, writable)
         header, request = decode_produce_request(frame)
-        if version < TRANSACTIONAL_FROM:
-            request = _up_converted(request)
         return answer(version, correlation_id, RequestContext(header, client), request)
 
     async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
         header = context.header
         if header.api_version < TRANSACTIONAL_FROM:
-            request = _up_converted(request)
+            request = await asyncio.to_thread(_up_converted, request)  # per-record work, off the loop
         found = answer(header.api_version, header.correlation_id, context, request)
         return await settled(found)
 
