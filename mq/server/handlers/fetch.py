@@ -8,10 +8,11 @@ either answers at once or parks the fetch, whose future the purgatory completes 
 per request). The immediate path (``now``) takes every consumer fetch of v4+; a follower's fetch (replica_id >= 0)
 and a v0-v3 fetch are left to the general path.
 
-Fetch v0-v3 clients read message sets: the batches read are down-converted (``mq.records.convert``) to magic 0
-(v0-v1) or 1 (v2-v3) within each partition's ``partition_max_bytes`` (and v3's response ``max_bytes``), ending with a
-partial message when not even one fits, as Kafka's brokers answer. The conversion runs on a worker thread once the
-fetch is answered; the v4+ path is unchanged (file slices, sendfile).
+Fetch v0-v3 clients read message sets: each partition's first batch is read whole, and the batches read are
+down-converted (``mq.records.convert``) to magic 0 (v0-v1) or 1 (v2-v3) within each partition's
+``partition_max_bytes`` (and v3's response ``max_bytes``), ending with a partial message when not even one fits, as
+Kafka's brokers answer. The conversion runs on a worker thread once the fetch is answered; the v4+ path is unchanged
+(file slices, sendfile).
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
@@ -147,6 +148,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
             answer=encode,
+            whole_batch_each=version < TRANSACTIONS_FROM,
         )
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:

@@ -181,3 +181,29 @@ def test_produce_v0_to_v2_store_v2_batches_and_fetch_v0_to_v3_read_them_down_con
             assert read == [(1, -1, b"v1"), (2, 2002 if magic else -1, b"v2")]  # Produce v1 sent magic 0
 
     asyncio.run(run())
+
+
+def test_old_fetches_cut_each_set_to_the_fetch_size_and_v3_to_the_response_limit(tmp_path: Path) -> None:
+    async def run() -> None:
+        rm = manager(tmp_path, 2, ManualClock())
+        for p in range(2):
+            await rm.append_records({TopicPartition("t", p): batch([1, 2, 3])}, 1, 1000)
+        dispatcher = ApiDispatcher([fetch_api(rm)])
+        message = 34 + 1  # a magic-1 message with a null key and a one-byte value
+
+        async def sets(version: int, partition_max_bytes: int, max_bytes: int) -> list[bytes]:
+            values = {"replica_id": -1, "max_wait": datetime.timedelta(0), "min_bytes": 0, "max_bytes": max_bytes,
+                      "topics": [{"topic": "t", "partitions": [
+                          {"partition": p, "fetch_offset": 0, "partition_max_bytes": partition_max_bytes}
+                          for p in range(2)]}]}  # fmt: skip
+            wire = await dispatcher(request_frame(ApiKey.FETCH, version, values), context().client)
+            frame = b"".join(piece if isinstance(piece, bytes) else piece.read() for piece in wire)  # type: ignore[union-attr]
+            return [bytes(p.records) for p in decoded(ApiKey.FETCH, version, frame).responses[0].partitions]
+
+        whole = await sets(2, 1 << 20, 1 << 20)
+        assert [len(s) for s in whole] == [3 * message, 3 * message]
+        assert await sets(2, 2 * message + 10, 1 << 20) == [whole[0][: 2 * message], whole[1][: 2 * message]]
+        assert await sets(2, 20, 1 << 20) == [whole[0][:20], whole[1][:20]]  # a partial message: too large
+        assert await sets(3, 1 << 20, 4 * message) == [whole[0], whole[1][:message]]
+
+    asyncio.run(run())
