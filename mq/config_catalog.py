@@ -477,3 +477,10 @@ KAFKA_TOPIC_KEYS: dict[str, tuple[str, str | None, str | None]] = {
 """Topic-level keys (``/config/topics/<T>``, CreateTopics, AlterConfigs) a Kafka release defines that mq's
 ``TopicConfig`` does not model, in the same form as ``KAFKA_BROKER_KEYS``: accepted, type-checked, stored and
 described, and otherwise unused."""
+
+KAFKA_TOPIC_DEFAULTS: dict[str, tuple[str, str]] = {
+    "message.downconversion.enable": ("log.message.downconversion.enable", "true"),
+    "message.format.version": ("log.message.format.version", "2.8-IV1"),
+}
+"""Keys of ``KAFKA_TOPIC_KEYS`` that Kafka 2.8 describes for every topic (2.x clients and tools expect them): the
+broker key each defaults from and Kafka 2.8's default, described when the topic sets no value."""

@@ -32,11 +32,29 @@ from mq.tools.console import (
     topic_filter,
     zookeeper_consumer_properties,
 )
+from mq.tools.old_client_keys import current_consumer_keys
 from mq.topic_partition import TopicPartition
 from mq.zk.store import StoreError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+CONSOLE_PRODUCER_OPTIONS = {
+    "acks": ("request_required_acks",),
+    "linger_ms": ("sync", "linger_ms"),
+    "batch_size": ("batch_size",),
+    "compression": ("compression_codec",),
+    "retries": ("retries",),
+    "retry_backoff_ms": ("retry_backoff_ms",),
+    "request_timeout_ms": ("request_timeout_ms",),
+}
+"""Producer settings console-producer's options give; a setting of --producer.config wins over an option's
+default (not over an option given)."""
+
+
+def _warn(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> None:
@@ -88,22 +106,28 @@ def console_producer(
         reader = LineReader.from_properties(parse_properties(properties))
         config = client_properties_file(producer_config) if producer_config else {}
         config.update(parse_properties(producer_properties))
-        settings = producer_settings(config, lambda line: click.echo(line, err=True))
+        settings = producer_settings(config, _warn, frozenset({"producer.type"}), topic)
     except (ConsoleError, ValueError) as exc:
         _fail(str(exc), EXIT_USAGE)
     except ToolError as exc:
         _fail(str(exc), exc.exit_code)
     settings.pop("bootstrap_servers", None)
+    options["sync"] = options["sync"] or config.get("producer.type", "").strip() == "sync"
     acks = options["request_required_acks"]
-    settings.update(
-        acks=-1 if acks in ("-1", "all") else int(acks),
-        linger_ms=0 if options["sync"] else options["linger_ms"],
-        batch_size=options["batch_size"],
-        compression=options["compression_codec"],
-        retries=options["retries"],
-        retry_backoff_ms=options["retry_backoff_ms"],
-        request_timeout_ms=options["request_timeout_ms"],
-    )
+    given = {
+        "acks": -1 if acks in ("-1", "all") else int(acks),
+        "linger_ms": 0 if options["sync"] else options["linger_ms"],
+        "batch_size": options["batch_size"],
+        "compression": options["compression_codec"],
+        "retries": options["retries"],
+        "retry_backoff_ms": options["retry_backoff_ms"],
+        "request_timeout_ms": options["request_timeout_ms"],
+    }
+    context = click.get_current_context()
+    for name, value in given.items():
+        sources = {context.get_parameter_source(option) for option in CONSOLE_PRODUCER_OPTIONS[name]}
+        if sources != {click.core.ParameterSource.DEFAULT} or name not in settings:
+            settings[name] = value
     pending = []
     try:
         with SyncProducer(bootstrap, **settings) as producer:
@@ -225,6 +249,12 @@ def console_consumer(
     if bootstrap is None:
         _fail("Exactly one of --bootstrap-server and --zookeeper is required.", EXIT_USAGE)
     assert bootstrap is not None
+    try:
+        config = current_consumer_keys(config, _warn)
+        if printer.timeout_ms is None and int(config.get("consumer.timeout.ms", "-1")) >= 0:
+            printer.timeout_ms = int(config["consumer.timeout.ms"])
+    except ValueError as exc:
+        _fail(f"Invalid value for consumer.timeout.ms: {exc}", EXIT_USAGE)
     if partition is not None and topic is None:
         _fail("The topic is required when partition is specified.", EXIT_USAGE)
     if offset != "latest" and partition is None:
@@ -353,17 +383,7 @@ class _Printer:
                 continue
             idle_since = time.monotonic()
             for record in records:
-                out.write(
-                    self.formatter.format(
-                        timestamp_type=record.timestamp_type,
-                        timestamp=record.timestamp,
-                        partition=record.partition,
-                        offset=record.offset,
-                        headers=record.headers,
-                        key=record.key,
-                        value=record.value,
-                    )
-                )
+                out.write(self.formatter.format_record(record))
                 self.processed += 1
             out.flush()
 
@@ -375,12 +395,35 @@ class _Printer:
 @click.option(
     "--time", "timestamp", default="-1", show_default=True, help="-1 latest, -2 earliest, or a timestamp in ms."
 )
+@click.option(
+    "--offsets",
+    "max_offsets",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Kafka 0.8's number of offsets per partition; mq's brokers answer one (ListOffsets v1 and later).",
+)
+@click.option(
+    "--max-wait-ms",
+    type=click.IntRange(min=1),
+    help="Kafka 0.8's metadata timeout: bounds each call as --timeout does (--timeout wins).",
+)
 @admin_options()
 def get_offsets(
-    bootstrap: str, topic: str, partitions: str, timestamp: str, command_config: str | None, timeout: float | None
+    bootstrap: str,
+    topic: str,
+    partitions: str,
+    timestamp: str,
+    max_offsets: int,
+    max_wait_ms: int | None,
+    command_config: str | None,
+    timeout: float | None,
 ) -> None:
     """Print topic:partition:offset for the latest, earliest or first offset at a time, per partition.
 
+    --offsets N asked 0.8's brokers for up to N offsets (the log end and segment starts before --time, newest
+    first, printed comma-separated); mq's brokers answer ListOffsets v1 and later with one offset per partition,
+    so the line holds that one and a note on stderr says so.
     Exit codes: 0 success, 1 the topic or a partition does not exist, 2 bad usage.
     """
     from mq.client.admin import AsyncAdmin
@@ -391,10 +434,14 @@ def get_offsets(
         wanted = parse_partitions(partitions)
     except (ValueError, ConsoleError) as exc:
         _fail(f"Invalid --time or --partitions: {exc}", EXIT_USAGE)
+    if timeout is None and max_wait_ms is not None:
+        timeout = max_wait_ms / 1000
     try:
         settings = admin_settings(command_config, timeout)
     except ToolError as exc:
         _fail(str(exc), exc.exit_code)
+    if max_offsets > 1:
+        click.echo(f"Note: --offsets {max_offsets}: the broker answers one offset per partition", err=True)
     try:
         with SyncAdmin(bootstrap, **settings) as admin:
             [metadata] = admin.call(AsyncAdmin.describe_topics, [topic])

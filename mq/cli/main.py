@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "leader-election": ("mq.cli.leader_election:leader_election", "Elect preferred or unclean leaders of partitions."),
     "get-offsets": ("mq.cli.console:get_offsets", "Print the latest, earliest or by-time offset of partitions."),
+    "simple-consumer-shell": (
+        "mq.cli.simple_consumer_shell:simple_consumer_shell",
+        "Print the messages of one partition from an offset (Kafka 0.8's SimpleConsumerShell).",
+    ),
     "consumer-groups": (
         "mq.cli.consumer_groups:consumer_groups",
         "List, describe or delete consumer groups; reset or delete their offsets.",

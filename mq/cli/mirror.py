@@ -10,7 +10,15 @@ from typing import Any
 
 import click
 
-from mq.cli.common import EXIT_FAILED, EXIT_USAGE, ToolError, client_properties_file, handle_errors, verbose_option
+from mq.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ToolError,
+    bootstrap_from_zookeeper,
+    client_properties_file,
+    handle_errors,
+    verbose_option,
+)
 from mq.errors import KafkaError
 from mq.tools.mirror_maker import (
     MirrorError,
@@ -85,6 +93,18 @@ def _flag(value: str) -> bool:
 @click.option("--rebalance.listener.args", "rebalance_listener_args", help="Passed once to the listener factory.")
 @click.option("--new.consumer", "new_consumer", is_flag=True, hidden=True, help="Accepted and ignored, as Kafka 2.x.")
 @click.option(
+    "--num.producers",
+    "num_producers",
+    type=click.IntRange(min=1),
+    help="Kafka 0.8's producer threads: accepted; mq's mirror sends through one producer.",
+)
+@click.option(
+    "--queue.size",
+    "queue_size",
+    type=click.IntRange(min=1),
+    help="Kafka 0.8's data channel size: accepted; mq's mirror holds at most max.poll.records per stream.",
+)
+@click.option(
     "--target.replication.factor",
     "replication_factor",
     type=int,
@@ -108,6 +128,8 @@ def mirror(
     rebalance_listener: str | None,
     rebalance_listener_args: str | None,
     new_consumer: bool,
+    num_producers: int | None,
+    queue_size: int | None,
     replication_factor: int,
     no_create_topics: bool,
     check: bool,
@@ -132,9 +154,13 @@ def mirror(
     Exit codes: 0 stopped cleanly (--check: every partition the same), 1 a send failed with
     --abort.on.send.failure true, a stream failed, or (--check) a partition differs, 2 bad usage.
     """
+    if num_producers is not None:
+        _report("Note: --num.producers is not needed: mq's mirror sends through one producer, in order per partition.")
+    if queue_size is not None:
+        _report("Note: --queue.size is not needed: each mq mirror stream holds at most max.poll.records records.")
     try:
         pattern = topic_pattern(whitelist, blacklist)
-        sources = [source_config(client_properties_file(path), _report) for path in consumer_configs]
+        sources = [source_config(_source_properties(path), _report) for path in consumer_configs]
         target = target_config(client_properties_file(producer_config), _report)
         handler = load_handler(message_handler, message_handler_args) if message_handler else None
         if message_handler_args is not None and message_handler is None:
@@ -162,6 +188,20 @@ def mirror(
         target_replication_factor=replication_factor,
     )
     _run(options)
+
+
+def _source_properties(path: str) -> dict[str, str]:
+    """A source's consumer properties; a 0.8 file naming only ``zookeeper.connect`` gets the brokers registered
+    there as ``bootstrap.servers`` (the group then keeps its offsets in the brokers, not in ZooKeeper)."""
+    properties = client_properties_file(path)
+    connect = properties.pop("zookeeper.connect", None)
+    if connect is not None and "bootstrap.servers" not in properties:
+        properties["bootstrap.servers"] = bootstrap_from_zookeeper(connect.strip())
+        _report(
+            f"Note: {path} names zookeeper.connect, so the source is the brokers registered there "
+            f"({properties['bootstrap.servers']}); the group's offsets are committed to them, not to ZooKeeper."
+        )
+    return properties
 
 
 def _check(source: dict[str, Any], target: dict[str, Any], pattern: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from mq.cli.common import EXIT_USAGE, ToolError, client_properties_file, handle_errors
+from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 CLIENT_OPTION = click.option(
@@ -112,6 +113,7 @@ def producer(
     props = _read_properties(producer_config)
     try:
         props.update(parse_props(producer_props))
+        props = current_producer_keys(props, _warn, topic)
     except ValueError as exc:
         raise _usage(str(exc)) from None
     if bootstrap is not None:
@@ -176,7 +178,7 @@ def consumer(
         raise _usage("--messages should be greater than zero")
     if fetch_size <= 0:
         raise _usage("--fetch-size should be greater than zero")
-    props = _read_properties(consumer_config)
+    props = current_consumer_keys(_read_properties(consumer_config), _warn)
     if bootstrap is not None:
         props["bootstrap.servers"] = bootstrap
     if not props.get("bootstrap.servers"):

@@ -39,9 +39,16 @@ from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, 
 @click.option(
     "--replica-assignment", metavar="B1:B2,B3:B4", help="Replica lists per partition, preferred leader first."
 )
-@click.option("--config", multiple=True, metavar="NAME=VALUE", help="Topic config override (create; repeatable).")
 @click.option(
-    "--delete-config", multiple=True, metavar="NAME", help="Remove a topic config override (alter, --zookeeper)."
+    "--config", multiple=True, metavar="NAME=VALUE", help="Topic config override (create, alter with --zookeeper)."
+)
+@click.option(
+    "--delete-config",
+    "--deleteConfig",
+    "delete_config",
+    multiple=True,
+    metavar="NAME",
+    help="Remove a topic config override (alter, --zookeeper; --deleteConfig is 0.8.1's spelling).",
 )
 @click.option("--if-exists", is_flag=True, help="alter/delete/describe: do nothing when no topic matches.")
 @click.option("--if-not-exists", is_flag=True, help="create: do nothing when the topic exists.")

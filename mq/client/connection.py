@@ -54,11 +54,16 @@ CLIENT_MAX_VERSIONS: Mapping[int, int] = {
 }
 """Highest versions whose request shape this client writes; other APIs go up to kio's highest schema."""
 
+CLIENT_MIN_VERSIONS: Mapping[int, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1}
+"""Lowest versions whose shape this client writes and reads (record batches v2, one offset per partition); the
+older ones, declared for the broker's old clients, are not for it."""
+
 
 @cache
 def client_versions(api_key: int) -> tuple[int, int] | None:
     """(min, max) request versions this client can encode for ``api_key``, or None when it has no schema."""
-    versions = [v for v in range(CLIENT_MAX_VERSIONS.get(api_key, 32) + 1) if request_schema(api_key, v) is not None]
+    lowest, highest = CLIENT_MIN_VERSIONS.get(api_key, 0), CLIENT_MAX_VERSIONS.get(api_key, 32)
+    versions = [v for v in range(lowest, highest + 1) if request_schema(api_key, v) is not None]
     return (versions[0], versions[-1]) if versions else None
 
 

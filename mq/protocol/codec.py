@@ -29,7 +29,9 @@ from mq.protocol.acls import SCHEMAS as ACL_V0_SCHEMAS
 from mq.protocol.frame_fields import FIELD_ERRORS, Frame, skip_tagged_fields
 from mq.protocol.framing import SIZE_PREFIX
 from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
+from mq.protocol.legacy_schemas import SCHEMAS as LEGACY_SCHEMAS
 from mq.protocol.length_guard import check_lengths
+from mq.protocol.list_offsets import SCHEMAS as LIST_OFFSETS_V0_SCHEMAS
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _CORRELATION_ID = struct.Struct(">i")
@@ -57,7 +59,7 @@ class RequestHeader:
     """Bytes the header occupies in the frame; the body starts there."""
 
 
-DECLARED_SCHEMAS = {**INTER_BROKER_SCHEMAS, **ACL_V0_SCHEMAS}
+DECLARED_SCHEMAS = {**INTER_BROKER_SCHEMAS, **ACL_V0_SCHEMAS, **LIST_OFFSETS_V0_SCHEMAS, **LEGACY_SCHEMAS}
 """(api_key, version) -> (request, response) schemas mq declares where kio has none."""
 
 SAME_LAYOUT = {(35, 0): 1}
@@ -67,7 +69,7 @@ v0 is v1 (v1 changed only when throttling is applied)."""
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any] | None:
-    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs and ACL APIs v0); None when
+    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs, ACL APIs v0, ListOffsets v0, Produce v0-v2 and Fetch v0-v3); None when
     there is none."""
     if (api_key, api_version) in DECLARED_SCHEMAS:
         return DECLARED_SCHEMAS[api_key, api_version][0]

@@ -1,9 +1,9 @@
-"""Fetch requests (v4-v12) read field by field into tuples, without kio's per-entity decoding.
+"""Fetch requests (v0-v12) read field by field into tuples, without kio's per-entity decoding.
 
 Body layout after the request header (v12 is flexible: compact strings and arrays, an unsigned varint of length
 plus one, 0 meaning null; a tagged-field section after each partition, topic and forgotten topic and at the end)::
 
-    replica_id int32, max_wait_ms int32, min_bytes int32, max_bytes int32, isolation_level int8,
+    replica_id int32, max_wait_ms int32, min_bytes int32, max_bytes int32 (v3+), isolation_level int8 (v4+),
     session_id int32, session_epoch int32                                              (v7+)
     topics [topic string,
             partitions [partition int32, current_leader_epoch int32 (v9+), fetch_offset int64,
@@ -15,7 +15,8 @@ plus one, 0 meaning null; a tagged-field section after each partition, topic and
 It refuses exactly what ``codec.decode_request`` refuses (the length guard, then kio): truncation, a null string
 or array, a string that is not UTF-8, a varint longer than 5 bytes, and in v12 any tagged field but the body's
 cluster_id (tag 0, a non-null string); the tagged-field section is walked both by its sizes and by its values,
-and must make sense both ways. Bytes after the body are ignored.
+and must make sense both ways. Bytes after the body are ignored. A v0-v2 request has no response limit: its
+``max_bytes`` reads as ``NO_RESPONSE_LIMIT`` (Kafka's ``Int.MaxValue``), its isolation level as read_uncommitted.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import InvalidRequestError, RequestHeader, parse_request_header, peek_api
 from mq.protocol.frame_fields import FIELD_ERRORS, MalformedField, count, string, uvarint
 
-MIN_VERSION = 4
+MIN_VERSION = 0
 MAX_VERSION = 12
 FLEXIBLE_FROM = 12
+NO_RESPONSE_LIMIT = 0x7FFFFFFF
 
+_COMMON_V0 = struct.Struct(">iii")
+_COMMON_V3 = struct.Struct(">iiii")
 _COMMON = struct.Struct(">iiiib")
 _COMMON_V7 = struct.Struct(">iiiibii")
 """... then session_id, session_epoch."""
@@ -39,7 +43,7 @@ FetchPartitionRequest = tuple[int, int, int, int, int, int]
 -1 for a field the version does not carry."""
 
 _PARTITION_LAYOUTS = {
-    4: struct.Struct(">iqi"),
+    0: struct.Struct(">iqi"),
     5: struct.Struct(">iqqi"),
     9: struct.Struct(">iiqqi"),
     12: struct.Struct(">iiqiqi"),
@@ -128,7 +132,7 @@ def _body_tagged_fields(data: bytes, position: int) -> None:
 
 
 def decode_fetch_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, FetchRequest]:
-    """Header and body of a Fetch v4-v12 frame; raises InvalidRequestError where ``decode_request`` does."""
+    """Header and body of a Fetch v0-v12 frame; raises InvalidRequestError where ``decode_request`` does."""
     data = bytes(frame)
     api_key, version, _ = peek_api(data)
     if api_key != ApiKey.FETCH or not MIN_VERSION <= version <= MAX_VERSION:
@@ -146,6 +150,12 @@ def _body(data: bytes, position: int, version: int, flexible: bool) -> FetchRequ
     if version >= 7:
         fixed = _COMMON_V7.unpack_from(data, position)
         position += _COMMON_V7.size
+    elif version < 3:
+        fixed = (*_COMMON_V0.unpack_from(data, position), NO_RESPONSE_LIMIT, 0, 0, -1)
+        position += _COMMON_V0.size
+    elif version == 3:
+        fixed = (*_COMMON_V3.unpack_from(data, position), 0, 0, -1)
+        position += _COMMON_V3.size
     else:
         fixed = (*_COMMON.unpack_from(data, position), 0, -1)
         position += _COMMON.size

@@ -1,14 +1,14 @@
 """The Fetch response, encoded in pieces so record data can be sent straight from log files.
 
 ``encode_fetch_response`` returns the complete framed response as a list of ``bytes`` runs and ``FileRegion``s,
-in wire order; the frame's size prefix (first 4 bytes) already counts the regions' lengths. Layout (v4-v16)::
+in wire order; the frame's size prefix (first 4 bytes) already counts the regions' lengths. Layout (v0-v16)::
 
     correlation_id int32 [tagged fields: v12+]
-    throttle_time_ms int32, error_code int16 (v7+), session_id int32 (v7+)
-    responses: [topic string (v4-12) | topic_id uuid (v13+),
+    throttle_time_ms int32 (v1+), error_code int16 (v7+), session_id int32 (v7+)
+    responses: [topic string (v0-12) | topic_id uuid (v13+),
                 partitions: [partition_index int32, error_code int16, high_watermark int64,
-                             last_stable_offset int64, log_start_offset int64 (v5+),
-                             aborted_transactions nullable [producer_id int64, first_offset int64],
+                             last_stable_offset int64 (v4+), log_start_offset int64 (v5+),
+                             aborted_transactions nullable [producer_id int64, first_offset int64] (v4+),
                              preferred_read_replica int32 (v11+), records nullable bytes, [tags v12+]]
                 [tags v12+]]
     [tags v12+]
@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from mq.protocol.frame_fields import I16, I32, I64
 from mq.protocol.response_writer import FileRegion, ResponseWriter
 
-MIN_VERSION = 4
+MIN_VERSION = 0
 MAX_VERSION = 16
+TRANSACTIONS_FROM = 4
+"""The first version whose partitions carry last_stable_offset and aborted_transactions."""
 
 
 @dataclass
@@ -59,7 +61,7 @@ def encode_fetch_response(
     session_id: int = 0,
     positions: list[int] | None = None,
 ) -> list[bytes | FileRegion]:
-    """The framed response for ``version`` (4-16) as pieces in wire order. ``positions``, for a response without
+    """The framed response for ``version`` (0-16) as pieces in wire order. ``positions``, for a response without
     file regions, gets the offset in the frame of each partition's error_code (high_watermark, last_stable_offset
     and log_start_offset follow it)."""
     if not MIN_VERSION <= version <= MAX_VERSION:
@@ -67,7 +69,8 @@ def encode_fetch_response(
     w = ResponseWriter(flexible=version >= 12)
     w.run += I32.pack(correlation_id)
     w.tags()
-    w.run += I32.pack(throttle_time_ms)
+    if version >= 1:
+        w.run += I32.pack(throttle_time_ms)
     if version >= 7:
         w.run += I16.pack(error_code) + I32.pack(session_id)
     w.array_length(len(topics))
@@ -82,14 +85,15 @@ def encode_fetch_response(
             if positions is not None:
                 positions.append(len(w.run))
             w.run += I16.pack(p.error_code) + I64.pack(p.high_watermark)
-            w.run += I64.pack(p.last_stable_offset)
-            if version >= 5:
-                w.run += I64.pack(p.log_start_offset)
-            aborted = p.aborted_transactions
-            w.array_length(None if aborted is None else len(aborted))
-            for producer_id, first_offset in aborted or ():
-                w.run += I64.pack(producer_id) + I64.pack(first_offset)
-                w.tags()
+            if version >= TRANSACTIONS_FROM:
+                w.run += I64.pack(p.last_stable_offset)
+                if version >= 5:
+                    w.run += I64.pack(p.log_start_offset)
+                aborted = p.aborted_transactions
+                w.array_length(None if aborted is None else len(aborted))
+                for producer_id, first_offset in aborted or ():
+                    w.run += I64.pack(producer_id) + I64.pack(first_offset)
+                    w.tags()
             if version >= 11:
                 w.run += I32.pack(p.preferred_read_replica)
             w.records(p.records)
@@ -108,6 +112,7 @@ EMPTY_LAYOUTS_KEPT = 4096
 _EMPTY_LAYOUTS: dict[tuple[int, bool, EmptyShape], tuple[bytes, tuple[int, ...]]] = {}
 _OFFSETS_V5 = struct.Struct(">hqqq")
 _OFFSETS_V4 = struct.Struct(">hqq")
+_OFFSETS_V0 = struct.Struct(">hq")
 
 
 def encode_empty_fetch_response(
@@ -137,7 +142,10 @@ def encode_empty_fetch_response(
     if version >= 5:
         for at, values in zip(positions, partitions, strict=True):
             _OFFSETS_V5.pack_into(out, at, *values)
-    else:
+    elif version >= TRANSACTIONS_FROM:
         for at, (error_code, high_watermark, last_stable_offset, _) in zip(positions, partitions, strict=True):
             _OFFSETS_V4.pack_into(out, at, error_code, high_watermark, last_stable_offset)
+    else:
+        for at, (error_code, high_watermark, _, _) in zip(positions, partitions, strict=True):
+            _OFFSETS_V0.pack_into(out, at, error_code, high_watermark)
     return bytes(out)

@@ -1,11 +1,77 @@
-"""The special timestamps of a ListOffsets request (Kafka's ``ListOffsetsRequest``): a partition asked with one of
-these gets that offset instead of the first offset whose record time is at or after the timestamp."""
+"""ListOffsets on the wire: the special timestamps of a request (Kafka's ``ListOffsetsRequest``), and version 0,
+declared in kio's style (kio starts at v1).
 
-from __future__ import annotations
+A partition asked with a special timestamp gets that offset instead of the first offset whose record time is at or
+after the timestamp. v0 asks for up to ``max_num_offsets`` offsets of each partition and answers them as a list,
+``old_style_offsets`` (v1 replaced it by one offset and its timestamp). (No postponed annotations here: kio reads the
+field types at run time.)
+"""
 
-from typing import Final
+from dataclasses import field
+from typing import Any, Final
+
+from kio.schema.errors import ErrorCode
+from kio.static.constants import EntityType
+from kio.static.primitive import i32, i64
+
+from mq.protocol.inter_broker import declared_schema
 
 LATEST: Final = -1
 """The log end offset (the high watermark for consumers)."""
 EARLIEST: Final = -2
 """The log start offset."""
+MAX_TIMESTAMP: Final = -3
+"""The record with the largest timestamp (KIP-734, v7+): its offset and timestamp."""
+
+LIST_OFFSETS = 2
+
+
+def _int32() -> Any:
+    return field(metadata={"kafka_type": "int32"})
+
+
+def _int64() -> Any:
+    return field(metadata={"kafka_type": "int64"})
+
+
+@declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
+class ListOffsetsPartition:
+    partition_index: i32 = _int32()
+    timestamp: i64 = _int64()
+    max_num_offsets: i32 = _int32()
+
+
+@declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
+class ListOffsetsTopic:
+    name: str = field(metadata={"kafka_type": "string"})
+    partitions: tuple[ListOffsetsPartition, ...]
+
+
+@declared_schema(LIST_OFFSETS, 0, EntityType.request, flexible=False)
+class ListOffsetsRequest:
+    replica_id: i32 = _int32()
+    topics: tuple[ListOffsetsTopic, ...]
+
+
+@declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
+class ListOffsetsPartitionResponse:
+    partition_index: i32 = _int32()
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    old_style_offsets: tuple[i64, ...] = field(metadata={"kafka_type": "int64"}, default=())
+
+
+@declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
+class ListOffsetsTopicResponse:
+    name: str = field(metadata={"kafka_type": "string"})
+    partitions: tuple[ListOffsetsPartitionResponse, ...]
+
+
+@declared_schema(LIST_OFFSETS, 0, EntityType.response, flexible=False)
+class ListOffsetsResponse:
+    topics: tuple[ListOffsetsTopicResponse, ...]
+
+
+SCHEMAS: dict[tuple[int, int], tuple[type[Any], type[Any]]] = {
+    (LIST_OFFSETS, 0): (ListOffsetsRequest, ListOffsetsResponse),
+}
+"""(api_key, version) -> (request schema, response schema)."""

@@ -1,9 +1,9 @@
-"""Produce requests (v3-v9) read without copying their record sets.
+"""Produce requests (v0-v9) read without copying their record sets.
 
 Body layout after the request header; v9 is flexible (compact strings, arrays and bytes: unsigned varint length
 plus one, 0 meaning null; a tagged-field section after each partition, each topic and the body):
 
-    transactional_id  nullable string
+    transactional_id  nullable string (v3+)
     acks              int16
     timeout_ms        int32
     topic_data        [name string, partition_data [index int32, records nullable bytes]]
@@ -38,6 +38,8 @@ from mq.protocol.frame_fields import (
 )
 
 FLEXIBLE_FROM = 9
+TRANSACTIONAL_FROM = 3
+"""The first version with a transactional_id (and the first whose records must be v2 batches)."""
 
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _CLIENT_ID_LENGTH = 8
@@ -65,21 +67,23 @@ class ProduceRequest:
 
 
 def decode_produce_request(frame: bytes | bytearray) -> tuple[RequestHeader, ProduceRequest]:
-    """Header and body of a Produce v3-v9 frame. Raises InvalidRequestError on malformed or truncated input."""
+    """Header and body of a Produce v0-v9 frame. Raises InvalidRequestError on malformed or truncated input."""
     api_key, version, _ = peek_api(frame)
-    if api_key != ApiKey.PRODUCE or not 3 <= version <= FLEXIBLE_FROM:
-        raise InvalidRequestError(f"not a produce request v3-v{FLEXIBLE_FROM}: api key {api_key} v{version}")
+    if api_key != ApiKey.PRODUCE or not 0 <= version <= FLEXIBLE_FROM:
+        raise InvalidRequestError(f"not a produce request v0-v{FLEXIBLE_FROM}: api key {api_key} v{version}")
     flexible = version >= FLEXIBLE_FROM
     header = parse_request_header(frame, flexible)
     try:
-        return header, _body(memoryview(frame), header.size, flexible)
+        return header, _body(memoryview(frame), header.size, flexible, version >= TRANSACTIONAL_FROM)
     except FIELD_ERRORS as exc:
         raise InvalidRequestError(f"malformed ProduceRequest v{version}: {exc}") from None
 
 
-def _body(view: memoryview, position: int, flexible: bool) -> ProduceRequest:
+def _body(view: memoryview, position: int, flexible: bool, transactional: bool) -> ProduceRequest:
     end = len(view)
-    transactional_id, position = nullable_string(view, position, flexible, end)
+    transactional_id = None
+    if transactional:
+        transactional_id, position = nullable_string(view, position, flexible, end)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(view, position)
     position += _ACKS_TIMEOUT.size
     topics: list[ProduceTopic] = []
@@ -130,7 +134,10 @@ _NO_TAGS = b"\0\0\0"
 def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
     """The fields of the Produce ``version`` (3-9) frame clients send most: one topic with one partition, no
     transactional id, one-byte lengths and counts, no tagged fields; read with one unpack per structure and no
-    entity. None for any other frame, which ``decode_produce_request`` reads (or refuses)."""
+    entity. None for any other frame, and for every frame of v0-v2, which ``decode_produce_request`` reads (or
+    refuses)."""
+    if version < TRANSACTIONAL_FROM:
+        return None
     end = len(frame)
     try:
         (size,) = I16.unpack_from(frame, _CLIENT_ID_LENGTH)

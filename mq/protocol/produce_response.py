@@ -1,15 +1,15 @@
-"""The Produce response (v3-v9), encoded by hand: it answers every produce request, so its cost is per request.
+"""The Produce response (v0-v9), encoded by hand: it answers every produce request, so its cost is per request.
 
 Layout (v9 is flexible: compact lengths and a tagged-field section after each structure)::
 
     correlation_id int32 [tagged fields: v9]
     responses: [name string,
                 partition_responses: [index int32, error_code int16, base_offset int64,
-                                      log_append_time_ms int64, log_start_offset int64 (v5+),
+                                      log_append_time_ms int64 (v2+), log_start_offset int64 (v5+),
                                       record_errors [batch_index int32, batch_index_error_message nullable
                                                      string] (v8+),
                                       error_message nullable string (v8+)]]
-    throttle_time_ms int32
+    throttle_time_ms int32 (v1+)
 
 ``encode_one_partition`` writes the common answer (one topic, one partition, no error message or record errors,
 no throttle) from a layout cached per (version, topic): a Struct whose constant runs (the topic's array and name
@@ -27,8 +27,10 @@ from mq.protocol.frame_fields import I16, I32, I64
 from mq.protocol.response_writer import ResponseWriter
 from mq.records.varint import encode_unsigned_varint
 
-MIN_VERSION = 3
+MIN_VERSION = 0
 MAX_VERSION = 9
+LAYOUTS_FROM = 3
+"""The first version ``encode_one_partition`` has a cached layout for (older ones are encoded in full)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class PartitionResponse:
 def encode_produce_response(
     version: int, correlation_id: int, topics: list[tuple[str, list[PartitionResponse]]], throttle_time_ms: int = 0
 ) -> bytes:
-    """The framed response for ``version`` (3-9); below v8 without record_errors and error_message."""
+    """The framed response for ``version`` (0-9); below v8 without record_errors and error_message."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"produce response version {version} is not supported")
     w = ResponseWriter(flexible=version >= 9)
@@ -58,7 +60,8 @@ def encode_produce_response(
         w.array_length(len(partitions))
         for p in partitions:
             w.run += I32.pack(p.index) + I16.pack(p.error_code) + I64.pack(p.base_offset)
-            w.run += I64.pack(p.log_append_time_ms)
+            if version >= 2:
+                w.run += I64.pack(p.log_append_time_ms)
             if version >= 5:
                 w.run += I64.pack(p.log_start_offset)
             if version >= 8:
@@ -70,14 +73,17 @@ def encode_produce_response(
                 w.string(p.error_message)
             w.tags()
         w.tags()
-    w.run += I32.pack(throttle_time_ms)
+    if version >= 1:
+        w.run += I32.pack(throttle_time_ms)
     w.tags()
     return w.finish_bytes()
 
 
 def with_throttle_time(frame: bytes, version: int, throttle_time_ms: int) -> bytes:
     """``frame``, an encoded response of ``version``, with its throttle_time_ms (the body's last field, before the
-    final empty tagged-field section from v9) set to ``throttle_time_ms``."""
+    final empty tagged-field section from v9) set to ``throttle_time_ms``; v0 has no throttle time: unchanged."""
+    if version == 0:
+        return frame
     end = len(frame) - (1 if version >= 9 else 0)
     return frame[: end - 4] + I32.pack(throttle_time_ms) + frame[end:]
 
@@ -101,6 +107,9 @@ def encode_one_partition(
     log_start_offset: int,
 ) -> bytes:
     """``encode_produce_response`` of one topic with one partition carrying no message and no record errors."""
+    if version < LAYOUTS_FROM:
+        answer = PartitionResponse(index, error_code, base_offset, log_append_time_ms, log_start_offset)
+        return encode_produce_response(version, correlation_id, [(topic, [answer])])
     layout = _LAYOUTS.get((version, topic))
     if layout is None:
         layout = _layout(version, topic)
@@ -113,7 +122,7 @@ def encode_one_partition(
 
 
 def _layout(version: int, topic: str) -> _Layout:
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    if not LAYOUTS_FROM <= version <= MAX_VERSION:
         raise ValueError(f"produce response version {version} is not supported")
     name = topic.encode("utf-8")
     if version >= 9:

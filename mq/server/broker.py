@@ -478,7 +478,7 @@ class KafkaServer:
         for api in [
             produce_api(self.replica_manager, acl),
             fetch_api(self.replica_manager, acl),
-            *offsets_apis(self.replica_manager, acl),
+            *offsets_apis(self.replica_manager, self.cache, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),

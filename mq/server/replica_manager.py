@@ -368,10 +368,17 @@ class ReplicaManager:
     # --- fetch -------------------------------------------------------------------------------------------------
 
     def _read(
-        self, requests: list[FetchRequestPartition], replica_id: int, max_bytes: int, *, record_follower: bool = True
+        self,
+        requests: list[FetchRequestPartition],
+        replica_id: int,
+        max_bytes: int,
+        *,
+        record_follower: bool = True,
+        whole_batch_each: bool = False,
     ) -> dict[TopicPartition, FetchResult]:
         """File slices for ``requests``; a follower's fetch offsets count as its positions only with
-        ``record_follower`` (its first read, not the re-reads of a parked fetch)."""
+        ``record_follower`` (its first read, not the re-reads of a parked fetch). Only the first partition read gets
+        its first batch whole beyond its limit (KIP-74), every partition with ``whole_batch_each``."""
         results: dict[TopicPartition, FetchResult] = {}
         remaining = max_bytes
         for request in requests:
@@ -394,7 +401,7 @@ class ReplicaManager:
                         request.fetch_offset,
                         limit,
                         from_follower=replica_id >= 0,
-                        min_one_message=remaining == max_bytes,
+                        min_one_message=whole_batch_each or remaining == max_bytes,
                         current_leader_epoch=request.current_leader_epoch,
                     )
                 except OSError as exc:
@@ -428,12 +435,14 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
         answer: Callable[[dict[TopicPartition, FetchResult]], T],
+        whole_batch_each: bool = False,
     ) -> T | DelayedFuture[T]:
         """Read now and return ``answer(results)`` when at least ``min_bytes`` are ready, a partition failed or there
         is no time to wait; else park in the fetch purgatory on the requested partitions and return the parked
         operation, whose future gets ``answer`` of the read that an append or high-watermark move there made
         sufficient, or of a last read after ``max_wait_ms``. No task and one timer per parked fetch; the loop runs
-        all of it. A follower's throttled bytes are counted once, when it is answered."""
+        all of it. A follower's throttled bytes are counted once, when it is answered. ``whole_batch_each``: every
+        partition's first batch is read whole (for the down-conversion of old versions, which cuts to their limits)."""
 
         def respond(results: dict[TopicPartition, FetchResult]) -> T:
             if replica_id >= 0:
@@ -457,16 +466,17 @@ class ReplicaManager:
                     available += r.records.length
             return available >= min_bytes
 
-        results = self._read(requests, replica_id, max_bytes)
+        whole = whole_batch_each
+        results = self._read(requests, replica_id, max_bytes, whole_batch_each=whole)
         if max_wait_ms <= 0 or ready(results):
             return respond(results)
 
         def check() -> T | None:
-            again = self._read(requests, replica_id, max_bytes, record_follower=False)
+            again = self._read(requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole)
             return respond(again) if ready(again) else None
 
         def final() -> T:
-            return respond(self._read(requests, replica_id, max_bytes, record_follower=False))
+            return respond(self._read(requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole))
 
         return park(self.fetch_purgatory, [r.tp for r in requests], max_wait_ms, check, final)
 

@@ -559,6 +559,39 @@ class Log:
                         return record.offset, record.timestamp
             return None
 
+    def legacy_offset_candidates(self) -> list[tuple[int, int]]:
+        """(offset, ms) pairs ListOffsets v0 chooses from (Kafka's ``legacyFetchOffsetsBefore``), oldest first: each
+        segment's base offset (at least the log start) stamped with its file's modification time, then the log end
+        offset stamped now when the active segment holds data."""
+        with self._lock:
+            candidates = [
+                (max(segment.base_offset, self.log_start_offset), int(os.stat(segment.log_path).st_mtime * 1000))
+                for segment in self.segments
+            ]
+            if self.active.size > 0:
+                candidates.append((self.log_end_offset, self.time_ms()))
+            return candidates
+
+    def fetch_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start holding the largest timestamp of the
+        log, or None without timestamps. The segments' running maxima pick the segment; the one batch that holds the
+        record is decoded."""
+        with self._lock:
+            best = max(self.segments, key=lambda segment: segment.max_timestamp)
+            if best.max_timestamp < 0:
+                return None
+            header = best.find_offset_by_timestamp(best.max_timestamp)
+            if header is None:
+                return None
+            data = os.pread(best.fd, header.size, header.position)
+            parsed = parse_header(data, 0)
+            if parsed is None:
+                return None
+            for record in iter_records(data, parsed):
+                if record.timestamp == best.max_timestamp and record.offset >= self.log_start_offset:
+                    return record.offset, record.timestamp
+            return None
+
     # --- flush, truncation, retention --------------------------------------------------------------------------
 
     def flush(self, up_to_offset: int | None = None) -> None:

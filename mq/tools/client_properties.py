@@ -5,7 +5,8 @@
 (``security.protocol``, ``sasl.*``, ``ssl.*``: ``mq.client.security``) as one ``security``. Keys mq's clients act on
 are parsed (a bad value raises ``ValueError`` naming the key); keys whose Kafka meaning mq's clients already have
 (byte-array serializers, one batch in flight per partition, ...) are accepted silently; any other key is reported
-through ``warn`` and ignored, never fatal.
+through ``warn`` and ignored, never fatal. Kafka 0.8's keys (``metadata.broker.list``, ``request.required.acks``,
+``fetch.message.max.bytes``, ...) are first rewritten to the current ones (``mq.tools.old_client_keys``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mq.client.producer import codec_named
 from mq.client.security import SECURITY_KEYS, client_security
 from mq.errors import ConfigError
 from mq.tools.console import CONSUMER_KEYS
+from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
 
 Warn = Callable[[str], None]
 
@@ -112,10 +114,12 @@ def _settings(
 
 
 def producer_settings(
-    properties: Mapping[str, str], warn: Warn, handled: frozenset[str] = frozenset()
+    properties: Mapping[str, str], warn: Warn, handled: frozenset[str] = frozenset(), topic: str | None = None
 ) -> dict[str, Any]:
     """``AsyncProducer`` keyword arguments (plus ``bootstrap_servers``) from Kafka producer properties; ``handled``
-    names keys the calling tool interprets itself (no warning for them)."""
+    names keys the calling tool interprets itself (no warning for them); ``topic`` is the one topic a tool produces
+    to, if any (0.8's ``compressed.topics``)."""
+    properties = current_producer_keys(properties, warn, topic)
     return _settings(properties, PRODUCER_KEYS, PRODUCER_KEYS_WITHOUT_EFFECT, handled, "producer", warn)
 
 
@@ -124,4 +128,5 @@ def consumer_settings(
 ) -> dict[str, Any]:
     """``AsyncGroupConsumer`` keyword arguments (plus ``bootstrap_servers``) from Kafka consumer properties;
     ``handled`` names keys the calling tool interprets itself (no warning for them)."""
+    properties = current_consumer_keys(properties, warn)
     return _settings(properties, CONSUMER_KEYS, CONSUMER_KEYS_WITHOUT_EFFECT, handled, "consumer", warn)

@@ -134,6 +134,18 @@ class Formatter:
             fields.append(self._text(value))
         return self.key_separator.join(fields) + self.line_separator
 
+    def format_record(self, record: Any) -> str:
+        """``format`` of a consumed record (anything with the attributes of ``mq.client.consumer.ConsumerRecord``)."""
+        return self.format(
+            timestamp_type=record.timestamp_type,
+            timestamp=record.timestamp,
+            partition=record.partition,
+            offset=record.offset,
+            headers=record.headers,
+            key=record.key,
+            value=record.value,
+        )
+
 
 def parse_partitions(text: str | None) -> list[int] | None:
     """``0,1,2`` -> [0, 1, 2]; empty or None -> None (all partitions)."""

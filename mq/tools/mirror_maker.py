@@ -42,6 +42,7 @@ from mq.client.producer import AsyncProducer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.client_properties import consumer_settings, producer_settings
+from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
 from mq.tools.record_copy import record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition
 
@@ -171,8 +172,8 @@ class SourceConfig:
 
 def source_config(properties: Mapping[str, str], report: Report) -> SourceConfig:
     """A source cluster's consumer properties: Kafka's no-loss defaults forced, keys mapped onto the group consumer."""
-    props = forced_settings(properties, NO_DATA_LOSS_CONSUMER, report)
     try:
+        props = forced_settings(current_consumer_keys(properties, report), NO_DATA_LOSS_CONSUMER, report)
         settings = consumer_settings(props, report, MIRROR_CONSUMER_KEYS)
         max_poll = int(props.get("max.poll.records", "500"))
         auto_commit = props["enable.auto.commit"].strip().lower() == "true"
@@ -192,8 +193,8 @@ def source_config(properties: Mapping[str, str], report: Report) -> SourceConfig
 
 def target_config(properties: Mapping[str, str], report: Report) -> dict[str, Any]:
     """The target's producer keyword arguments, Kafka's no-loss defaults forced."""
-    props = forced_settings(properties, NO_DATA_LOSS_PRODUCER, report)
     try:
+        props = forced_settings(current_producer_keys(properties, report), NO_DATA_LOSS_PRODUCER, report)
         settings = producer_settings(props, report)
     except ValueError as exc:
         raise MirrorError(str(exc), usage=True) from None

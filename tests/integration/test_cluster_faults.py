@@ -66,6 +66,8 @@ def frozen(zookeeper: Any) -> Iterator[None]:
     assert zookeeper.process is not None
     os.kill(zookeeper.process.pid, signal.SIGSTOP)
     try:
+        stat = Path(f"/proc/{zookeeper.process.pid}/stat")
+        assert wait_for(lambda: stat.read_text().rsplit(")", 1)[1].split()[0] == "T", 10), "SIGSTOP not taken"
         assert not answers(zookeeper), "ZooKeeper still answers"
         yield
     finally:

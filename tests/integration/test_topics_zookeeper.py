@@ -57,7 +57,11 @@ def test_zookeeper_mode(mq_command: list[str], zookeeper) -> None:
     assert zk.get_entity_config("topics", "orders") == {"retention.ms": "1000"}
     assert store.get_children("/config/changes")
     assert "Configs: retention.ms=1000" in run(mq_command, *z, "--describe", "--topic", "orders").stdout
-    removed = run(mq_command, *z, "--alter", "--topic", "orders", "--delete-config", "retention.ms")
+    alter = [*z, "--alter", "--topic", "orders"]
+    assert run(mq_command, *alter, "--config", "cleanup.policy=compact").returncode == 0
+    removed = run(mq_command, *alter, "--delete-config", "retention.ms")
+    assert removed.returncode == 0 and zk.get_entity_config("topics", "orders") == {"cleanup.policy": "compact"}
+    removed = run(mq_command, *alter, "--deleteConfig", "cleanup.policy")  # 0.8.1's spelling
     assert removed.returncode == 0 and zk.get_entity_config("topics", "orders") == {}
 
     zk.register_broker(BrokerRegistration(1, ["PLAINTEXT://127.0.0.1:9093"]))

@@ -43,7 +43,7 @@ from mq.config import (
     config_fields,
     sensitive_key,
 )
-from mq.config_catalog import KAFKA_TOPIC_KEYS
+from mq.config_catalog import KAFKA_TOPIC_DEFAULTS, KAFKA_TOPIC_KEYS
 from mq.errors import ErrorCode, InvalidTopicError, KafkaError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
@@ -161,6 +161,10 @@ def describe_topic_configs(
     for key in sorted(overrides.keys() & KAFKA_TOPIC_KEYS.keys()):  # set, accepted, not used by mq
         synonyms = [_synonym(key, overrides[key], ConfigSource.TOPIC_CONFIG)]
         entries.append({**_entry(key, overrides[key], False, synonyms, None), **_catalogue_type(key)})
+    for key, (broker_key, value) in KAFKA_TOPIC_DEFAULTS.items():
+        if key not in overrides:
+            synonyms = [_synonym(broker_key, value, ConfigSource.DEFAULT_CONFIG)]
+            entries.append({**_entry(key, value, False, synonyms, None), **_catalogue_type(key)})
     return sorted(entries, key=lambda entry: str(entry["name"]))
 
 

@@ -5,8 +5,14 @@ requests. read_committed reads up to the last stable offset, which is the high w
 
 Both paths share one body: the frame is read by ``decode_fetch_request`` and ``ReplicaManager.fetch_or_park``
 either answers at once or parks the fetch, whose future the purgatory completes with the encoded response (no task
-per request). The immediate path (``now``) takes every consumer fetch; a follower's fetch (replica_id >= 0) is left
-to the general path.
+per request). The immediate path (``now``) takes every consumer fetch of v4+; a follower's fetch (replica_id >= 0)
+and a v0-v3 fetch are left to the general path.
+
+Fetch v0-v3 clients read message sets: each partition's first batch is read whole, and the batches read are
+down-converted (``mq.records.convert``) to magic 0 (v0-v1) or 1 (v2-v3) within each partition's
+``partition_max_bytes`` (and v3's response ``max_bytes``), ending with a partial message when not even one fits, as
+Kafka's brokers answer. The conversion runs on a worker thread once the fetch is answered; the v4+ path is unchanged
+(file slices, sendfile).
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
@@ -16,18 +22,22 @@ at once).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Callable
 from typing import cast
 
 from mq.errors import ErrorCode, error_code_of
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.fetch_request import FetchRequest, decode_fetch_request
 from mq.protocol.fetch_response import (
+    TRANSACTIONS_FROM,
     FetchPartition,
     FetchTopic,
     encode_empty_fetch_response,
     encode_fetch_response,
 )
+from mq.records.convert import down_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
@@ -35,6 +45,7 @@ from mq.server.authorization import allowed_names, allows_cluster
 from mq.server.network import ClientAddress, Response
 from mq.server.purgatory import DelayedFuture, waited
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
+from mq.storage.log_segment import FileSlice
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -55,10 +66,15 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
         return allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, names)
 
     def answer(
-        version: int, correlation_id: int, request: FetchRequest, context: RequestContext | None
+        version: int,
+        correlation_id: int,
+        request: FetchRequest,
+        context: RequestContext | None,
+        deferred: list[Callable[[], Response]] | None = None,
     ) -> Response | DelayedFuture[Response]:
         """The response, or the parked fetch whose future gets it; ``context`` is None only without an
-        authorizer."""
+        authorizer. With ``deferred`` (v0-v3), a response with records is left to the encoder appended to it (the
+        answer is then a placeholder), so the caller runs the down-conversion off the loop."""
         refused: dict[TopicPartition, FetchResult] = {}
         if context is None:
             wanted = [
@@ -90,12 +106,24 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                     for r in (results[tp] for tp in order)
                 ]
                 return encode_empty_fetch_response(version, correlation_id, shape, read_committed, values)
+            if deferred is not None:
+                deferred.append(functools.partial(with_records, results))
+                return b""
+            return with_records(results)
+
+        def with_records(results: dict[TopicPartition, FetchResult]) -> Response:
             topics = []
+            budget = request.max_bytes
             for topic, partitions in request.topics:
                 answered = []
                 for p in partitions:
                     r = results[TopicPartition(topic, p[0])]
-                    records = r.records if r.records is not None and r.records.length else b""
+                    records: bytes | FileSlice = r.records if r.records is not None and r.records.length else b""
+                    if version < TRANSACTIONS_FROM and records:
+                        assert isinstance(records, FileSlice)
+                        magic = 0 if version < 2 else 1
+                        records = down_convert(records.read(), magic, p[2], max(min(p[5], budget), 0))
+                        budget -= len(records)
                     answered.append(
                         FetchPartition(
                             p[0],
@@ -120,17 +148,22 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
             answer=encode,
+            whole_batch_each=version < TRANSACTIONS_FROM,
         )
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:
-        found = answer(context.version, context.header.correlation_id, request, None if acl is None else context)
-        if isinstance(found, DelayedFuture):
-            return await waited(found)
-        return found
+        deferred: list[Callable[[], Response]] | None = [] if context.version < TRANSACTIONS_FROM else None
+        found = answer(
+            context.version, context.header.correlation_id, request, None if acl is None else context, deferred
+        )
+        response = await waited(found) if isinstance(found, DelayedFuture) else found
+        if deferred:
+            return await asyncio.to_thread(deferred[0])  # down-conversion: per-record work, off the loop
+        return response
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         header, request = decode_fetch_request(frame)
-        if request.replica_id >= 0:
+        if request.replica_id >= 0 or version < TRANSACTIONS_FROM:
             return LATER
         try:
             found = answer(version, correlation_id, request, None if acl is None else RequestContext(header, client))
@@ -152,4 +185,4 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
         pieces = encode_fetch_response(context.version, context.header.correlation_id, topics)
         return b"".join(cast(list[bytes], pieces))  # no records: no file regions
 
-    return Api(ApiKey.FETCH, 4, 12, handle, error, decode_fetch_request, now)
+    return Api(ApiKey.FETCH, 0, 12, handle, error, decode_fetch_request, now)

@@ -10,6 +10,10 @@ others out, a named one answers TOPIC_AUTHORIZATION_FAILED (by id: with its id a
 CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED. v8+ requests may ask for the authorized
 operations of the cluster (v8-v10: DESCRIBE on the cluster needed, else 0) and of each topic listed.
 
+v0 asks for every topic with an empty list (it has no null). As Kafka's brokers do, only a v0 answer lists just the
+replicas and ISR members on registered brokers and marks a partition that names another REPLICA_NOT_AVAILABLE; v1+
+answers list the replica set as assigned, with no error while the leader is live.
+
 A broker learns the live brokers and the controller from its first UpdateMetadata, moments after it starts. A
 Metadata request that comes before waits for it (at most ``FIRST_UPDATE_WAIT_S``): answered at once, it would name
 no broker and no controller, and a client that then waits for the controller (librdkafka's admin requests) may not
@@ -68,12 +72,12 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
                 return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID)
             if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, found.name):
                 return {**_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "topic_id": topic_id}
-            return _describe(cache, found)
+            return _describe(cache, found, context.version)
         if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             return {**_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "is_internal": False}
         info = cache.topics.get(name)
         if info is not None:
-            return _describe(cache, info)
+            return _describe(cache, info, context.version)
         if topic_name_error(name) is not None:
             return _error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
         if auto_create is None or not allow_auto:
@@ -88,12 +92,12 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
             raise KafkaError(f"Topic name can not be null for version {context.version}", ErrorCode.INVALID_REQUEST)
         if cache.controller_id < 0:
             await cache.wait_until(lambda: cache.controller_id >= 0, FIRST_UPDATE_WAIT_S)
-        if request.topics is None:
+        if request.topics is None or (context.version == 0 and not request.topics):
             names = sorted(cache.topics)
             if acl is not None:
                 described = allowed_names(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, names, audit=False)
                 names = [name for name in names if name in described]
-            topics = [_describe(cache, cache.topics[name]) for name in names]
+            topics = [_describe(cache, cache.topics[name], context.version) for name in names]
         else:
             topics = [requested(context, t, allow_auto) for t in request.topics]
         answer = _response(cache, context.client.listener, topics)
@@ -117,7 +121,7 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
         names = ["" if t.name is None and named else t.name for t in request.topics or ()]
         return _response(cache, context.client.listener, [_error_topic(name, code) for name in names])
 
-    return Api(ApiKey.METADATA, 1, 12, handle, error)
+    return Api(ApiKey.METADATA, 0, 12, handle, error)
 
 
 def _response(cache: MetadataCache, listener: str, topics: list[dict[str, Any]]) -> dict[str, Any]:
@@ -144,7 +148,7 @@ def _error_topic(name: str | None, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def _describe(cache: MetadataCache, info: TopicInfo) -> dict[str, Any]:
+def _describe(cache: MetadataCache, info: TopicInfo, version: int) -> dict[str, Any]:
     partitions = []
     for index, p in sorted(info.partitions.items()):
         offline = list(p.offline_replicas)
@@ -155,9 +159,13 @@ def _describe(cache: MetadataCache, info: TopicInfo) -> dict[str, Any]:
         ):
             offline.append(cache.broker_id)  # as the controller's next decision will say: no leader in an offline dir
         leader_live = p.leader in cache.brokers and p.leader not in offline
+        replicas, isr = list(p.replicas), list(p.isr)
+        if version == 0:
+            replicas = [r for r in replicas if r in cache.brokers]
+            isr = [r for r in isr if r in cache.brokers]
         if not leader_live:
             code = ErrorCode.LEADER_NOT_AVAILABLE
-        elif offline:
+        elif len(replicas) < len(p.replicas) or len(isr) < len(p.isr):
             code = ErrorCode.REPLICA_NOT_AVAILABLE
         else:
             code = ErrorCode.NONE
@@ -167,8 +175,8 @@ def _describe(cache: MetadataCache, info: TopicInfo) -> dict[str, Any]:
                 "partition_index": index,
                 "leader_id": p.leader if leader_live else -1,
                 "leader_epoch": p.leader_epoch,
-                "replica_nodes": list(p.replicas),
-                "isr_nodes": list(p.isr),
+                "replica_nodes": replicas,
+                "isr_nodes": isr,
                 "offline_replicas": offline,
             }
         )

@@ -1,5 +1,13 @@
 """ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
 
+The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
+timestamp. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
+UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
+
+ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
+(``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
+the newest segment whose file was last modified at or before it, followed by older segments' base offsets.
+
 With an authorizer, ListOffsets needs DESCRIBE and DeleteRecords DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED
 for its partitions."""
 
@@ -7,14 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.protocol.list_offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import allowed_names
+from mq.server.metadata_cache import MetadataCache
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -22,8 +31,15 @@ from mq.topic_partition import TopicPartition
 HIGH_WATERMARK_OFFSET = -1
 
 
-def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
-    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+def offsets_apis(
+    replica_manager: ReplicaManager, cache: MetadataCache | None = None, acl: AclCache | None = None
+) -> list[Api]:
+    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer); ``cache``
+    tells a known partition led elsewhere from an unknown one (None: every partition not hosted is unknown)."""
+
+    def known(tp: TopicPartition) -> bool:
+        info = None if cache is None else cache.topics.get(tp.topic)
+        return info is not None and tp.partition in info.partitions
 
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
@@ -37,15 +53,36 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                 answer["offset"] = partition.log_start_offset
             else:
                 log: Log = partition.log
-                found = log.fetch_offset_by_timestamp(timestamp)
+                found = (
+                    log.fetch_max_timestamp()
+                    if timestamp == MAX_TIMESTAMP
+                    else log.fetch_offset_by_timestamp(timestamp)
+                )
                 if found is not None and found[0] < limit:
                     answer["offset"], answer["timestamp"] = found
         except KafkaError as exc:
             answer["error_code"] = exc.code
         return answer
 
+    def list_legacy(tp: TopicPartition, timestamp: int, max_num_offsets: int, consumer: bool) -> dict[str, Any]:
+        answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "old_style_offsets": []}
+        try:
+            partition = replica_manager.leader_partition(tp)
+            log: Log = partition.log
+            answer["old_style_offsets"] = legacy_offsets(
+                log.legacy_offset_candidates(),
+                timestamp,
+                max_num_offsets,
+                partition.high_watermark if consumer else None,
+            )
+        except KafkaError as exc:
+            answer["error_code"] = exc.code
+        return answer
+
     async def list_offsets(context: RequestContext, request: Any) -> dict[str, Any]:
         consumer = int(request.replica_id) < 0
+        if context.version == 0:
+            return list_offsets_v0(context, request, consumer)
         described = allowed_names(
             acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
         )
@@ -56,6 +93,28 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                     list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
                     if t.name in described
                     else refused_listing(p.partition_index)
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+        return {"throttle_time": 0, "topics": topics}
+
+    def list_offsets_v0(context: RequestContext, request: Any, consumer: bool) -> dict[str, Any]:
+        described = allowed_names(
+            acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    list_legacy(TopicPartition(t.name, p.partition_index), p.timestamp, p.max_num_offsets, consumer)
+                    if t.name in described
+                    else {
+                        "partition_index": p.partition_index,
+                        "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        "old_style_offsets": [],
+                    }
                     for p in t.partitions
                 ],
             }
@@ -93,6 +152,9 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
             log: Log = partition.log
             log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
+        except UnknownTopicOrPartitionError as exc:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known(tp) else exc.code
+            return {"partition_index": tp.partition, "low_watermark": -1, "error_code": code}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
 
@@ -140,6 +202,27 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
         return {"throttle_time": 0, "topics": topics}
 
     return [
-        Api(ApiKey.LIST_OFFSETS, 1, 7, list_offsets, list_offsets_error),
+        Api(ApiKey.LIST_OFFSETS, 0, 7, list_offsets, list_offsets_error),
         Api(ApiKey.DELETE_RECORDS, 0, 2, delete_records, delete_records_error),
     ]
+
+
+def legacy_offsets(
+    candidates: list[tuple[int, int]], timestamp: int, max_num_offsets: int, high_watermark: int | None
+) -> list[int]:
+    """ListOffsets v0's offsets from ``candidates`` ((offset, ms) pairs, oldest first): from the last (LATEST), the
+    first (EARLIEST) or the last stamped at or before ``timestamp``, at most ``max_num_offsets`` going back, in
+    descending order. For a consumer (``high_watermark`` given) offsets above the high watermark give way to it."""
+    if timestamp == LATEST:
+        start = len(candidates) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = len(candidates) - 1
+        while start >= 0 and candidates[start][1] > timestamp:
+            start -= 1
+    count = max(min(max_num_offsets, start + 1), 0)
+    offsets = sorted((candidates[start - i][0] for i in range(count)), reverse=True)
+    if high_watermark is not None and any(offset > high_watermark for offset in offsets):
+        offsets = [high_watermark, *(offset for offset in offsets if offset <= high_watermark)]
+    return offsets

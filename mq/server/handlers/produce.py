@@ -13,19 +13,31 @@ one-topic, one-partition frame of the common layout with ``read_one_partition`` 
 and answers acks=0/1 at once; acks=all answers at once when the high watermark already covers the batch, else
 through a future the produce purgatory completes with the response frame. Other frames are decoded in full and
 answered the same way.
+
+Produce v0-v2 bring message sets (magic 0 and 1): the general path takes them, and up-converts each partition's set
+to one v2 batch (``mq.records.convert``) on a worker thread before it is appended, so the log holds v2 batches only;
+a set that does not convert (a partial message, a CRC mismatch) answers CORRUPT_MESSAGE for its partition.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from mq.errors import ErrorCode
+from mq.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.produce_request import ProduceRequest, decode_produce_request, read_one_partition
+from mq.protocol.produce_request import (
+    TRANSACTIONAL_FROM,
+    ProducePartition,
+    ProduceRequest,
+    ProduceTopic,
+    decode_produce_request,
+    read_one_partition,
+)
 from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
+from mq.records.convert import up_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
-from mq.server.api_dispatch import Api, NowResult, RequestContext
+from mq.server.api_dispatch import LATER, Api, NowResult, RequestContext
 from mq.server.authorization import allowed_names, allows
 from mq.server.network import ClientAddress
 from mq.server.partition import AppendResult
@@ -172,6 +184,8 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         return answer_many(version, correlation_id, client_id, request, writable)
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        if version < TRANSACTIONAL_FROM:
+            return LATER
         one = read_one_partition(frame, version)
         if one is not None:
             writable = acl is None or allows(
@@ -183,6 +197,8 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
 
     async def handle(context: RequestContext, request: ProduceRequest) -> bytes | None:
         header = context.header
+        if header.api_version < TRANSACTIONAL_FROM:
+            request = await asyncio.to_thread(_up_converted, request)  # per-record work, off the loop
         found = answer(header.api_version, header.correlation_id, context, request)
         return await settled(found)
 
@@ -192,4 +208,28 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         topics = [(t.name, [PartitionResponse(p.index, code) for p in t.partition_data]) for t in request.topic_data]
         return encode_produce_response(context.version, context.header.correlation_id, topics)
 
-    return Api(ApiKey.PRODUCE, 3, 9, handle, error, decode_produce_request, now)
+    return Api(ApiKey.PRODUCE, 0, 9, handle, error, decode_produce_request, now)
+
+
+def _up_converted(request: ProduceRequest) -> ProduceRequest:
+    """``request`` with each partition's message set as one v2 batch; a set that does not convert becomes empty
+    (answered CORRUPT_MESSAGE)."""
+
+    def converted(records: memoryview | None) -> memoryview | None:
+        if not records:
+            return records
+        try:
+            batch = up_convert(records)
+        except (CorruptRecordError, UnsupportedCompressionError):
+            return memoryview(b"")
+        return records if batch is None else memoryview(bytearray(batch))
+
+    return ProduceRequest(
+        request.transactional_id,
+        request.acks,
+        request.timeout_ms,
+        [
+            ProduceTopic(t.name, [ProducePartition(p.index, converted(p.records)) for p in t.partition_data])
+            for t in request.topic_data
+        ],
+    )

@@ -71,7 +71,7 @@ def describe_topic_partitions_api(cache: MetadataCache, acl: AclCache | None = N
                     topics.append(_unknown_topic(name))
                 continue
             start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-            described_topic = _describe(cache, info)
+            described_topic = _describe(cache, info, 1)  # as Metadata v1+ describes a topic
             partitions = [
                 {**partition, "error_code": ErrorCode.NONE, "eligible_leader_replicas": None, "last_known_elr": None}
                 for partition in described_topic["partitions"]

@@ -58,7 +58,7 @@ def topics(region: Region) -> list[FetchTopic]:
     ]
 
 
-@pytest.mark.parametrize("version", range(4, 17))
+@pytest.mark.parametrize("version", range(17))
 def test_pieces_decode_with_kio(version: int, region: Region) -> None:
     wire = materialise(encode_fetch_response(version, 42, topics(region), throttle_time_ms=5, session_id=0))
     assert struct.unpack(">i", wire[:4])[0] == len(wire) - 4
@@ -71,16 +71,19 @@ def test_pieces_decode_with_kio(version: int, region: Region) -> None:
         assert first.topic == "orders"
     p0, p1, p2 = first.partitions
     assert bytes(p0.records) == V2_HELLO + V2_HELLO
-    assert (p0.high_watermark, p0.last_stable_offset) == (2, 2)
+    assert p0.high_watermark == 2
+    if version >= 4:
+        assert p0.last_stable_offset == 2
     assert p1.records is None and int(p1.error_code) == 1
-    assert [(a.producer_id, a.first_offset) for a in p1.aborted_transactions] == [(7, 4)]
+    if version >= 4:
+        assert [(a.producer_id, a.first_offset) for a in p1.aborted_transactions] == [(7, 4)]
     assert bytes(p2.records) == V2_HELLO
     if version >= 5:
         assert p1.log_start_offset == 3
     assert body.responses[1].partitions == ()
 
 
-@pytest.mark.parametrize("version", [4, 7, 11, 12])
+@pytest.mark.parametrize("version", [0, 1, 3, 4, 7, 11, 12])
 def test_pieces_decode_with_an_independent_client(version: int, region: Region) -> None:
     wire = materialise(encode_fetch_response(version, 9, topics(region)))
     response = ClientFetchResponse.decode(wire[4:], version=version, header=True)
@@ -96,10 +99,10 @@ def test_regions_stay_regions(region: Region) -> None:
 
 def test_unsupported_version() -> None:
     with pytest.raises(ValueError):
-        encode_fetch_response(3, 1, [])
+        encode_fetch_response(17, 1, [])
 
 
-@pytest.mark.parametrize("version", range(4, 13))
+@pytest.mark.parametrize("version", range(13))
 @pytest.mark.parametrize("read_committed", [False, True])
 def test_empty_responses_from_their_layout_equal_the_encoders(version: int, read_committed: bool) -> None:
     shape = (("tópic", (0, 7)), ("b", (3,)))

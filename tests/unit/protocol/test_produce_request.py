@@ -19,7 +19,7 @@ def _frame(version: int, transactional_id: str | None, acks: int, timeout_ms: in
 
 @settings(max_examples=150, deadline=None)
 @given(
-    version=st.integers(3, 9),
+    version=st.integers(0, 9),
     transactional_id=st.none() | names,
     acks=st.sampled_from([-1, 0, 1, 2]),
     timeout_ms=st.integers(0, 2**31 - 1),
@@ -28,6 +28,8 @@ def _frame(version: int, transactional_id: str | None, acks: int, timeout_ms: in
 def test_decodes_what_kio_encodes(
     version: int, transactional_id: str | None, acks: int, timeout_ms: int, topics: list
 ) -> None:
+    if version < 3:
+        transactional_id = None  # v0-v2 have none
     header, request = decode_produce_request(_frame(version, transactional_id, acks, timeout_ms, topics))
     assert (header.api_version, header.correlation_id, header.client_id) == (version, 7, "client-é")
     assert (request.transactional_id, request.acks, request.timeout_ms) == (transactional_id, acks, timeout_ms)
@@ -47,9 +49,9 @@ def test_record_sets_are_writable_views_of_the_frame() -> None:
     assert b"BATCH-bytes" in frame
 
 
-@pytest.mark.parametrize("version", [3, 8, 9])
+@pytest.mark.parametrize("version", [0, 2, 3, 8, 9])
 def test_every_truncation_is_an_invalid_request(version: int) -> None:
-    frame = _frame(version, "tx", 1, 1000, [("topic", [(0, b"x" * 20), (1, None)])])
+    frame = _frame(version, "tx" if version >= 3 else None, 1, 1000, [("topic", [(0, b"x" * 20), (1, None)])])
     for end in range(8, len(frame)):
         with pytest.raises(InvalidRequestError):
             decode_produce_request(frame[:end])

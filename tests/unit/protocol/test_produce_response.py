@@ -61,7 +61,7 @@ def _kio(version: int, correlation_id: int, topics: list[tuple[str, list[Partiti
 
 
 @settings(max_examples=200, deadline=None)
-@given(version=st.integers(3, 9), correlation_id=st.integers(-(2**31), 2**31 - 1), topics=topics)
+@given(version=st.integers(0, 9), correlation_id=st.integers(-(2**31), 2**31 - 1), topics=topics)
 def test_bytes_equal_kios_encoding(
     version: int, correlation_id: int, topics: list[tuple[str, list[PartitionResponse]]]
 ) -> None:

@@ -406,7 +406,7 @@ def test_offsets_apis_need_describe_or_delete_on_the_topic_and_a_broker_cluster_
         rm = manager(tmp_path, 1, ManualClock())
         await rm.append_records({TopicPartition("t", 0): GOOD}, 1, 1000)
         acl = acl_cache()
-        dispatcher = ApiDispatcher([*offsets_apis(rm, acl), *leader_epoch_apis(rm, acl)], acl)
+        dispatcher = ApiDispatcher([*offsets_apis(rm, acl=acl), *leader_epoch_apis(rm, acl)], acl)
 
         async def codes(client: ClientAddress) -> tuple[int, int, int]:
             listed = {"replica_id": -1, "isolation_level": 0,

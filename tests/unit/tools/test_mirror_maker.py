@@ -110,7 +110,7 @@ def test_source_config_auto_commit_override_and_errors() -> None:
     for properties, message in [
         ({"bootstrap.servers": "s"}, "group.id"),
         ({"group.id": "g"}, "bootstrap.servers"),
-        ({"bootstrap.servers": "s", "group.id": "g", "auto.offset.reset": "smallest"}, "auto.offset.reset"),
+        ({"bootstrap.servers": "s", "group.id": "g", "auto.offset.reset": "soonest"}, "auto.offset.reset"),
         ({"bootstrap.servers": "s", "group.id": "g", "max.poll.records": "many"}, "invalid literal"),
         ({"bootstrap.servers": "s", "group.id": "g", "session.timeout.ms": "x"}, "session.timeout.ms"),
     ]:
