@@ -1,9 +1,11 @@
 """The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): membership and server-side assignment.
 
-INCOMPLETE: groups live in memory only (no ``__consumer_offsets`` records of membership: a coordinator that restarts or
-moves forgets them, and members rejoin when fenced), no static membership, no regex subscriptions, no rack awareness;
-DeleteGroups and OffsetDelete do not know these groups (ListGroups lists them; DescribeGroups answers them as not
-classic groups, as Kafka does).
+INCOMPLETE: no static membership, no regex subscriptions, no rack awareness; DeleteGroups and OffsetDelete do not
+know these groups (ListGroups lists them; DescribeGroups answers them as not classic groups, as Kafka does).
+
+A group is kept in ``__consumer_offsets`` as Kafka's records 3, 5, 6, 7 and 8 (``mq.protocol.consumer_offsets``):
+``unwritten`` gives the records that changed since the last write (tombstones for removed members) and ``install``
+rebuilds a group from them, so a coordinator that restarts or moves keeps its epochs and assignments.
 
 A group has an epoch, bumped whenever its members or their subscriptions change (or a subscribed topic's partition
 count does); each bump computes a target assignment with the chosen assignor (``uniform`` by default, or ``range``).
@@ -11,7 +13,8 @@ A member converges to its target by heartbeats: partitions it holds that its tar
 (its answer is its current assignment minus them, at its old epoch); once its heartbeat reports them released it moves
 to the group epoch with its target minus the partitions other members still hold, and gets those once released.
 A member silent for its session timeout, or still holding partitions it was asked to release past its rebalance
-timeout, is removed; both are checked whenever any member of its group heartbeats.
+timeout, is removed; both are checked whenever any member of its group heartbeats, and at ``deadline_ms`` (the
+coordinator's timer calls ``expire``).
 
 Pure logic: no asyncio; times are milliseconds passed in by the caller.
 """
@@ -23,6 +26,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mq.errors import ErrorCode
+from mq.protocol.consumer_offsets import (
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    CONSUMER_GROUP_MEMBER_METADATA,
+    CONSUMER_GROUP_METADATA,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    ConsumerGroupEpochValue,
+    ConsumerGroupKey,
+    ConsumerGroupMemberValue,
+    ConsumerGroupValue,
+    CurrentMemberAssignmentValue,
+    TargetAssignmentMemberValue,
+    TopicIdPartitions,
+    encode_consumer_group_key,
+    encode_consumer_group_value,
+)
 
 Partitions = frozenset[tuple[str, int]]
 """(topic name, partition) pairs."""
@@ -56,6 +75,7 @@ class Member:
     rebalance_timeout_ms: int = REBALANCE_TIMEOUT_MS
     revoking_since_ms: int = 0
     """When it was asked to give up ``revoking``: past its rebalance timeout it is removed from the group."""
+    previous_epoch: int = -1
 
 
 @dataclass
@@ -66,6 +86,8 @@ class ConsumerGroup:
     members: dict[str, Member] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     partition_counts: dict[str, int] = field(default_factory=dict)
+    written: dict[bytes, bytes] = field(default_factory=dict)
+    """Record key -> value as last written to ``__consumer_offsets`` (b"": a write of it failed)."""
 
     @property
     def assignor(self) -> str:
@@ -190,6 +212,7 @@ class ConsumerGroups:
         self._expire(group, now_ms)
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             if group.members.pop(member_id, None) is not None:
+                group.target.pop(member_id, None)
                 self._bump(group)
             return HeartbeatResult(ErrorCode.NONE, member_id, member_epoch)
         member = group.members.get(member_id)
@@ -252,10 +275,31 @@ class ConsumerGroups:
             if other is not member:
                 held_elsewhere |= other.assigned | other.revoking
         member.assigned = frozenset(target - held_elsewhere) | member.assigned
-        member.epoch = group.epoch
+        if member.epoch != group.epoch:
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
 
     def _bump(self, group: ConsumerGroup) -> None:
         group.epoch += 1
+
+    def deadline_ms(self, group_id: str, member_id: str) -> int | None:
+        """When the member is removed unless it heartbeats (or releases what it was asked to) before."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member is None:
+            return None
+        deadline = member.last_seen_ms + SESSION_TIMEOUT_MS
+        if member.revoking:
+            deadline = min(deadline, member.revoking_since_ms + member.rebalance_timeout_ms)
+        return deadline
+
+    def expire(self, group_id: str, now_ms: int) -> bool:
+        """Remove the group's members past their deadline; whether any was."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return False
+        before = group.epoch
+        self._expire(group, now_ms)
+        return group.epoch != before
 
     def _expire(self, group: ConsumerGroup, now_ms: int) -> None:
         silent = [
@@ -266,6 +310,7 @@ class ConsumerGroups:
         ]
         for member_id in silent:
             del group.members[member_id]
+            group.target.pop(member_id, None)
         if silent:
             self._bump(group)
 
@@ -281,3 +326,110 @@ class ConsumerGroups:
         if epoch != member.epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
+
+    # --- records ---------------------------------------------------------------------------------------------------
+
+    def _ids(self, partitions: Partitions) -> TopicIdPartitions:
+        ids = {name: topic_id for name, (topic_id, _) in self.topics().items() if topic_id is not None}
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(partitions):
+            if topic in ids:
+                by_topic.setdefault(topic, []).append(p)
+        return tuple((ids[topic], tuple(ps)) for topic, ps in by_topic.items())
+
+    def _records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
+        """Every record of the group, in Kafka's write order."""
+        records: list[tuple[ConsumerGroupKey, ConsumerGroupValue]] = []
+        gid = group.group_id
+        for m in group.members.values():
+            value = ConsumerGroupMemberValue(
+                None,
+                None,
+                m.client_id,
+                m.client_host,
+                tuple(sorted(m.subscribed)),
+                None,
+                m.rebalance_timeout_ms,
+                m.assignor,
+            )
+            records.append((ConsumerGroupKey(CONSUMER_GROUP_MEMBER_METADATA, gid, m.member_id), value))
+        records.append((ConsumerGroupKey(CONSUMER_GROUP_METADATA, gid), ConsumerGroupEpochValue(group.epoch)))
+        for member_id, target in group.target.items():
+            key = ConsumerGroupKey(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, gid, member_id)
+            records.append((key, TargetAssignmentMemberValue(self._ids(target))))
+        key = ConsumerGroupKey(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, gid)
+        records.append((key, ConsumerGroupEpochValue(group.assignment_epoch)))
+        for m in group.members.values():
+            state = (
+                1 if m.revoking else 2 if m.epoch != group.epoch or m.assigned != group.target.get(m.member_id) else 0
+            )
+            current = CurrentMemberAssignmentValue(
+                m.epoch, m.previous_epoch, state, self._ids(m.assigned), self._ids(m.revoking)
+            )
+            records.append((ConsumerGroupKey(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id), current))
+        return {encode_consumer_group_key(k): encode_consumer_group_value(v) for k, v in records}
+
+    def unwritten(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
+        """The group's records that changed since they were last written, and tombstones for those it no longer has
+        (all of them once the group is gone); taken as written until ``not_written`` says otherwise."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return []
+        current = self._records(group) if group.members or group.epoch else {}
+        changed: list[tuple[bytes, bytes | None]] = [(k, v) for k, v in current.items() if group.written.get(k) != v]
+        gone = [k for k in group.written if k not in current]
+        tombstones: list[tuple[bytes, bytes | None]] = [(k, None) for k in reversed(gone)]
+        group.written = dict(current)
+        return changed + tombstones
+
+    def not_written(self, group_id: str, records: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """A write of ``records`` (from ``unwritten``) failed: they are written again next time."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        for key, value in records:
+            if value is None:
+                group.written[key] = b""
+            else:
+                group.written.pop(key, None)
+
+    def install(self, group_id: str, records: Mapping[ConsumerGroupKey, ConsumerGroupValue], now_ms: int) -> None:
+        """Rebuild a group from its records as loaded from ``__consumer_offsets``; its members' sessions start
+        now. Partitions of topics that no longer exist are dropped."""
+        names = {topic_id: name for name, (topic_id, _) in self.topics().items() if topic_id is not None}
+
+        def by_name(partitions: TopicIdPartitions) -> Partitions:
+            return frozenset((names[t], p) for t, ps in partitions if t in names for p in ps)
+
+        group = ConsumerGroup(group_id)
+        for key, value in records.items():
+            if isinstance(value, ConsumerGroupEpochValue):
+                if key.record == CONSUMER_GROUP_METADATA:
+                    group.epoch = value.epoch
+                else:
+                    group.assignment_epoch = value.epoch
+            elif isinstance(value, TargetAssignmentMemberValue) and key.member_id is not None:
+                group.target[key.member_id] = by_name(value.partitions)
+        for key, value in records.items():
+            if isinstance(value, ConsumerGroupMemberValue) and key.member_id is not None:
+                group.members[key.member_id] = Member(
+                    key.member_id,
+                    0,
+                    frozenset(value.subscribed_topic_names),
+                    value.server_assignor,
+                    value.client_id,
+                    value.client_host,
+                    now_ms,
+                    rebalance_timeout_ms=value.rebalance_timeout_ms,
+                )
+        for key, value in records.items():
+            member = group.members.get(key.member_id or "")
+            if isinstance(value, CurrentMemberAssignmentValue) and member is not None:
+                member.epoch, member.previous_epoch = value.member_epoch, value.previous_member_epoch
+                member.assigned, member.revoking = by_name(value.assigned), by_name(value.pending_revocation)
+                member.revoking_since_ms = now_ms
+        group.target = {m: ps for m, ps in group.target.items() if m in group.members}
+        counts = {name: count for name, (_, count) in self.topics().items()}
+        group.partition_counts = {t: counts[t] for m in group.members.values() for t in m.subscribed if t in counts}
+        self.groups[group_id] = group
+        group.written = self._records(group)

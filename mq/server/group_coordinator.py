@@ -12,6 +12,10 @@ across restarts: a rejoin with the same instance id takes over the old member wi
 member id is fenced (FENCED_INSTANCE_ID). A rebalance waiting for members is a delayed join in the join purgatory
 (keyed by group id: a member's join, leave or expiry checks only its own group); each member's session is a delayed
 heartbeat in the heartbeat purgatory; every timeout reads the broker's clock.
+
+Consumer-protocol groups (``consumer_groups``, KIP-848) are loaded and unloaded with their partition like classic
+ones; ``store_consumer_group`` writes what changed in one, and each of their members has a session in the heartbeat
+purgatory until its ``deadline_ms``, so a silent member is removed without another member's heartbeat.
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class GroupCoordinator:
         """Partition -> its running load."""
         self.consumer_groups: ConsumerGroups | None = None
         """The groups of the KIP-848 consumer protocol (None: not served); their members commit at their epoch."""
+        self._consumer_sessions: dict[tuple[str, str], Watch] = {}
 
     # --- ownership -----------------------------------------------------------------------------------------------
 
@@ -183,6 +188,10 @@ class GroupCoordinator:
             self.groups[group_id] = group
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
+        if self.consumer_groups is not None:
+            for group_id, records in loaded.consumer_groups.items():
+                self.consumer_groups.install(group_id, records, now)
+                self.watch_consumer_members(group_id)
 
     def _unload(self, partition: int) -> None:
         self.loading_partitions.discard(partition)
@@ -197,6 +206,10 @@ class GroupCoordinator:
                 continue
             del self.groups[group_id]
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        if self.consumer_groups is not None:
+            for group_id in [g for g in self.consumer_groups.groups if self.partition_for(g) == partition]:
+                del self.consumer_groups.groups[group_id]
+                self.watch_consumer_members(group_id)
         log.info("Unloaded groups of %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
 
     def _fail_all(self, group: GroupMetadata, error: ErrorCode) -> None:
@@ -217,6 +230,51 @@ class GroupCoordinator:
             self._unload(partition)
         for task in self._tasks:
             task.cancel()
+
+    # --- consumer-protocol groups --------------------------------------------------------------------------------
+
+    async def store_consumer_group(self, group_id: str) -> ErrorCode:
+        """Write the records of a consumer-protocol group that changed; a failed write is retried by the next."""
+        if self.consumer_groups is None:
+            return ErrorCode.NONE
+        records = self.consumer_groups.unwritten(group_id)
+        if not records:
+            return ErrorCode.NONE
+        error = await self.manager.store_records(self.partition_for(group_id), records)
+        if error != ErrorCode.NONE:
+            self.consumer_groups.not_written(group_id, records)
+        return error
+
+    def watch_consumer_members(self, group_id: str) -> None:
+        """(Re)arm the session of every member of the group; drop those of members it no longer has."""
+        groups = self.consumer_groups
+        group = None if groups is None else groups.groups.get(group_id)
+        members = set() if group is None else set(group.members)
+        for key in [k for k in self._consumer_sessions if k[0] == group_id and k[1] not in members]:
+            self._consumer_sessions.pop(key).cancel()
+        for member_id in members:
+            self.watch_consumer_member(group_id, member_id)
+
+    def watch_consumer_member(self, group_id: str, member_id: str) -> None:
+        """(Re)arm a consumer-protocol member's session: at its deadline its group expires silent members."""
+        previous = self._consumer_sessions.pop((group_id, member_id), None)
+        if previous is not None:
+            previous.cancel()
+        deadline = None if self.consumer_groups is None else self.consumer_groups.deadline_ms(group_id, member_id)
+        if deadline is None:
+            return
+        session = DelayedCall(
+            max(deadline - self.time_ms(), 0), lambda: False, lambda _: self._consumer_session_expired(group_id)
+        )
+        watch = self.heartbeat_purgatory.watch(session, [(group_id, member_id)])
+        if watch is not None:
+            self._consumer_sessions[(group_id, member_id)] = watch
+
+    def _consumer_session_expired(self, group_id: str) -> None:
+        if self.consumer_groups is not None and self.consumer_groups.expire(group_id, self.time_ms()):
+            log.info("Removed expired members of consumer group %s", group_id)
+            self._spawn(self.store_consumer_group(group_id))
+        self.watch_consumer_members(group_id)
 
     # --- answers and timers ------------------------------------------------------------------------------------
 

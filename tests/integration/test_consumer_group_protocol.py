@@ -1,13 +1,21 @@
 """librdkafka with ``group.protocol=consumer`` (KIP-848) against a broker process: a group member consumes and commits,
-a second member takes half the partitions once the first released them, and ConsumerGroupDescribe shows both."""
+a second member takes half the partitions once the first released them, and ConsumerGroupDescribe shows both; a group
+of three consumes and keeps its epoch, members and assignment across a broker restart."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from waiting import wait_for
+
+from mq.client.connection import BrokerConnection
+from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
 
 pytestmark = pytest.mark.slow
 
@@ -75,3 +83,75 @@ def test_a_classic_group_is_still_described_through_the_fallback(broker) -> None
     assert described.group_id == "classic" and not described.is_simple_consumer_group
     assert [sorted(tp.partition for tp in m.assignment.topic_partitions) for m in described.members] == [[0]]
     classic.close()
+
+
+def describe(bootstrap: str, group: str) -> Any:
+    """The group as ConsumerGroupDescribe v0 answers it."""
+    host, port = bootstrap.split(":")
+
+    async def send() -> Any:
+        connection = BrokerConnection(host, int(port))
+        try:
+            body = {"group_ids": [group], "include_authorized_operations": False}
+            return (await connection.send(ApiKey.CONSUMER_GROUP_DESCRIBE, body, 0)).groups[0]
+        finally:
+            await connection.close()
+
+    return asyncio.run(send())
+
+
+def membership(bootstrap: str, group: str) -> tuple[int, list[tuple[str, int, tuple[int, ...]]]] | None:
+    """(group epoch, [(member id, member epoch, partitions)]) once the group is Stable, else None."""
+    described = describe(bootstrap, group)
+    if described.error_code != ErrorCode.NONE or described.group_state != "Stable":
+        return None
+    members = sorted(
+        (m.member_id, m.member_epoch, tuple(sorted(p for t in m.assignment.topic_partitions for p in t.partitions)))
+        for m in described.members
+    )
+    return described.group_epoch, members
+
+
+def test_a_group_of_three_consumes_and_keeps_its_epoch_and_assignment_across_a_broker_restart(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("kip848", 6, 1)])["kip848"].result(15)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(60):
+        producer.produce("kip848", value=str(i).encode(), partition=i % 6)
+    assert producer.flush(15) == 0
+
+    members = [member(broker.bootstrap, "trio") for _ in range(3)]
+    received: dict[int, set[int]] = {i: set() for i in range(3)}
+
+    def poll_all() -> None:
+        for i, consumer in enumerate(members):
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                received[i].add(int(message.value()))
+
+    def stable_three() -> tuple[int, list[tuple[str, int, tuple[int, ...]]]] | None:
+        poll_all()
+        found = membership(broker.bootstrap, "trio")
+        return found if found is not None and len(found[1]) == 3 and all(len(m[2]) == 2 for m in found[1]) else None
+
+    assert wait_for(stable_three, 60)
+    assert wait_for(lambda: (poll_all(), set().union(*received.values()) == set(range(60)))[1], 30)
+    before = stable_three()
+    assert before is not None
+    epoch, assigned = before
+    assert sorted(p for _, _, ps in assigned for p in ps) == list(range(6))
+    assert all(member_epoch == epoch for _, member_epoch, _ in assigned)
+
+    broker.stop()
+    broker.start()
+    after: list[Any] = []
+    assert wait_for(lambda: after.append(membership(broker.bootstrap, "trio")) or after[-1] is not None, 30)
+    assert after[-1] == before  # loaded from __consumer_offsets: same epoch, members and assignment
+
+    for i in range(60, 90):
+        producer.produce("kip848", value=str(i).encode(), partition=i % 6)
+    assert producer.flush(15) == 0
+    assert wait_for(lambda: (poll_all(), set().union(*received.values()) >= set(range(90)))[1], 30)
+    assert membership(broker.bootstrap, "trio") == before  # the members went on at their epochs
+    for consumer in members:
+        consumer.close()

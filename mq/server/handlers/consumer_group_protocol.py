@@ -1,6 +1,8 @@
 """ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) on the coordinator's ``ConsumerGroups``.
 
-INCOMPLETE (see ``mq.server.consumer_groups``). Partitions travel by topic id on the wire and by name inside; a
+INCOMPLETE (see ``mq.server.consumer_groups``). A heartbeat that changed its group is answered once the group's
+changed records are written to ``__consumer_offsets`` (a failed write answers its error, e.g. NOT_COORDINATOR, and
+the member retries). Partitions travel by topic id on the wire and by name inside; a
 heartbeat needs READ on its group and DESCRIBE on every topic it subscribes to (else TOPIC_AUTHORIZATION_FAILED), as
 Kafka checks them; ConsumerGroupDescribe needs DESCRIBE on each group and does not compute authorized operations. ConsumerGroupDescribe
 answers GROUP_ID_NOT_FOUND for a group that is not a consumer-protocol group (a classic one included), so that
@@ -78,6 +80,11 @@ def consumer_group_protocol_apis(
             context.client.host,
             int(request.rebalance_timeout.total_seconds() * 1000),
         )
+        if result.error == ErrorCode.NONE:
+            coordinator.watch_consumer_members(request.group_id)
+            stored = await coordinator.store_consumer_group(request.group_id)
+            if stored != ErrorCode.NONE:
+                return heartbeat_error(context, request, stored)
         return {
             "throttle_time": 0,
             "error_code": result.error,

@@ -9,10 +9,18 @@ from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.consumer_offsets import OffsetCommitValue
+from mq.protocol.consumer_offsets import (
+    ConsumerGroupEpochValue,
+    ConsumerGroupKey,
+    OffsetCommitValue,
+    decode_consumer_group_value,
+    encode_consumer_group_key,
+    encode_consumer_group_value,
+)
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.consumer_groups import SESSION_TIMEOUT_MS, ConsumerGroups, range_assignor, uniform
+from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, LoadedPartition, apply_record
 from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_apis
 from mq.server.handlers.groups import group_apis
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
@@ -118,6 +126,95 @@ def test_a_member_that_never_releases_is_removed_after_its_rebalance_timeout() -
     assert g.heartbeat("g", "b", 2, None, None, frozenset(), 900).assignment is None
     taken = g.heartbeat("g", "b", 2, None, None, frozenset(), 1010)
     assert set(g.groups["g"].members) == {"b"} and taken.assignment == tps(0, 1)
+
+
+# --- records in __consumer_offsets ----------------------------------------------------------------------------------
+
+
+def test_records_have_kafkas_layout_and_skip_unknown_tagged_fields() -> None:
+    assert encode_consumer_group_key(ConsumerGroupKey(3, "g")) == b"\x00\x03\x00\x01g"
+    assert encode_consumer_group_key(ConsumerGroupKey(8, "g", "m")) == b"\x00\x08\x00\x01g\x00\x01m"
+    assert encode_consumer_group_value(ConsumerGroupEpochValue(5)) == b"\x00\x00\x00\x00\x00\x05\x00"
+    tagged = b"\x00\x00\x00\x00\x00\x05\x01\x00\x08" + bytes(8)  # tag 0 (Kafka 4.1's metadata hash), 8 bytes
+    assert decode_consumer_group_value(3, tagged) == ConsumerGroupEpochValue(5)
+
+
+def replayed(records: list[tuple[bytes, bytes | None]], loaded: LoadedPartition | None = None) -> LoadedPartition:
+    loaded = loaded or LoadedPartition()
+    for key, value in records:
+        apply_record(loaded, key, value)
+    return loaded
+
+
+def test_a_group_is_rebuilt_from_its_records_and_only_changes_are_written() -> None:
+    g = groups()
+    g.heartbeat("g", "a", 0, ["t"], "range", frozenset(), 0, rebalance_timeout_ms=1000)
+    g.heartbeat("g", "b", 0, ["t"], None, frozenset(), 1)
+    g.heartbeat("g", "a", 1, None, None, None, 2)  # a is asked to release two partitions
+    written = g.unwritten("g")
+    assert g.unwritten("g") == []  # nothing changed since
+    loaded = replayed(written)
+    rebuilt = groups()
+    rebuilt.install("g", loaded.consumer_groups["g"], 100)
+    old, new = g.groups["g"], rebuilt.groups["g"]
+    assert (new.epoch, new.assignment_epoch, new.target, new.assignor) == (
+        old.epoch,
+        old.assignment_epoch,
+        old.target,
+        "range",
+    )
+    for member_id, member in old.members.items():
+        again = new.members[member_id]
+        assert (again.epoch, again.assigned, again.revoking, again.subscribed, again.rebalance_timeout_ms) == (
+            member.epoch,
+            member.assigned,
+            member.revoking,
+            member.subscribed,
+            member.rebalance_timeout_ms,
+        )
+    assert rebuilt.unwritten("g") == []
+    left = rebuilt.heartbeat("g", "b", -1, None, None, None, 200)
+    assert left.error == ErrorCode.NONE
+    changes = rebuilt.unwritten("g")
+    gone = {k for k, v in changes if v is None}
+    assert gone == {encode_consumer_group_key(ConsumerGroupKey(r, "g", "b")) for r in (5, 7, 8)}
+    after = replayed(changes, loaded).consumer_groups["g"]
+    assert {k.member_id for k in after if k.member_id} == {"a"}
+    assert after[ConsumerGroupKey(3, "g")] == ConsumerGroupEpochValue(rebuilt.groups["g"].epoch)
+
+
+def test_a_coordinator_loads_consumer_groups_and_expires_a_silent_member_on_its_timer() -> None:
+    coordinator, manager, clock = make()
+    coordinator.consumer_groups = groups()
+    coordinator.consumer_groups.heartbeat("g", "a", 0, ["t"], None, frozenset(), clock.now)
+    coordinator.consumer_groups.heartbeat("g", "b", 0, ["t"], None, frozenset(), clock.now)
+    assert asyncio.run(coordinator.store_consumer_group("g")) == ErrorCode.NONE
+    epoch = coordinator.consumer_groups.groups["g"].epoch
+
+    async def reload_and_expire() -> tuple[set[str], int, set[str], list[bytes]]:
+        restarted, fresh, _ = make()
+        restarted.clock = restarted.heartbeat_purgatory.clock = clock
+        restarted.time_ms = clock.time_ms
+        restarted.owned_partitions.clear()
+        restarted.consumer_groups = groups()
+        fresh.loaded = replayed(manager.records)
+        restarted.on_leadership_change(TopicPartition(GROUP_METADATA_TOPIC_NAME, 0), True)
+        await restarted._loads[0]
+        loaded = restarted.consumer_groups.groups["g"]
+        members, loaded_epoch = set(loaded.members), loaded.epoch
+        clock.now += SESSION_TIMEOUT_MS - 1
+        restarted.consumer_groups.heartbeat("g", "b", loaded.members["b"].epoch, None, None, None, clock.now)
+        restarted.watch_consumer_member("g", "b")
+        clock.now += 1
+        restarted.watch_consumer_member("g", "a")  # a's deadline has passed: its timer fires at once
+        await asyncio.sleep(0.05)
+        tombstones = [k for k, v in fresh.records if v is None]
+        return members, loaded_epoch, set(loaded.members), tombstones
+
+    members, loaded_epoch, left, tombstones = asyncio.run(reload_and_expire())
+    assert (members, loaded_epoch) == ({"a", "b"}, epoch)
+    assert left == {"b"}  # a was silent for its session timeout; nobody else heartbeat after it expired
+    assert encode_consumer_group_key(ConsumerGroupKey(5, "g", "a")) in tombstones
 
 
 # --- through the handlers and the coordinator ------------------------------------------------------------------------
