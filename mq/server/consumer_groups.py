@@ -1,7 +1,6 @@
 """The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): membership and server-side assignment.
 
-INCOMPLETE: no static membership, no regex subscriptions, no rack awareness; DeleteGroups and OffsetDelete do not
-know these groups (ListGroups lists them; DescribeGroups answers them as not classic groups, as Kafka does).
+INCOMPLETE: no static membership, no regex subscriptions, no rack awareness, no migration to or from classic groups.
 
 A group is kept in ``__consumer_offsets`` as Kafka's records 3, 5, 6, 7 and 8 (``mq.protocol.consumer_offsets``):
 ``unwritten`` gives the records that changed since the last write (tombstones for removed members) and ``install``
@@ -313,6 +312,21 @@ class ConsumerGroups:
             group.target.pop(member_id, None)
         if silent:
             self._bump(group)
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def subscribed_topics(self, group_id: str) -> frozenset[str]:
+        group = self.groups.get(group_id)
+        return frozenset() if group is None else frozenset(t for m in group.members.values() for t in m.subscribed)
+
+    def delete(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
+        """Forget the group; the tombstones of every record it wrote."""
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return []
+        return [(key, None) for key in reversed(group.written)]
 
     def member_epoch_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
         """For an offset commit of a consumer-protocol group: None if the group is not one, else the commit's error

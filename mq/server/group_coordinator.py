@@ -245,6 +245,16 @@ class GroupCoordinator:
             self.consumer_groups.not_written(group_id, records)
         return error
 
+    async def delete_consumer_group(self, group_id: str) -> ErrorCode:
+        """Forget an (empty) consumer-protocol group, tombstoning its records."""
+        if self.consumer_groups is None:
+            return ErrorCode.NONE
+        records = self.consumer_groups.delete(group_id)
+        self.watch_consumer_members(group_id)
+        if not records:
+            return ErrorCode.NONE
+        return await self.manager.store_records(self.partition_for(group_id), records)
+
     def watch_consumer_members(self, group_id: str) -> None:
         """(Re)arm the session of every member of the group; drop those of members it no longer has."""
         groups = self.consumer_groups
@@ -474,6 +484,12 @@ class GroupCoordinator:
         error = self._status(request.group_id)
         if error != ErrorCode.NONE:
             return JoinResult(error, request.member_id)
+        if self.consumer_groups is not None and request.group_id in self.consumer_groups.groups:
+            if self.consumer_groups.has_members(request.group_id):
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+            error = await self.delete_consumer_group(request.group_id)  # an empty one becomes a classic group
+            if error != ErrorCode.NONE:
+                return JoinResult(error, request.member_id)
         if not (
             self.config.group_min_session_timeout_ms
             <= request.session_timeout_ms
@@ -812,12 +828,22 @@ class GroupCoordinator:
         return self.manager.store_offsets(group, offsets, stored)
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetCommitValue | None]]:
-        """Committed offsets of ``partitions`` (None: every partition with one); None where nothing is committed."""
+        """Committed offsets of ``partitions`` (None: every partition with one); None where nothing is committed.
+        A fetch naming a member (OffsetFetch v9+) of a consumer-protocol group must name one at its epoch
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); one with neither is an admin's."""
         error = self._status(group_id, allow_empty=True)
         if error != ErrorCode.NONE:
             return error, {}
+        if self.consumer_groups is not None and (member_id or member_epoch >= 0):
+            member_error = self.consumer_groups.member_epoch_error(group_id, member_id or "", member_epoch)
+            if member_error is not None and member_error != ErrorCode.NONE:
+                return member_error, {}
         group = self.groups.get(group_id)
         stored = {} if group is None or group.is_in(GroupState.DEAD) else group.offsets
         if partitions is None:
@@ -834,7 +860,15 @@ class GroupCoordinator:
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartition, ErrorCode] = {}
-        if group.is_in(GroupState.EMPTY):
+        subscribed = frozenset() if self.consumer_groups is None else self.consumer_groups.subscribed_topics(group_id)
+        if subscribed:
+            deletable = []
+            for tp in partitions:
+                if tp.topic in subscribed:
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    deletable.append(tp)
+        elif group.is_in(GroupState.EMPTY):
             deletable = partitions
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
             deletable = []
@@ -876,8 +910,15 @@ class GroupCoordinator:
         for group_id in group_ids:
             error = self._status(group_id, allow_empty=True)
             group = self.groups.get(group_id)
+            consumer = self.consumer_groups is not None and group_id in self.consumer_groups.groups
             if error != ErrorCode.NONE:
                 results[group_id] = error
+            elif consumer and self.consumer_groups is not None and self.consumer_groups.has_members(group_id):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            elif consumer and (error := await self.delete_consumer_group(group_id)) != ErrorCode.NONE:
+                results[group_id] = error
+            elif consumer and (group is None or group.is_in(GroupState.DEAD)):
+                results[group_id] = ErrorCode.NONE  # a consumer-protocol group without offsets
             elif group is None or group.is_in(GroupState.DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif not group.is_in(GroupState.EMPTY):

@@ -6,7 +6,9 @@ the member retries). Partitions travel by topic id on the wire and by name insid
 heartbeat needs READ on its group and DESCRIBE on every topic it subscribes to (else TOPIC_AUTHORIZATION_FAILED), as
 Kafka checks them; ConsumerGroupDescribe needs DESCRIBE on each group and does not compute authorized operations. ConsumerGroupDescribe
 answers GROUP_ID_NOT_FOUND for a group that is not a consumer-protocol group (a classic one included), so that
-librdkafka falls back to DescribeGroups, as Kafka answers it.
+librdkafka falls back to DescribeGroups, as Kafka answers it. A heartbeat for a classic group with members is refused
+with GROUP_ID_NOT_FOUND, and a JoinGroup for a consumer-protocol group with members with INCONSISTENT_GROUP_PROTOCOL
+(an empty group of either kind becomes the other), as Kafka answers them without migration.
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ def consumer_group_protocol_apis(
         status = coordinator.status(request.group_id)
         if status != ErrorCode.NONE:
             return heartbeat_error(context, request, status)
+        classic = coordinator.groups.get(request.group_id)
+        if classic is not None and classic.members:  # no migration between the protocols
+            return {
+                **heartbeat_error(context, request, ErrorCode.GROUP_ID_NOT_FOUND),
+                "error_message": f"Group {request.group_id} is not a consumer group.",
+            }
         if getattr(request, "subscribed_topic_regex", None):  # librdkafka sends "" for none
             return {
                 **heartbeat_error(context, request, ErrorCode.INVALID_REQUEST),

@@ -20,8 +20,11 @@ from mq.protocol.consumer_offsets import (
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.consumer_groups import SESSION_TIMEOUT_MS, ConsumerGroups, range_assignor, uniform
+from mq.server.group_coordinator import JoinRequest
+from mq.server.group_metadata import GroupMetadata, MemberMetadata
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, LoadedPartition, apply_record
 from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_apis
+from mq.server.handlers.group_offsets import group_offset_apis
 from mq.server.handlers.groups import group_apis
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.topic_partition import TopicPartition
@@ -314,3 +317,80 @@ def test_describe_groups_does_not_describe_a_consumer_protocol_group_as_classic(
         [group] = decoded(key, version, general(dispatcher, frame)).groups
         assert (group.error_code, group.group_state, group.members) == (code, state, ())
     assert group.group_id == "g"
+
+
+def test_the_classic_group_apis_know_consumer_protocol_groups() -> None:
+    coordinator, manager, clock = make()
+    coordinator.consumer_groups = groups()
+    t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
+
+    async def scenario() -> None:
+        assert coordinator.consumer_groups is not None
+        coordinator.consumer_groups.heartbeat("g", "a", 0, ["t"], None, frozenset(), clock.now)
+        offsets = {t0: OffsetCommitValue(5, "", 0), u0: OffsetCommitValue(7, "", 0)}
+        assert await committed(coordinator, "g", "a", None, 1, offsets) == ErrorCode.NONE
+        assert coordinator.fetch_offsets("g", [t0], "a", 0)[0] == ErrorCode.STALE_MEMBER_EPOCH
+        assert coordinator.fetch_offsets("g", [t0], "b", 1)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+        assert coordinator.fetch_offsets("g", [t0], "a", 1)[1][t0] == OffsetCommitValue(5, "", 0)
+        assert coordinator.fetch_offsets("g", [t0])[1][t0] is not None  # an admin's fetch names no member
+        join = JoinRequest("g", "", None, True, "c", "/h", 5000, 5000, "consumer", [("range", b"")])
+        assert (await coordinator.join_group(join)).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        assert await coordinator.delete_groups(["g"]) == {"g": ErrorCode.NON_EMPTY_GROUP}
+        code, results = await coordinator.delete_offsets("g", [t0, u0])
+        assert (code, results) == (ErrorCode.NONE, {t0: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, u0: ErrorCode.NONE})
+        coordinator.consumer_groups.heartbeat("g", "a", -1, None, None, None, clock.now)
+        assert await coordinator.store_consumer_group("g") == ErrorCode.NONE
+        assert await coordinator.delete_groups(["g"]) == {"g": ErrorCode.NONE}
+        assert "g" not in coordinator.consumer_groups.groups and coordinator.fetch_offsets("g", None)[1] == {}
+        assert (encode_consumer_group_key(ConsumerGroupKey(3, "g")), None) in manager.records
+        assert await coordinator.delete_groups(["g"]) == {"g": ErrorCode.GROUP_ID_NOT_FOUND}
+
+    asyncio.run(scenario())
+
+
+def test_an_empty_consumer_protocol_group_becomes_a_classic_group_on_join() -> None:
+    coordinator, manager, clock = make()
+    coordinator.consumer_groups = groups()
+
+    async def scenario() -> ErrorCode:
+        assert coordinator.consumer_groups is not None
+        coordinator.consumer_groups.heartbeat("g", "a", 0, ["t"], None, frozenset(), clock.now)
+        coordinator.consumer_groups.heartbeat("g", "a", -1, None, None, None, clock.now)
+        await coordinator.store_consumer_group("g")
+        join = JoinRequest("g", "", None, True, "c", "/h", 5000, 5000, "consumer", [("range", b"")])
+        return (await coordinator.join_group(join)).error
+
+    assert asyncio.run(scenario()) == ErrorCode.MEMBER_ID_REQUIRED
+    assert coordinator.consumer_groups is not None and "g" not in coordinator.consumer_groups.groups
+    assert (encode_consumer_group_key(ConsumerGroupKey(3, "g")), None) in manager.records
+
+
+def test_offset_fetch_v9_checks_the_member_and_a_heartbeat_for_a_busy_classic_group_is_refused() -> None:
+    coordinator, _, _ = make()
+    metadata = topic_cache()
+    dispatcher = ApiDispatcher(
+        [
+            *consumer_group_protocol_apis(coordinator, metadata),
+            *group_offset_apis(coordinator, metadata, coordinator.config),
+        ]
+    )
+    heartbeat_key, fetch_key = ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.OFFSET_FETCH
+    general(dispatcher, request_frame(heartbeat_key, 1, heartbeat_values(0, ["t"])))
+
+    def fetched(member_id: str | None, member_epoch: int) -> ErrorCode:
+        group = {"group_id": "g", "member_id": member_id, "member_epoch": member_epoch, "topics": None}
+        frame = request_frame(fetch_key, 9, {"groups": [group], "require_stable": False})
+        return ErrorCode(decoded(fetch_key, 9, general(dispatcher, frame)).groups[0].error_code)
+
+    assert [fetched("m1", 1), fetched("m1", 0), fetched("m2", 1), fetched(None, -1)] == [
+        ErrorCode.NONE,
+        ErrorCode.STALE_MEMBER_EPOCH,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.NONE,
+    ]
+    classic = GroupMetadata("busy", 0)
+    classic.add(MemberMetadata("x", None, "c", "h", 5000, 5000, "consumer", [("range", b"")]), None)
+    coordinator.groups["busy"] = classic
+    values = {**heartbeat_values(0, ["t"]), "group_id": "busy"}
+    answer = decoded(heartbeat_key, 1, general(dispatcher, request_frame(heartbeat_key, 1, values)))
+    assert answer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
