@@ -1,6 +1,6 @@
 """The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): membership and server-side assignment.
 
-INCOMPLETE: no static membership, no regex subscriptions, no rack awareness, no migration to or from classic groups.
+INCOMPLETE: no regex subscriptions, no rack awareness, no migration to or from classic groups.
 
 A group is kept in ``__consumer_offsets`` as Kafka's records 3, 5, 6, 7 and 8 (``mq.protocol.consumer_offsets``):
 ``unwritten`` gives the records that changed since the last write (tombstones for removed members) and ``install``
@@ -11,6 +11,10 @@ count does); each bump computes a target assignment with the chosen assignor (``
 A member converges to its target by heartbeats: partitions it holds that its target no longer has are revoked first
 (its answer is its current assignment minus them, at its old epoch); once its heartbeat reports them released it moves
 to the group epoch with its target minus the partitions other members still hold, and gets those once released.
+A static member (an instance id) that leaves with epoch -2 keeps its place and partitions until its session times
+out: a new member joining with its instance id takes them over at its epoch without a rebalance, while one joining
+with the instance id of a member still active is refused (UNRELEASED_INSTANCE_ID), and a heartbeat of a replaced
+member id with that instance id is fenced (FENCED_INSTANCE_ID).
 A member silent for its session timeout, or still holding partitions it was asked to release past its rebalance
 timeout, is removed; both are checked whenever any member of its group heartbeats, and at ``deadline_ms`` (the
 coordinator's timer calls ``expire``).
@@ -75,6 +79,7 @@ class Member:
     revoking_since_ms: int = 0
     """When it was asked to give up ``revoking``: past its rebalance timeout it is removed from the group."""
     previous_epoch: int = -1
+    instance_id: str | None = None
 
 
 @dataclass
@@ -199,6 +204,7 @@ class ConsumerGroups:
         client_id: str = "",
         client_host: str = "",
         rebalance_timeout_ms: int = -1,
+        instance_id: str | None = None,
     ) -> HeartbeatResult:
         """One ConsumerGroupHeartbeat; ``subscribed``/``owned`` None: unchanged since the member's last heartbeat."""
         if assignor is not None and assignor not in ASSIGNORS:
@@ -209,14 +215,31 @@ class ConsumerGroups:
                 return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id or None)
             group = self.groups[group_id] = ConsumerGroup(group_id)
         self._expire(group, now_ms)
+        static = next((m for m in group.members.values() if instance_id and m.instance_id == instance_id), None)
+        if static is not None and static.member_id != member_id and member_epoch != 0:
+            return HeartbeatResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
+        if member_epoch == STATIC_LEAVE_EPOCH and static is not None:
+            static.epoch, static.last_seen_ms = STATIC_LEAVE_EPOCH, now_ms  # keeps its partitions for a session
+            return HeartbeatResult(ErrorCode.NONE, member_id, member_epoch)
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             if group.members.pop(member_id, None) is not None:
                 group.target.pop(member_id, None)
                 self._bump(group)
             return HeartbeatResult(ErrorCode.NONE, member_id, member_epoch)
+        taking_over = member_epoch == 0 and static is not None and static.epoch == STATIC_LEAVE_EPOCH
+        if static is not None and taking_over:
+            member_id = member_id or str(uuid.uuid4())
+            self._replace(group, static, member_id)
+        elif member_epoch == 0 and static is not None and static.member_id != member_id:
+            return HeartbeatResult(
+                ErrorCode.UNRELEASED_INSTANCE_ID,
+                message=f"Static member {instance_id} of group {group_id} is still active.",
+            )
         member = group.members.get(member_id)
         changed = False
-        if member_epoch == 0:
+        if taking_over and member is not None:
+            member.client_id, member.client_host = client_id, client_host  # keeps the partitions it took over
+        elif member_epoch == 0:
             if not subscribed and member is None:
                 return HeartbeatResult(
                     ErrorCode.INVALID_REQUEST, message="SubscribedTopicNames must be set in first request."
@@ -224,7 +247,14 @@ class ConsumerGroups:
             if member is None:
                 member_id = member_id or str(uuid.uuid4())
                 member = group.members[member_id] = Member(
-                    member_id, 0, frozenset(subscribed or ()), assignor, client_id, client_host, now_ms
+                    member_id,
+                    0,
+                    frozenset(subscribed or ()),
+                    assignor,
+                    client_id,
+                    client_host,
+                    now_ms,
+                    instance_id=instance_id,
                 )
                 changed = True
             else:
@@ -257,6 +287,17 @@ class ConsumerGroups:
         self._reconcile(group, member, now_ms)
         changed = member.assigned != before or member_epoch == 0
         return HeartbeatResult(ErrorCode.NONE, member.member_id, member.epoch, member.assigned if changed else None)
+
+    @staticmethod
+    def _replace(group: ConsumerGroup, static: Member, member_id: str) -> None:
+        """``member_id`` takes the place of the static member that left: its partitions and target, at epoch 0."""
+        del group.members[static.member_id]
+        target = group.target.pop(static.member_id, None)
+        static.previous_epoch, static.epoch = static.epoch, 0
+        static.member_id = member_id
+        group.members[member_id] = static
+        if target is not None:
+            group.target[member_id] = target
 
     def _reconcile(self, group: ConsumerGroup, member: Member, now_ms: int) -> None:
         target = group.target.get(member.member_id, frozenset())
@@ -357,7 +398,7 @@ class ConsumerGroups:
         gid = group.group_id
         for m in group.members.values():
             value = ConsumerGroupMemberValue(
-                None,
+                m.instance_id,
                 None,
                 m.client_id,
                 m.client_host,
@@ -435,6 +476,7 @@ class ConsumerGroups:
                     value.client_host,
                     now_ms,
                     rebalance_timeout_ms=value.rebalance_timeout_ms,
+                    instance_id=value.instance_id,
                 )
         for key, value in records.items():
             member = group.members.get(key.member_id or "")

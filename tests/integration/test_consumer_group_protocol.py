@@ -155,3 +155,44 @@ def test_a_group_of_three_consumes_and_keeps_its_epoch_and_assignment_across_a_b
     assert membership(broker.bootstrap, "trio") == before  # the members went on at their epochs
     for consumer in members:
         consumer.close()
+
+
+def test_a_static_member_replaced_under_its_instance_id_keeps_its_partitions_without_a_rebalance(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("kip848", 4, 1)])["kip848"].result(15)
+
+    def static(instance: str) -> Consumer:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "statics",
+                "group.protocol": "consumer",
+                "group.instance.id": instance,
+            }
+        )
+        consumer.subscribe(["kip848"])
+        return consumer
+
+    members = {"s1": static("s1"), "s2": static("s2")}
+
+    def settled() -> tuple[int, list[tuple[str, int, tuple[int, ...]]]] | None:
+        for consumer in members.values():
+            consumer.poll(0.1)
+        found = membership(broker.bootstrap, "statics")
+        return found if found is not None and len(found[1]) == 2 and all(len(m[2]) == 2 for m in found[1]) else None
+
+    assert wait_for(settled, 60)
+    before = settled()
+    assert before is not None
+    instances = {m.instance_id: m for m in describe(broker.bootstrap, "statics").members}
+    assert set(instances) == {"s1", "s2"}
+    held = sorted(p for t in instances["s1"].assignment.topic_partitions for p in t.partitions)
+    members.pop("s1").close()  # leaves with epoch -2: its partitions wait for it
+    members["s1"] = static("s1")
+    after: list[Any] = []
+    assert wait_for(lambda: (after.append(settled()), after[-1] is not None)[1], 30)
+    replaced = {m.instance_id: m for m in describe(broker.bootstrap, "statics").members}
+    assert sorted(p for t in replaced["s1"].assignment.topic_partitions for p in t.partitions) == held
+    assert after[-1][0] == before[0]  # the group epoch did not move: no rebalance
+    for consumer in members.values():
+        consumer.close()

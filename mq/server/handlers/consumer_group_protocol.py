@@ -87,6 +87,7 @@ def consumer_group_protocol_apis(
             context.header.client_id or "",
             context.client.host,
             int(request.rebalance_timeout.total_seconds() * 1000),
+            request.instance_id,
         )
         if result.error == ErrorCode.NONE:
             coordinator.watch_consumer_members(request.group_id)
@@ -138,7 +139,7 @@ def consumer_group_protocol_apis(
                     "members": [
                         {
                             "member_id": m.member_id,
-                            "instance_id": None,
+                            "instance_id": m.instance_id,
                             "rack_id": None,
                             "member_epoch": m.epoch,
                             "client_id": m.client_id,

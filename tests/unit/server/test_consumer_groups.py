@@ -131,6 +131,40 @@ def test_a_member_that_never_releases_is_removed_after_its_rebalance_timeout() -
     assert set(g.groups["g"].members) == {"b"} and taken.assignment == tps(0, 1)
 
 
+def test_a_static_member_that_leaves_keeps_its_partitions_for_its_replacement() -> None:
+    g = groups()
+    g.heartbeat("g", "a", 0, ["t"], None, frozenset(), 0, instance_id="i1")
+    g.heartbeat("g", "b", 0, ["t"], None, frozenset(), 1)
+    kept = g.heartbeat("g", "a", 1, None, None, None, 2).assignment
+    assert kept is not None and len(kept) == 2
+    g.heartbeat("g", "a", 1, None, None, kept, 3)
+    b = g.heartbeat("g", "b", 2, None, None, frozenset(), 4)
+    assert b.assignment == tps(0, 1, 2, 3) - kept
+    epoch = g.groups["g"].epoch
+    assert g.heartbeat("g", "a", -2, None, None, None, 5, instance_id="i1").member_epoch == -2
+    assert g.heartbeat("g", "b", 2, None, None, None, 6).assignment is None  # a's partitions stay a's
+    busy = g.heartbeat("g", "c", 0, ["t"], None, frozenset(), 7, instance_id="b-not")
+    assert busy.error == ErrorCode.NONE  # another instance id is a new member
+    g.heartbeat("g", "c", -1, None, None, None, 8)
+    epoch = g.groups["g"].epoch
+    again = g.heartbeat("g", "a2", 0, ["t"], None, frozenset(), 9, instance_id="i1")
+    assert (again.error, again.member_id, again.member_epoch, again.assignment) == (ErrorCode.NONE, "a2", epoch, kept)
+    assert g.groups["g"].epoch == epoch and set(g.groups["g"].members) == {"a2", "b"}  # no rebalance
+    assert g.heartbeat("g", "a", 1, None, None, None, 10, instance_id="i1").error == ErrorCode.FENCED_INSTANCE_ID
+    taken = g.heartbeat("g", "a3", 0, ["t"], None, frozenset(), 11, instance_id="i1")
+    assert taken.error == ErrorCode.UNRELEASED_INSTANCE_ID  # a2 is active
+
+
+def test_a_static_member_that_does_not_come_back_is_removed_after_its_session() -> None:
+    g = groups(2)
+    g.heartbeat("g", "a", 0, ["t"], None, frozenset(), 0, instance_id="i1")
+    g.heartbeat("g", "a", -2, None, None, None, 10, instance_id="i1")
+    b = g.heartbeat("g", "b", 0, ["t"], None, frozenset(), 20)
+    assert b.assignment == frozenset()
+    b = g.heartbeat("g", "b", b.member_epoch, None, None, frozenset(), 10 + SESSION_TIMEOUT_MS)
+    assert set(g.groups["g"].members) == {"b"} and b.assignment == tps(0, 1)
+
+
 # --- records in __consumer_offsets ----------------------------------------------------------------------------------
 
 
@@ -152,7 +186,7 @@ def replayed(records: list[tuple[bytes, bytes | None]], loaded: LoadedPartition 
 def test_a_group_is_rebuilt_from_its_records_and_only_changes_are_written() -> None:
     g = groups()
     g.heartbeat("g", "a", 0, ["t"], "range", frozenset(), 0, rebalance_timeout_ms=1000)
-    g.heartbeat("g", "b", 0, ["t"], None, frozenset(), 1)
+    g.heartbeat("g", "b", 0, ["t"], None, frozenset(), 1, instance_id="i1")
     g.heartbeat("g", "a", 1, None, None, None, 2)  # a is asked to release two partitions
     written = g.unwritten("g")
     assert g.unwritten("g") == []  # nothing changed since
@@ -168,13 +202,22 @@ def test_a_group_is_rebuilt_from_its_records_and_only_changes_are_written() -> N
     )
     for member_id, member in old.members.items():
         again = new.members[member_id]
-        assert (again.epoch, again.assigned, again.revoking, again.subscribed, again.rebalance_timeout_ms) == (
+        assert (
+            again.epoch,
+            again.assigned,
+            again.revoking,
+            again.subscribed,
+            again.rebalance_timeout_ms,
+            again.instance_id,
+        ) == (
             member.epoch,
             member.assigned,
             member.revoking,
             member.subscribed,
             member.rebalance_timeout_ms,
+            member.instance_id,
         )
+    assert new.members["b"].instance_id == "i1"
     assert rebuilt.unwritten("g") == []
     left = rebuilt.heartbeat("g", "b", -1, None, None, None, 200)
     assert left.error == ErrorCode.NONE
