@@ -939,7 +939,10 @@ class GroupCoordinator:
             return value.commit_timestamp + retention_ms <= now
 
         if group.protocol_type is None:
-            return [tp for tp, v in group.offsets.items() if commit_expired(v)]
+            subscribed = (
+                frozenset() if self.consumer_groups is None else self.consumer_groups.subscribed_topics(group.group_id)
+            )  # a consumer-protocol group's members keep the offsets of the topics they subscribe to
+            return [tp for tp, v in group.offsets.items() if tp.topic not in subscribed and commit_expired(v)]
         if group.is_in(GroupState.EMPTY):
             if group.state_timestamp_ms + retention_ms <= now:
                 return list(group.offsets)

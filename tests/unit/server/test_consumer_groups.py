@@ -437,3 +437,20 @@ def test_offset_fetch_v9_checks_the_member_and_a_heartbeat_for_a_busy_classic_gr
     values = {**heartbeat_values(0, ["t"]), "group_id": "busy"}
     answer = decoded(heartbeat_key, 1, general(dispatcher, request_frame(heartbeat_key, 1, values)))
     assert answer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_offsets_of_topics_a_consumer_protocol_group_subscribes_to_do_not_expire() -> None:
+    coordinator, _, clock = make()
+    coordinator.consumer_groups = groups()
+    t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
+
+    async def scenario() -> int:
+        assert coordinator.consumer_groups is not None
+        coordinator.consumer_groups.heartbeat("g", "a", 0, ["t"], None, frozenset(), clock.now)
+        offsets = {t0: OffsetCommitValue(5, "", clock.now), u0: OffsetCommitValue(7, "", clock.now)}
+        assert await committed(coordinator, "g", "a", None, 1, offsets) == ErrorCode.NONE
+        clock.now += coordinator.config.offsets_retention_minutes * 60000
+        return await coordinator.expire_offsets()
+
+    assert asyncio.run(scenario()) == 1
+    assert set(coordinator.groups["g"].offsets) == {t0}
