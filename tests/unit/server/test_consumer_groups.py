@@ -255,6 +255,8 @@ def test_a_coordinator_loads_consumer_groups_and_expires_a_silent_member_on_its_
         restarted.watch_consumer_member("g", "a")  # a's deadline has passed: its timer fires at once
         await asyncio.sleep(0.05)
         tombstones = [k for k, v in fresh.records if v is None]
+        restarted.on_leadership_change(TopicPartition(GROUP_METADATA_TOPIC_NAME, 0), False)
+        assert "g" not in restarted.consumer_groups.groups and not restarted._consumer_sessions  # unloaded
         return members, loaded_epoch, set(loaded.members), tombstones
 
     members, loaded_epoch, left, tombstones = asyncio.run(reload_and_expire())
