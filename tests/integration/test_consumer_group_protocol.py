@@ -5,6 +5,7 @@ of three consumes and keeps its epoch, members and assignment across a broker re
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from typing import Any
 
@@ -34,7 +35,18 @@ def member(bootstrap: str, group: str) -> Consumer:
     return consumer
 
 
-def test_members_share_the_partitions_and_commit(broker) -> None:
+def group_tool(mq_command: list[str], bootstrap: str, *args: str) -> list[str]:
+    done = subprocess.run(
+        [*mq_command, "consumer-groups", "--bootstrap-server", bootstrap, *args, "--format", "text"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_members_share_the_partitions_and_commit(broker, mq_command) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("kip848", 4, 1)])["kip848"].result(15)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -66,6 +78,18 @@ def test_members_share_the_partitions_and_commit(broker) -> None:
     assert sorted(sorted(tp.partition for tp in m.assignment.topic_partitions) for m in described.members) == sorted(
         split
     )
+
+    listed = group_tool(mq_command, broker.bootstrap, "--list", "--type", "--state")
+    assert listed[1].split() == ["readers", "Consumer", "Stable"]
+    members = group_tool(mq_command, broker.bootstrap, "--describe", "--group", "readers", "--members", "--verbose")
+    rows = sorted(line.split() for line in members if line.startswith("readers"))
+    assert [row[-2:] for row in rows] == sorted(["2", f"kip848({','.join(map(str, half))})"] for half in split)
+    offsets = group_tool(mq_command, broker.bootstrap, "--describe", "--group", "readers")
+    member_ids = {row[1] for row in rows}
+    assert sorted((line.split()[2], line.split()[3]) for line in offsets if line.startswith("readers")) == [
+        (str(p), "25") for p in range(4)
+    ]
+    assert all(line.split()[6] in member_ids for line in offsets if line.startswith("readers"))
     second.close()
     first.close()
 
