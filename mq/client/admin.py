@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mq.client.cluster import BrokerMetadata, Cluster, TopicMetadata, kafka_error, topic_id_string
-from mq.client.connection import DEFAULT_CLIENT_ID
+from mq.client.connection import DEFAULT_CLIENT_ID, UnsupportedVersionError
 from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.client.security import PLAINTEXT, ClientSecurity
@@ -126,6 +126,8 @@ class GroupListing:
     protocol_type: str
     state: str
     """Empty when the broker answered ListGroups below v4 (no states)."""
+    group_type: str = ""
+    """``classic`` or ``consumer`` (KIP-848) from ListGroups v5; empty from older versions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,11 +557,15 @@ class AsyncAdmin:
 
         return await self.cluster.with_retries(attempt)
 
-    async def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
-        """Groups of every broker (ListGroups), sorted by id; ``states`` keeps only groups in those states."""
+    async def list_groups(
+        self, states: Iterable[str] | None = None, types: Iterable[str] | None = None
+    ) -> list[GroupListing]:
+        """Groups of every broker (ListGroups), sorted by id; ``states`` keeps only groups in those states, ``types``
+        only groups of those types (``classic``, ``consumer``; asked of brokers that answer ListGroups v5)."""
         wanted = None if states is None else set(states)
+        kinds = None if types is None else {t.lower() for t in types}
         await self.cluster.with_retries(lambda: self.cluster.refresh_metadata([]))
-        body = {"states_filter": sorted(wanted or ()), "types_filter": []}
+        body = {"states_filter": sorted(wanted or ()), "types_filter": sorted(kinds or ())}
         found: dict[str, GroupListing] = {}
         for node in sorted(self.cluster.brokers):
 
@@ -570,8 +576,9 @@ class AsyncAdmin:
             if response.error_code != ErrorCode.NONE:
                 raise kafka_error(response.error_code, None, f"list groups of broker {node}")
             for group in response.groups:
-                listing = GroupListing(group.group_id, group.protocol_type, getattr(group, "group_state", ""))
-                if wanted is None or listing.state in wanted:
+                kind = getattr(group, "group_type", "")
+                listing = GroupListing(group.group_id, group.protocol_type, getattr(group, "group_state", ""), kind)
+                if (wanted is None or listing.state in wanted) and (kinds is None or kind.lower() in kinds):
                     found[listing.group_id] = listing
         return [found[g] for g in sorted(found)]
 
@@ -584,6 +591,10 @@ class AsyncAdmin:
             group = response.groups[0]
             state = group.group_state
             if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+                described = await self._describe_consumer_group(group_id)
+                if described is not None:
+                    result.append(described)
+                    continue
                 state = "Dead"
             elif group.error_code != ErrorCode.NONE:
                 raise kafka_error(group.error_code, getattr(group, "error_message", None), f"describe {group_id!r}")
@@ -602,6 +613,31 @@ class AsyncAdmin:
                 GroupDescription(group_id, state, group.protocol_type, group.protocol_data, members, coordinator)
             )
         return result
+
+    async def _describe_consumer_group(self, group_id: str) -> GroupDescription | None:
+        """A KIP-848 consumer group (ConsumerGroupDescribe), or None when the coordinator knows no such group or does
+        not serve the API. Its protocol is the server-side assignor; assignments are the members' current ones."""
+        body = {"group_ids": [group_id], "include_authorized_operations": False}
+        try:
+            coordinator, response = await self._at_coordinator(group_id, ApiKey.CONSUMER_GROUP_DESCRIBE, body)
+        except UnsupportedVersionError:
+            return None
+        group = response.groups[0]
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if group.error_code != ErrorCode.NONE:
+            raise kafka_error(group.error_code, group.error_message, f"describe {group_id!r}")
+        members = tuple(
+            MemberDescription(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions),
+            )
+            for m in group.members
+        )
+        return GroupDescription(group_id, group.group_state, "consumer", group.assignor_name, members, coordinator)
 
     async def list_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None

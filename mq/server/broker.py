@@ -65,6 +65,7 @@ from mq.server.handlers.client_metrics import client_metrics_apis
 from mq.server.handlers.client_quotas import client_quota_apis
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
+from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_apis
 from mq.server.handlers.controller_requests import controller_apis
 from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.group_offsets import group_offset_apis
@@ -520,6 +521,7 @@ class KafkaServer:
             *reassignment_apis(self.zk),
             *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config), acl),
             *group_offset_apis(coordinator, self.cache, config, acl=acl),
+            *consumer_group_protocol_apis(coordinator, self.cache, acl),
             *(
                 []
                 if config.standalone

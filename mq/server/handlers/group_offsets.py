@@ -169,7 +169,14 @@ def group_offset_apis(
 
     # --- OffsetFetch ---------------------------------------------------------------------------------------------
 
-    def fetch_group(context: RequestContext, group_id: str, topics: Any, per_partition_errors: bool) -> dict[str, Any]:
+    def fetch_group(
+        context: RequestContext,
+        group_id: str,
+        topics: Any,
+        per_partition_errors: bool,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> dict[str, Any]:
         """One group's answer: ``error_code`` and ``topics``. A group's error lists no partition, except in answers
         per partition (v0-v1), where every partition asked about carries it."""
         partitions = (
@@ -185,7 +192,7 @@ def group_offset_apis(
                     acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp.topic for tp in partitions)
                 )
                 asked = [tp for tp in partitions if tp.topic in described]
-            code, offsets = coordinator.fetch_offsets(group_id, asked)
+            code, offsets = coordinator.fetch_offsets(group_id, asked, member_id, member_epoch)
             if acl is not None and partitions is None:
                 committed = (tp.topic for tp in offsets)  # a listing: refusals logged at DEBUG only
                 described = allowed_names(
@@ -211,7 +218,17 @@ def group_offset_apis(
 
     async def offset_fetch(context: RequestContext, request: Any) -> dict[str, Any]:
         if context.version >= 8:
-            groups = [fetch_group(context, g.group_id, g.topics, False) for g in request.groups]
+            groups = [
+                fetch_group(
+                    context,
+                    g.group_id,
+                    g.topics,
+                    False,
+                    getattr(g, "member_id", None),  # v9+
+                    int(getattr(g, "member_epoch", -1)),
+                )
+                for g in request.groups
+            ]
             return {"throttle_time": 0, "groups": groups}
         answer = fetch_group(context, request.group_id, request.topics, context.version < 2)
         return {"throttle_time": 0, "error_code": answer["error_code"], "topics": answer["topics"]}
