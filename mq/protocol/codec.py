@@ -62,14 +62,15 @@ class RequestHeader:
 DECLARED_SCHEMAS = {**INTER_BROKER_SCHEMAS, **ACL_V0_SCHEMAS, **LIST_OFFSETS_V0_SCHEMAS, **LEGACY_SCHEMAS}
 """(api_key, version) -> (request, response) schemas mq declares where kio has none."""
 
-SAME_LAYOUT = {(35, 0): 1}
+SAME_LAYOUT = {(35, 0): 1, (9, 0): 1}
 """Versions kio has no schema for whose request and response bytes are those of another version: DescribeLogDirs
-v0 is v1 (v1 changed only when throttling is applied)."""
+v0 is v1 (v1 changed only when throttling is applied), OffsetFetch v0 is v1 (v1 reads offsets kept by the
+coordinator, v0 those kept in ZooKeeper)."""
 
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any] | None:
-    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs, ACL APIs v0, ListOffsets v0, Produce v0-v2 and Fetch v0-v3); None when
+    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs, ACL APIs v0, ListOffsets v0, Produce v0-v2, Fetch v0-v3 and OffsetCommit v0-v1); None when
     there is none."""
     if (api_key, api_version) in DECLARED_SCHEMAS:
         return DECLARED_SCHEMAS[api_key, api_version][0]

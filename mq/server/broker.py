@@ -116,6 +116,7 @@ from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.codecs import BrokerRegistration, decode_config_change
+from mq.zk.consumer_groups import ZkConsumerGroups
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
 from mq.zk.store import MetadataStore, NodeExistsError, StoreError
@@ -520,7 +521,7 @@ class KafkaServer:
             *sasl_apis(),
             *reassignment_apis(self.zk),
             *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config), acl),
-            *group_offset_apis(coordinator, self.cache, config, acl=acl),
+            *group_offset_apis(coordinator, self.cache, config, ZkConsumerGroups(self.store), acl=acl),
             *consumer_group_protocol_apis(coordinator, self.cache, acl),
             *(
                 []

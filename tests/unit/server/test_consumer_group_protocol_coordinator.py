@@ -28,6 +28,8 @@ from mq.server.handlers.group_offsets import group_offset_apis
 from mq.server.handlers.groups import group_apis
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from mq.topic_partition import TopicPartition
+from mq.zk.consumer_groups import ZkConsumerGroups
+from mq.zk.local_store import LocalStore
 from tests.unit.server.group_fakes import committed, make
 from tests.unit.server.test_authorization_checks import acl_cache, decoded, general, request_frame
 
@@ -416,7 +418,7 @@ def test_offset_fetch_v9_checks_the_member_and_a_heartbeat_for_a_busy_classic_gr
     dispatcher = ApiDispatcher(
         [
             *consumer_group_protocol_apis(coordinator, metadata),
-            *group_offset_apis(coordinator, metadata, coordinator.config),
+            *group_offset_apis(coordinator, metadata, coordinator.config, ZkConsumerGroups(LocalStore(None))),
         ]
     )
     heartbeat_key, fetch_key = ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.OFFSET_FETCH
