@@ -22,13 +22,13 @@ Usage: ``scripts/kafka_python_suite.py [--standalone] [--json FILE] [-- PYTEST A
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.metadata
 import json
 import os
 import shlex
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tarfile
@@ -77,8 +77,18 @@ def sdist(version: str, cache: Path) -> Path:
 
 
 def serves_api(command: list[str], api_key: int) -> bool:
-    """Whether a standalone broker started with ``command`` advertises ``api_key`` (ApiVersions v0 over a socket:
-    request header api_key=18, version 0, correlation id, client id; response error code and (key, min, max))."""
+    """Whether a standalone broker started with ``command`` advertises ``api_key`` in its ApiVersions."""
+    from mq.client.connection import BrokerConnection
+    from mq.errors import KafkaError
+
+    async def advertised(port: int) -> dict[int, tuple[int, int]]:
+        connection = BrokerConnection("127.0.0.1", port)
+        try:
+            await connection.connect()
+            return connection.api_versions
+        finally:
+            await connection.close()
+
     with tempfile.TemporaryDirectory(prefix="mq-probe-") as directory, socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
@@ -90,34 +100,14 @@ def serves_api(command: list[str], api_key: int) -> bool:
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    connection = socket.create_connection(("127.0.0.1", port), timeout=10)
-                    break
-                except OSError:
+                    return api_key in asyncio.run(advertised(port))
+                except (OSError, KafkaError):
                     if broker.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit(f"{shlex.join(args)} did not start") from None
+                        raise SystemExit(f"{shlex.join(args)} did not serve ApiVersions") from None
                     time.sleep(0.1)
-            with connection:
-                client_id = b"kafka-python-suite"
-                body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
-                connection.sendall(struct.pack(">i", len(body)) + body)
-                (size,) = struct.unpack(">i", _receive(connection, 4))
-                response = _receive(connection, size)
-            _, error, count = struct.unpack_from(">ihi", response)
-            keys = {struct.unpack_from(">h", response, 10 + 6 * i)[0] for i in range(count)}
-            return error == 0 and api_key in keys
         finally:
             broker.terminate()
             broker.wait(30)
-
-
-def _receive(connection: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = connection.recv(size - len(data))
-        if not chunk:
-            raise SystemExit("the broker closed the connection during ApiVersions")
-        data += chunk
-    return data
 
 
 def unpack(archive: Path, into: Path) -> None:
@@ -171,14 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write {node id: [outcome, message]} here")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     options = parser.parse_args(argv)
+    # This checkout's mq, for the probe here and for the brokers and fixtures started below.
+    sys.path.insert(0, str(HERE.parent))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
 
     archive = sdist(options.kafka_python, options.cache)
     with tempfile.TemporaryDirectory(prefix="kafka-python-suite-") as work:
         root = Path(work)
         unpack(archive, root)
         env = {key: value for key, value in os.environ.items() if key not in ("KAFKA_URI", "ZOOKEEPER_URI")}
-        mq_root = str(HERE.parent)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), mq_root, env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join([str(root), env["PYTHONPATH"]])
         env["KAFKA_VERSION"] = options.kafka_version
         env["MQ_COMMAND"] = options.mq
         env["MQ_STANDALONE"] = "1" if options.standalone else "0"
