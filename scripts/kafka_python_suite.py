@@ -58,7 +58,6 @@ NEEDS_TRANSACTIONS = (
 )
 """Tests of transactional producers: deselected while mq's brokers do not serve AddPartitionsToTxn (a transactional
 producer would wait a minute for its transactional state), run and required to pass once they do."""
-ADD_PARTITIONS_TO_TXN = 24
 
 
 def sdist(version: str, cache: Path) -> Path:
@@ -164,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     # This checkout's mq, for the probe here and for the brokers and fixtures started below.
     sys.path.insert(0, str(HERE.parent))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
+    from mq.protocol.api_keys import ApiKey
 
     archive = sdist(options.kafka_python, options.cache)
     with tempfile.TemporaryDirectory(prefix="kafka-python-suite-") as work:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, "-m", "pytest", "test/integration", "-p", "no:cacheprovider", "-q"]
         command += [f"--junitxml={report}", "-o", "junit_family=xunit1", "--rootdir", str(root)]
         not_applicable = dict(NOT_APPLICABLE)
-        if not serves_api(shlex.split(options.mq), ADD_PARTITIONS_TO_TXN):
+        if not serves_api(shlex.split(options.mq), ApiKey.ADD_PARTITIONS_TO_TXN):
             not_applicable.update(dict.fromkeys(NEEDS_TRANSACTIONS, "needs transactions"))
         for test in not_applicable:
             command += ["--deselect", test]

@@ -1,5 +1,6 @@
 """kafka-python's own integration suite (``test/integration`` of the installed version's sdist, fetched by pip) run
-against ZooKeeper-mode mq brokers by ``scripts/kafka_python_suite.py``: every test that applies passes.
+against mq brokers by ``scripts/kafka_python_suite.py``, ZooKeeper-mode ones (as kafka-python starts Kafka 2.8) and
+standalone ones: every test that applies passes.
 
 Not run: the tests the script lists as not applicable (with the reason), and the transactional producer tests while
 mq's brokers do not serve transactions. Skipped by kafka-python itself for KAFKA_VERSION 2.8: the KRaft-only APIs
@@ -30,9 +31,12 @@ SKIPPED_BY_KAFKA_PYTHON = {
 
 
 @pytest.mark.timeout(1200)
-def test_every_applicable_test_of_kafka_pythons_integration_suite_passes(mq_command: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [[], ["--standalone"]], ids=["zookeeper", "standalone"])
+def test_every_applicable_test_of_kafka_pythons_integration_suite_passes(
+    mq_command: list[str], tmp_path: Path, mode: list[str]
+) -> None:
     report = tmp_path / "outcomes.json"
-    command = [sys.executable, str(SCRIPT), "--mq", shlex.join(mq_command), "--json", str(report)]
+    command = [sys.executable, str(SCRIPT), *mode, "--mq", shlex.join(mq_command), "--json", str(report)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1100)
     kept = ("FAILED", "ERROR", "SKIPPED", "NOT APPLICABLE")
     summary = "\n".join(line for line in result.stdout.splitlines() if line.startswith(kept) or " passed, " in line)
