@@ -1,4 +1,5 @@
-"""Kafka 0.8.1's quickstart (steps 3-6), line by line, on ZooKeeper and two brokers started from the seed-era
+"""Kafka 0.8.1's quickstart (steps 3-6, with 0.8.0's kafka-create-topic.sh and kafka-list-topic.sh beside
+kafka-topics.sh), line by line, on ZooKeeper and two brokers started from the seed-era
 server.properties; the producer and consumer also run with the seed-era producer.properties and
 consumer.properties. The steps share one cluster and run in order."""
 
@@ -31,6 +32,22 @@ def test_step3_create_and_list_a_topic(runbook: Runbook) -> None:
     created = runbook.out("mq topics --create --zookeeper {zk} --replication-factor 1 --partitions 1 --topic test")
     assert created == ["Created topic test."]
     assert runbook.out("mq topics --list --zookeeper {zk}") == ["test"]
+
+
+def test_step3_as_kafka_0_8_0_wrote_it(runbook: Runbook) -> None:
+    """Kafka 0.8.0's quickstart: kafka-create-topic.sh --replica --partition, then kafka-list-topic.sh."""
+    created = runbook.out("mq create-topic --zookeeper {zk} --replica 1 --partition 1 --topic test-0-8-0")
+    assert created == ["creation succeeded!"]
+    listed: list[list[str]] = []
+    assert wait_for(
+        lambda: listed.append(runbook.out("mq list-topic --zookeeper {zk}")) or "none" not in str(listed[-1])
+    )
+    lines = {line.split("\t")[0]: line for line in listed[-1]}
+    assert list(lines) == ["topic: test", "topic: test-0-8-0"]
+    for name, line in lines.items():
+        broker = line.rsplit("isr: ", 1)[1]
+        assert line == f"{name}\tpartition: 0\tleader: {broker}\treplicas: {broker}\tisr: {broker}"
+        assert broker in ("0", "1")
 
 
 def test_step4_and_5_produce_then_consume_from_the_beginning(runbook: Runbook) -> None:
@@ -90,4 +107,7 @@ def test_step6_multi_broker_cluster_survives_its_leader(runbook: Runbook) -> Non
     runbook.brokers[int(leader)].kill()  # ps | grep server-1.properties; kill -9 <pid>
     moved = f"\tTopic: my-replicated-topic\tPartition: 0\tLeader: {follower}\tReplicas: {leader},{follower}\tIsr: {follower}"
     assert wait_for(lambda: describe(runbook, "my-replicated-topic")[1] == moved, 30)
+    assert runbook.out("mq list-topic --zookeeper {zk} --topic my-replicated-topic") == [
+        f"topic: my-replicated-topic\tpartition: 0\tleader: {follower}\treplicas: {leader},{follower}\tisr: {follower}"
+    ]
     consume_from_beginning(runbook, line, REPLICATED)
