@@ -88,6 +88,15 @@ def test_consumer_position_tools(runbook: Runbook) -> None:
 
     done = [checker_row("mygid", "my-topic", p, sizes[p], sizes[p], 0, "none") for p in (0, 1)]
     assert runbook.out("mq consumer-offset-checker --zkconnect {zk} --group mygid --topic my-topic") == [HEADER, *done]
+    again = runbook.sh(
+        "mq console-consumer --zookeeper {zk} --topic my-topic --consumer.config config/consumer.properties"
+        " --from-beginning"
+    )
+    assert (again.returncode, again.stdout) == (1, "")
+    assert again.stderr.endswith(
+        "Found previous offset information for this group mygid. Please use --delete-consumer-offsets to delete"
+        " previous offsets metadata\n"
+    )
 
     runbook.out("mq export-zk-offsets --zkconnect {zk} --group mygid --output-file offsets.txt")
     exported = (runbook.dir / "offsets.txt").read_text().splitlines()
@@ -150,7 +159,7 @@ def test_replay_log_producer(runbook: Runbook) -> None:
         " --messages 3 --threads 1 --sync"
     )
     assert replayed.returncode == 0, replayed.stderr
-    assert "Sent 3 messages" in replayed.stdout + replayed.stderr
+    assert replayed.stdout.splitlines()[0] == "Sent 3 messages"  # one line per thread
     assert runbook.out(
         "mq simple-consumer-shell --broker-list {broker0} --topic shell-copy --offset -2 --no-wait-at-logend"
     ) == ["a", "b", "c", "Terminating. Reached the end of partition (shell-copy, 0) at offset 3"]
