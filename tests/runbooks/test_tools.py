@@ -8,8 +8,9 @@ and run in order."""
 from __future__ import annotations
 
 import pytest
-from conftest import Runbook
 from waiting import wait_for
+
+from .conftest import Runbook
 
 pytestmark = pytest.mark.slow
 
