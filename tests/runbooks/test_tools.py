@@ -16,6 +16,10 @@ pytestmark = pytest.mark.slow
 
 HEADER = "Group           Topic                          Pid Offset          logSize         Lag             Owner"
 MESSAGES = [f"message {i}" for i in range(6)]
+ALTER_CONFIG_WARNING = [
+    "WARNING: Altering topic configuration from this script has been deprecated and may be removed in future releases.",
+    "         Going forward, please use kafka-configs.sh for this functionality",
+]
 
 
 def checker_row(group: str, topic: str, pid: int, offset: object, size: int, lag: object, owner: str) -> str:
@@ -32,7 +36,11 @@ def test_adding_and_modifying_topics(runbook: Runbook) -> None:
         "mq topics --zookeeper {zk} --create --topic my_topic_name --partitions 2 --replication-factor 2"
         " --config retention.ms=86400000"
     )
-    assert created[-1] == "Created topic my_topic_name."
+    assert created == [
+        "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could collide. To"
+        " avoid issues it is best to use either, but not both.",
+        "Created topic my_topic_name.",
+    ]
     added = runbook.out("mq topics --zookeeper {zk} --alter --topic my_topic_name --partitions 4")
     assert added == [
         "WARNING: If partitions are increased for a topic that has a key, the partition logic or ordering of the"
@@ -42,9 +50,9 @@ def test_adding_and_modifying_topics(runbook: Runbook) -> None:
     configured = runbook.out(
         "mq topics --zookeeper {zk} --alter --topic my_topic_name --config max.message.bytes=64000"
     )
-    assert configured[-1] == "Updated config for topic my_topic_name."
+    assert configured == [*ALTER_CONFIG_WARNING, "Updated config for topic my_topic_name."]
     removed = runbook.out("mq topics --zookeeper {zk} --alter --topic my_topic_name --deleteConfig retention.ms")
-    assert removed[-1] == "Updated config for topic my_topic_name."
+    assert removed == [*ALTER_CONFIG_WARNING, "Updated config for topic my_topic_name."]
     header, *partitions = runbook.out("mq topics --zookeeper {zk} --describe --topic my_topic_name")
     assert header.startswith("Topic: my_topic_name\t")
     assert header.endswith("\tPartitionCount: 4\tReplicationFactor: 2\tConfigs: max.message.bytes=64000")
