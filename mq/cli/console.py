@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from typing import Any
@@ -229,7 +230,8 @@ def console_consumer(
     --whitelist or --blacklist (this mode only) subscribe the member to a regex, as Kafka 0.8 registers it: every
     existing and later created topic it matches (--blacklist: does not match), internal topics only with
     exclude.internal.topics=false. --partition and --offset are not available in this mode.
-    Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
+    Exit codes: 0 normally (also after --timeout-ms, --max-messages, ^C or SIGTERM: the records in hand are printed
+    and counted first), 1 on a failed fetch, 2 for bad usage.
     """
     from mq.client.admin import AsyncAdmin
     from mq.client.consumer import AsyncConsumer
@@ -375,8 +377,13 @@ def _consume_from_zookeeper(
     click.echo(f"Processed a total of {printer.processed} messages", err=True)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Printer:
-    """Polls a consumer and prints each record until --max-messages or --timeout-ms says stop."""
+    """Polls a consumer and prints each record until --max-messages or --timeout-ms says stop, or SIGINT (^C) or
+    SIGTERM does: as Kafka's shutdown hook, a signal ends the loop once the records in hand are printed (a poll waits
+    at most 200 ms), so every printed record is counted and the consumer closes (and commits) normally."""
 
     def __init__(self, formatter: Formatter, max_messages: int | None, timeout_ms: int | None) -> None:
         self.formatter = formatter
@@ -385,9 +392,18 @@ class _Printer:
         self.processed = 0
 
     def run(self, consumer: Any) -> None:
+        stopping: list[int] = []
+        previous = {signum: signal.signal(signum, lambda s, _: stopping.append(s)) for signum in STOP_SIGNALS}
+        try:
+            self._print(consumer, stopping)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _print(self, consumer: Any, stopping: list[int]) -> None:
         idle_since = time.monotonic()
         out = sys.stdout
-        while self.max_messages is None or self.processed < self.max_messages:
+        while not stopping and (self.max_messages is None or self.processed < self.max_messages):
             wanted = 500 if self.max_messages is None else min(500, self.max_messages - self.processed)
             records = consumer.poll(timeout_ms=200, max_records=wanted)
             if not records:
