@@ -73,7 +73,7 @@ class SeedBroker:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.process.poll() is None, (cwd / f"server-{self.broker_id}.out").read_text()
-            if (self.log_dir / "meta.properties").exists() and _listening(self.port):
+            if (self.log_dir / "meta.properties").exists() and listening(self.port):
                 return
             time.sleep(0.05)
         raise RuntimeError(f"broker {self.broker_id} did not start")
@@ -86,7 +86,7 @@ class SeedBroker:
         self.process = None
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
     import socket
 
     try:
