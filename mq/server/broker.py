@@ -428,6 +428,7 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             config, self.broker_id, self.log_manager, self.topic_config, high_watermarks, clock=self.clock
         )
+        self.replica_manager.known_partition = lambda tp: self.cache.partition(tp) is not None
         self.log_dir_mover = LogDirMover(log_manager, self.replica_manager.partitions.get)
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
@@ -503,7 +504,7 @@ class KafkaServer:
         for api in [
             produce_api(self.replica_manager, acl),
             fetch_api(self.replica_manager, acl),
-            *offsets_apis(self.replica_manager, self.cache, acl),
+            *offsets_apis(self.replica_manager, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),

@@ -117,6 +117,9 @@ class ReplicaManager:
         self.topic_stats = BrokerTopicStats()
         """Counted per produced batch and per answered fetch partition (``mq.server.metrics``)."""
         self.stats = ReplicaManagerStats()
+        self.known_partition: Callable[[TopicPartition], bool] = lambda tp: False
+        """Set by the broker: whether the metadata names ``tp`` (Kafka's metadataCache.contains); a partition it names
+        that this broker does not host answers NOT_LEADER_OR_FOLLOWER, one it does not name UNKNOWN_TOPIC_OR_PARTITION."""
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
         """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
         coordinator loads and unloads ``__consumer_offsets`` partitions through it."""
@@ -207,6 +210,8 @@ class ReplicaManager:
     def leader_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
+            if self.known_partition(tp):
+                raise NotLeaderOrFollowerError(f"This broker is not a replica of {tp}")
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")

@@ -1,8 +1,7 @@
 """ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
 
 The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
-timestamp. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
-UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
+timestamp.
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
 (``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
@@ -15,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from mq.security.acl import AclOperation, ResourceType
@@ -23,7 +22,6 @@ from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import allowed_names
-from mq.server.metadata_cache import MetadataCache
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -31,15 +29,8 @@ from mq.topic_partition import TopicPartition
 HIGH_WATERMARK_OFFSET = -1
 
 
-def offsets_apis(
-    replica_manager: ReplicaManager, cache: MetadataCache | None = None, acl: AclCache | None = None
-) -> list[Api]:
-    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer); ``cache``
-    tells a known partition led elsewhere from an unknown one (None: every partition not hosted is unknown)."""
-
-    def known(tp: TopicPartition) -> bool:
-        info = None if cache is None else cache.topics.get(tp.topic)
-        return info is not None and tp.partition in info.partitions
+def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
+    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
@@ -152,9 +143,6 @@ def offsets_apis(
             log: Log = partition.log
             log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
-        except UnknownTopicOrPartitionError as exc:
-            code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known(tp) else exc.code
-            return {"partition_index": tp.partition, "low_watermark": -1, "error_code": code}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
 

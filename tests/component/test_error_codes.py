@@ -1,0 +1,555 @@
+"""Error codes per API, version and situation, as Kafka 2.8's request handlers answer them.
+
+``TABLE`` is the specification: one row per API x version range x situation with the code Kafka 2.8 answers and
+where it sits in the response; the comment of a row names the Kafka 2.8 code path it comes from (KafkaApis,
+ReplicaManager, GroupCoordinator, AdminManager/ZkAdminManager, the *Request/*Response classes' version-dependent
+mappings). A row's range is open-ended (``None``) when later Kafka versions answer the same, so the table follows the
+versions the broker serves; a version below the broker's served range is skipped, and every row must cover at least
+one served version.
+
+Every row is checked against one broker of the component tier (standalone, in this process) over TCP with mq's own
+connection. The situations are states of that broker: topics with given configs, a partition the metadata names on
+another broker (this broker is not its leader), a partition in an offline log dir, a stable group, and the group
+coordinator while it loads its partition or once it no longer owns it (set on the broker's loop for the duration
+of a request)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from mq.client.connection import BrokerConnection
+from mq.errors import ErrorCode as E
+from mq.protocol.api_keys import ApiKey as K
+from mq.records.batch_header import Codec
+from mq.records.default_batch import RecordBatchBuilder
+from mq.records.legacy import encode_message
+from mq.server.metadata_cache import PartitionInfo
+from mq.topic_partition import TopicPartition
+from tests.component.conftest import InProcessBroker, start_broker, stop_broker
+
+TOPIC = "ec"
+"""One partition, one record (offset 0), leader epoch 0."""
+MISSING = "ec-missing"
+ELSEWHERE = "ec-elsewhere"
+"""Named by the metadata with broker 2 as its only replica and leader: this broker hosts no replica."""
+OFFLINE = "ec-offline"
+"""Its one partition lives in a log dir that went offline."""
+ZSTD = "ec-zstd"
+"""compression.type=zstd, one zstd batch."""
+NO_DOWN_CONVERSION = "ec-noconv"
+"""message.downconversion.enable=false, one record."""
+MIN_ISR = "ec-minisr"
+"""min.insync.replicas=2 with one replica."""
+GROUP = "ec-group"
+"""A stable group of one member (``state.member``, generation ``state.generation``), protocol type consumer."""
+OTHER_GROUP = "ec-idle"
+"""Unknown to the coordinator: no row creates it."""
+SIMPLE_GROUP = "ec-simple"
+"""Commits without group management (generation -1) create it."""
+JOINING_GROUP = "ec-joining"
+"""A JoinGroup asking for a member id creates it."""
+
+
+@dataclass
+class State:
+    broker: InProcessBroker
+    member: str = ""
+    generation: int = -1
+
+
+def batch(codec: Codec = Codec.NONE) -> bytes:
+    builder = RecordBatchBuilder(codec)
+    builder.append(0, None, b"error-codes")
+    return builder.build()
+
+
+MAGIC1_SET = encode_message(0, 1, 0, 0, None, b"old")
+SUBSCRIPTION = struct.pack(">hih", 0, 1, len(TOPIC)) + TOPIC.encode() + struct.pack(">i", -1)
+"""ConsumerProtocol subscription v0 to TOPIC, without user data."""
+
+
+# --- requests --------------------------------------------------------------------------------------------------------
+
+
+def produce(topic: str, records: bytes | None = None, acks: int = 1) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        data = batch() if records is None else records
+        partition = {"index": 0, "records": MAGIC1_SET if version < 3 and records is None else data}
+        return {"acks": acks, "timeout": 5000, "topic_data": [{"name": topic, "partition_data": [partition]}]}
+
+    return body
+
+
+def fetch(topic: str, offset: int = 0, leader_epoch: int = -1) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        partition = {
+            "partition": 0,
+            "current_leader_epoch": leader_epoch,
+            "fetch_offset": offset,
+            "last_fetched_epoch": -1,
+            "log_start_offset": -1,
+            "partition_max_bytes": 1 << 20,
+        }
+        return {
+            "replica_id": -1,
+            "max_wait": 0,
+            "min_bytes": 0,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [partition]}],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+
+    return body
+
+
+def list_offsets(topic: str, leader_epoch: int = -1, copies: int = 1) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        partition = {"partition_index": 0, "current_leader_epoch": leader_epoch, "timestamp": -1, "max_num_offsets": 1}
+        return {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": topic, "partitions": [partition] * copies}],
+        }
+
+    return body
+
+
+def delete_records(topic: str, offset: int = 0) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        return {"timeout": 5000, "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": offset}]}]}
+
+    return body
+
+
+def epoch_end(topic: str, current: int = -1, replica_id: int = -1) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        partition = {"partition": 0, "current_leader_epoch": current, "leader_epoch": 0}
+        return {"replica_id": replica_id, "topics": [{"topic": topic, "partitions": [partition]}]}
+
+    return body
+
+
+def metadata(topic: str, auto_create: bool = False) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        name = f"{topic}-v{version}" if auto_create else topic
+        return {
+            "topics": [{"name": name, "topic_id": None}],
+            "allow_auto_topic_creation": auto_create,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False,
+        }
+
+    return body
+
+
+def offset_commit(
+    group: str, topic: str = TOPIC, member: bool = False, generation: int | None = None, metadata_bytes: int = 0
+) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        partition = {
+            "partition_index": 0,
+            "committed_offset": 0,
+            "committed_leader_epoch": -1,
+            "commit_timestamp": -1,
+            "committed_metadata": "m" * metadata_bytes,
+        }
+        return {
+            "group_id": group,
+            "generation_id_or_member_epoch": state.generation if generation is None else generation,
+            "member_id": state.member if member else "",
+            "group_instance_id": None,
+            "retention_time": -1,
+            "topics": [{"name": topic, "partitions": [partition]}],
+        }
+
+    return body
+
+
+def offset_fetch(group: str, topic: str = TOPIC) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        topics = [{"name": topic, "partition_indexes": [0]}]
+        return {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}]}
+
+    return body
+
+
+def find_coordinator(key: str, key_type: int = 0) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        return {"key": key, "key_type": key_type, "coordinator_keys": [key]}
+
+    return body
+
+
+def join_group(
+    group: str, member: str = "", session_timeout_ms: int = 30_000, protocol_type: str = "consumer"
+) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        return {
+            "group_id": group,
+            "session_timeout": session_timeout_ms,
+            "rebalance_timeout": session_timeout_ms,
+            "member_id": member,
+            "group_instance_id": None,
+            "protocol_type": protocol_type,
+            "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
+            "reason": None,
+        }
+
+    return body
+
+
+def member_request(
+    group: str, member: bool = True, generation: int | None = None, protocol_type: str | None = "consumer"
+) -> Callable[[int, State], dict[str, Any]]:
+    """SyncGroup and Heartbeat: ``member`` the stable group's member (else an unknown id)."""
+
+    def body(version: int, state: State) -> dict[str, Any]:
+        return {
+            "group_id": group,
+            "generation_id": state.generation if generation is None else generation,
+            "member_id": state.member if member else "ec-unknown-member",
+            "group_instance_id": None,
+            "protocol_type": protocol_type,
+            "protocol_name": "range",
+            "assignments": [],
+        }
+
+    return body
+
+
+def leave_group(group: str) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        member = "ec-unknown-member"
+        return {"group_id": group, "member_id": member, "members": [{"member_id": member, "group_instance_id": None}]}
+
+    return body
+
+
+def groups(*names: str) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        return {"groups": list(names), "groups_names": list(names), "include_authorized_operations": False}
+
+    return body
+
+
+def list_groups() -> Callable[[int, State], dict[str, Any]]:
+    return lambda version, state: {"states_filter": [], "types_filter": []}
+
+
+def offset_delete(group: str, topic: str = TOPIC) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        return {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]}
+
+    return body
+
+
+# --- situations of the coordinator -----------------------------------------------------------------------------------
+
+
+def coordinator_loading(state: State) -> Callable[[], None]:
+    """The coordinator is loading the group's __consumer_offsets partition (Kafka: isCoordinatorLoadInProgress)."""
+    coordinator = state.broker.server.group_coordinator
+    assert coordinator is not None
+    owned = set(coordinator.owned_partitions)
+    coordinator.loading_partitions.update(owned)
+    coordinator.owned_partitions.clear()
+
+    def restore() -> None:
+        coordinator.loading_partitions.difference_update(owned)
+        coordinator.owned_partitions.update(owned)
+
+    return restore
+
+
+def coordinator_moved(state: State) -> Callable[[], None]:
+    """The group's __consumer_offsets partition is led elsewhere now (Kafka: !isCoordinatorForGroup)."""
+    coordinator = state.broker.server.group_coordinator
+    assert coordinator is not None
+    owned = set(coordinator.owned_partitions)
+    coordinator.owned_partitions.clear()
+    return lambda: coordinator.owned_partitions.update(owned)
+
+
+# --- the table -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    api: K
+    first: int
+    last: int | None
+    situation: str
+    request: Callable[[int, State], dict[str, Any]]
+    expected: E
+    where: str
+    """Dotted path to the error code in the response; an int picks an element."""
+    during: Callable[[State], Callable[[], None]] | None = None
+    """Puts the broker in the situation on its loop for the request; returns what restores it."""
+
+
+P0 = "responses.0.partition_responses.0.error_code"  # Produce
+F0 = "responses.0.partitions.0.error_code"  # Fetch
+L0 = "topics.0.partitions.0.error_code"  # ListOffsets, DeleteRecords, OffsetFetch v1-v7, OffsetCommit, OffsetDelete
+EP = "topics.0.partitions.0.error_code"  # OffsetForLeaderEpoch v2-v4 ("topics", "partitions")
+MT = "topics.0.error_code"
+MP = "topics.0.partitions.0.error_code"
+G8 = "groups.0.error_code"  # OffsetFetch v8+
+
+# fmt: off
+TABLE: list[Row] = [
+    # Produce: KafkaApis.handleProduceRequest, ReplicaManager.appendToLocalLog / getPartitionOrException.
+    Row(K.PRODUCE, 0, None, "unknown topic", produce(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, P0),  # !metadataCache.contains
+    Row(K.PRODUCE, 0, None, "not leader", produce(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, P0),  # known, no local replica
+    Row(K.PRODUCE, 0, None, "log dir offline", produce(OFFLINE), E.KAFKA_STORAGE_ERROR, P0),  # HostedPartition.Offline; no down-mapping for old versions
+    Row(K.PRODUCE, 0, None, "internal topic", produce("__consumer_offsets"), E.INVALID_TOPIC_EXCEPTION, P0),  # !internalTopicsAllowed
+    Row(K.PRODUCE, 0, None, "acks=2", produce(TOPIC, acks=2), E.INVALID_REQUIRED_ACKS, P0),  # ReplicaManager.isValidRequiredAcks
+    Row(K.PRODUCE, 0, None, "acks=all below min.insync", produce(MIN_ISR, acks=-1), E.NOT_ENOUGH_REPLICAS, P0),  # Partition.appendRecordsToLeader
+    # Fetch: KafkaApis.handleFetchRequest, ReplicaManager.readFromLocalLog.
+    Row(K.FETCH, 0, None, "unknown topic", fetch(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, F0),  # !metadataCache.contains
+    Row(K.FETCH, 0, None, "not leader", fetch(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, F0),
+    Row(K.FETCH, 6, None, "log dir offline", fetch(OFFLINE), E.KAFKA_STORAGE_ERROR, F0),
+    Row(K.FETCH, 0, None, "offset past the log end", fetch(TOPIC, 99), E.OFFSET_OUT_OF_RANGE, F0),  # Log.read
+    Row(K.FETCH, 9, None, "leader epoch ahead", fetch(TOPIC, 0, 7), E.UNKNOWN_LEADER_EPOCH, F0),  # Partition.localLogWithEpochOrException
+    # ListOffsets: handleListOffsetRequestV0 / V1AndAbove, ReplicaManager.fetchOffsetForTimestamp.
+    Row(K.LIST_OFFSETS, 0, None, "unknown topic", list_offsets(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
+    Row(K.LIST_OFFSETS, 0, None, "not leader", list_offsets(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
+    Row(K.LIST_OFFSETS, 0, None, "log dir offline", list_offsets(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
+    # DeleteRecords: ReplicaManager.deleteRecordsOnLocalLog.
+    Row(K.DELETE_RECORDS, 0, None, "unknown topic", delete_records(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
+    Row(K.DELETE_RECORDS, 0, None, "not leader", delete_records(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
+    Row(K.DELETE_RECORDS, 0, None, "log dir offline", delete_records(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
+    Row(K.DELETE_RECORDS, 0, None, "offset past the high watermark", delete_records(TOPIC, 99), E.OFFSET_OUT_OF_RANGE, L0),  # Partition.deleteRecordsOnLeader
+    # OffsetForLeaderEpoch: ReplicaManager.lastOffsetForLeaderEpoch, Partition.lastOffsetForLeaderEpoch.
+    Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "unknown topic", epoch_end(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, EP),
+    Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "leader epoch ahead", epoch_end(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, EP),
+    # Metadata: KafkaApis.handleTopicMetadataRequest / getTopicMetadata, MetadataCache.getPartitionMetadata.
+    Row(K.METADATA, 4, None, "unknown topic, no auto-creation", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT),
+    Row(K.METADATA, 4, None, "invalid topic name", metadata("bad/name"), E.INVALID_TOPIC_EXCEPTION, MT),  # Topic.validate
+    Row(K.METADATA, 4, None, "auto-created topic", metadata("ec-auto", True), E.LEADER_NOT_AVAILABLE, MT),  # AutoTopicCreationManager
+    Row(K.METADATA, 0, None, "partition in an offline log dir", metadata(OFFLINE), E.LEADER_NOT_AVAILABLE, MP),  # its only replica offline: the controller left it without a leader
+    # OffsetCommit: KafkaApis.handleOffsetCommitRequest, GroupCoordinator.handleCommitOffsets / doCommitOffsets.
+    Row(K.OFFSET_COMMIT, 1, None, "unknown topic", offset_commit(OTHER_GROUP, MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
+    Row(K.OFFSET_COMMIT, 1, None, "coordinator loading", offset_commit(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, L0, coordinator_loading),
+    Row(K.OFFSET_COMMIT, 1, None, "not coordinator", offset_commit(GROUP), E.NOT_COORDINATOR, L0, coordinator_moved),
+    Row(K.OFFSET_COMMIT, 1, None, "unknown group, generation -1", offset_commit(SIMPLE_GROUP, generation=-1), E.NONE, L0),
+    Row(K.OFFSET_COMMIT, 1, None, "empty group id", offset_commit("", generation=-1), E.NONE, L0),  # isValidGroupId allows ""
+    Row(K.OFFSET_COMMIT, 1, None, "unknown group, a generation", offset_commit(OTHER_GROUP, generation=3), E.ILLEGAL_GENERATION, L0),
+    Row(K.OFFSET_COMMIT, 1, None, "unknown member", offset_commit(GROUP), E.UNKNOWN_MEMBER_ID, L0),  # !group.has(memberId)
+    Row(K.OFFSET_COMMIT, 1, None, "stale generation", offset_commit(GROUP, member=True, generation=99), E.ILLEGAL_GENERATION, L0),
+    Row(K.OFFSET_COMMIT, 1, None, "member of the stable group", offset_commit(GROUP, member=True), E.NONE, L0),
+    Row(K.OFFSET_COMMIT, 1, None, "metadata too large", offset_commit(SIMPLE_GROUP, generation=-1, metadata_bytes=5000), E.OFFSET_METADATA_TOO_LARGE, L0),  # GroupMetadataManager.validateOffsetMetadataLength
+    # OffsetFetch: KafkaApis.handleOffsetFetchRequest, OffsetFetchRequest.getErrorResponse (v < 2: in every partition).
+    Row(K.OFFSET_FETCH, 1, 1, "coordinator loading", offset_fetch(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, L0, coordinator_loading),
+    Row(K.OFFSET_FETCH, 2, 7, "coordinator loading", offset_fetch(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+    Row(K.OFFSET_FETCH, 8, None, "coordinator loading", offset_fetch(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, G8, coordinator_loading),
+    Row(K.OFFSET_FETCH, 1, 1, "not coordinator", offset_fetch(GROUP), E.NOT_COORDINATOR, L0, coordinator_moved),
+    Row(K.OFFSET_FETCH, 2, 7, "not coordinator", offset_fetch(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
+    Row(K.OFFSET_FETCH, 8, None, "not coordinator", offset_fetch(GROUP), E.NOT_COORDINATOR, G8, coordinator_moved),
+    Row(K.OFFSET_FETCH, 1, 7, "unknown topic", offset_fetch(GROUP, MISSING), E.NONE, L0),  # getOffsets: INVALID_OFFSET, no error
+    Row(K.OFFSET_FETCH, 1, 7, "empty group id", offset_fetch(""), E.NONE, L0),
+    # FindCoordinator: KafkaApis.handleFindCoordinatorRequest (loading is not its concern).
+    Row(K.FIND_COORDINATOR, 0, 3, "coordinator loading", find_coordinator(GROUP), E.NONE, "error_code", coordinator_loading),
+    Row(K.FIND_COORDINATOR, 4, None, "coordinator loading", find_coordinator(GROUP), E.NONE, "coordinators.0.error_code", coordinator_loading),
+    # JoinGroup: KafkaApis.handleJoinGroupRequest, GroupCoordinator.handleJoinGroup / doUnknownJoinGroup.
+    Row(K.JOIN_GROUP, 0, None, "empty group id", join_group(""), E.INVALID_GROUP_ID, "error_code"),  # validateGroupStatus
+    Row(K.JOIN_GROUP, 0, None, "coordinator loading", join_group(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+    Row(K.JOIN_GROUP, 0, None, "not coordinator", join_group(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
+    Row(K.JOIN_GROUP, 0, None, "session timeout too small", join_group(OTHER_GROUP, session_timeout_ms=1), E.INVALID_SESSION_TIMEOUT, "error_code"),
+    Row(K.JOIN_GROUP, 0, None, "member id of an unknown group", join_group(OTHER_GROUP, "ec-unknown-member"), E.UNKNOWN_MEMBER_ID, "error_code"),
+    Row(K.JOIN_GROUP, 0, None, "other protocol type", join_group(GROUP, protocol_type="connect"), E.INCONSISTENT_GROUP_PROTOCOL, "error_code"),
+    Row(K.JOIN_GROUP, 4, None, "new dynamic member", join_group(JOINING_GROUP), E.MEMBER_ID_REQUIRED, "error_code"),  # requireKnownMemberId
+    # SyncGroup: GroupCoordinator.handleSyncGroup / doSyncGroup.
+    Row(K.SYNC_GROUP, 0, None, "empty group id", member_request(""), E.INVALID_GROUP_ID, "error_code"),
+    Row(K.SYNC_GROUP, 0, None, "not coordinator", member_request(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
+    Row(K.SYNC_GROUP, 0, None, "unknown group", member_request(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "error_code"),
+    Row(K.SYNC_GROUP, 0, None, "unknown member", member_request(GROUP, member=False), E.UNKNOWN_MEMBER_ID, "error_code"),
+    Row(K.SYNC_GROUP, 0, None, "stale generation", member_request(GROUP, generation=99), E.ILLEGAL_GENERATION, "error_code"),
+    Row(K.SYNC_GROUP, 5, None, "other protocol type", member_request(GROUP, protocol_type="connect"), E.INCONSISTENT_GROUP_PROTOCOL, "error_code"),
+    # Heartbeat: GroupCoordinator.handleHeartbeat.
+    Row(K.HEARTBEAT, 0, None, "empty group id", member_request(""), E.INVALID_GROUP_ID, "error_code"),
+    Row(K.HEARTBEAT, 0, None, "not coordinator", member_request(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
+    Row(K.HEARTBEAT, 0, None, "unknown group", member_request(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "error_code"),
+    Row(K.HEARTBEAT, 0, None, "unknown member", member_request(GROUP, member=False), E.UNKNOWN_MEMBER_ID, "error_code"),
+    Row(K.HEARTBEAT, 0, None, "stale generation", member_request(GROUP, generation=99), E.ILLEGAL_GENERATION, "error_code"),
+    Row(K.HEARTBEAT, 0, None, "member of the stable group", member_request(GROUP), E.NONE, "error_code"),
+    # LeaveGroup: GroupCoordinator.handleLeaveGroup; LeaveGroupResponse (v <= 2: the first member error on top).
+    Row(K.LEAVE_GROUP, 0, 2, "unknown group", leave_group(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "error_code"),
+    Row(K.LEAVE_GROUP, 3, None, "unknown group", leave_group(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "members.0.error_code"),
+    Row(K.LEAVE_GROUP, 3, None, "unknown group (top level)", leave_group(OTHER_GROUP), E.NONE, "error_code"),
+    Row(K.LEAVE_GROUP, 0, None, "coordinator loading", leave_group(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+    Row(K.LEAVE_GROUP, 0, None, "empty group id", leave_group(""), E.INVALID_GROUP_ID, "error_code"),
+    # DescribeGroups / ListGroups / DeleteGroups / OffsetDelete: GroupCoordinator.handleDescribeGroup, handleListGroups,
+    # handleDeleteGroups, handleDeleteOffsets.
+    Row(K.DESCRIBE_GROUPS, 0, 5, "unknown group (Dead)", groups(OTHER_GROUP), E.NONE, "groups.0.error_code"),
+    Row(K.DESCRIBE_GROUPS, 6, None, "unknown group", groups(OTHER_GROUP), E.GROUP_ID_NOT_FOUND, "groups.0.error_code"),  # v6 (KIP-1043, Kafka 4.0)
+    Row(K.DESCRIBE_GROUPS, 0, None, "empty group id", groups(""), E.NONE, "groups.0.error_code"),
+    Row(K.DESCRIBE_GROUPS, 0, None, "coordinator loading", groups(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "groups.0.error_code", coordinator_loading),
+    Row(K.DESCRIBE_GROUPS, 0, None, "not coordinator", groups(GROUP), E.NOT_COORDINATOR, "groups.0.error_code", coordinator_moved),
+    Row(K.LIST_GROUPS, 0, None, "coordinator loading", list_groups(), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+    Row(K.DELETE_GROUPS, 0, None, "unknown group", groups(OTHER_GROUP), E.GROUP_ID_NOT_FOUND, "results.0.error_code"),
+    Row(K.DELETE_GROUPS, 0, None, "group with members", groups(GROUP), E.NON_EMPTY_GROUP, "results.0.error_code"),
+    Row(K.DELETE_GROUPS, 0, None, "coordinator loading", groups(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "results.0.error_code", coordinator_loading),
+    Row(K.DELETE_GROUPS, 0, None, "not coordinator", groups(GROUP), E.NOT_COORDINATOR, "results.0.error_code", coordinator_moved),
+    Row(K.OFFSET_DELETE, 0, None, "unknown group", offset_delete(OTHER_GROUP), E.GROUP_ID_NOT_FOUND, "error_code"),
+    Row(K.OFFSET_DELETE, 0, None, "topic the group consumes", offset_delete(GROUP), E.GROUP_SUBSCRIBED_TO_TOPIC, L0),
+    Row(K.OFFSET_DELETE, 0, None, "coordinator loading", offset_delete(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+]
+# fmt: on
+
+
+# --- the broker in its situations ------------------------------------------------------------------------------------
+
+
+def on_loop(broker: InProcessBroker, fn: Callable[[], Any]) -> Any:
+    async def run() -> Any:
+        return fn()
+
+    return asyncio.run_coroutine_threadsafe(run(), broker.loop).result(10)
+
+
+async def create_topic(connection: BrokerConnection, name: str, configs: dict[str, str] | None = None) -> None:
+    topic = {
+        "name": name,
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+    }
+    answer = await connection.send(K.CREATE_TOPICS, {"topics": [topic], "timeout": 30_000, "validate_only": False}, 5)
+    assert answer.topics[0].error_code == E.NONE, answer
+    for _ in range(100):  # until this broker leads it
+        meta = await connection.send(K.METADATA, metadata(name)(9, State.__new__(State)), 9)
+        if meta.topics[0].error_code == E.NONE and meta.topics[0].partitions[0].leader_id >= 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{name} has no leader")
+
+
+async def produce_to(connection: BrokerConnection, topic: str, records: bytes) -> None:
+    answer = await connection.send(K.PRODUCE, produce(topic, records)(9, State.__new__(State)), 9)
+    assert answer.responses[0].partition_responses[0].error_code == E.NONE, answer
+
+
+async def prepare(broker: InProcessBroker, state: State) -> None:
+    connection = BrokerConnection("127.0.0.1", broker.port, client_id="error-codes")
+    try:
+        await create_topic(connection, OFFLINE)
+        log_manager = broker.server.log_manager
+        assert log_manager is not None
+        offline_log = log_manager.get_log(TopicPartition(OFFLINE, 0))
+        assert offline_log is not None
+        directory = offline_log.dir.parent
+        log_manager.mark_offline(directory, OSError(5, "Input/output error"))
+        for _ in range(200):  # until the controller took the partition offline (no other replica to lead it)
+            meta = await connection.send(K.METADATA, metadata(OFFLINE)(9, state), 9)
+            if meta.topics[0].partitions[0].leader_id == -1:
+                break
+            await asyncio.sleep(0.05)
+        await create_topic(connection, TOPIC)
+        await produce_to(connection, TOPIC, batch())
+        await create_topic(connection, ZSTD, {"compression.type": "zstd"})
+        await produce_to(connection, ZSTD, batch(Codec.ZSTD))
+        await create_topic(connection, NO_DOWN_CONVERSION, {"message.downconversion.enable": "false"})
+        await produce_to(connection, NO_DOWN_CONVERSION, batch())
+        await create_topic(connection, MIN_ISR, {"min.insync.replicas": "2"})
+        for topic in (TOPIC, ZSTD, NO_DOWN_CONVERSION, MIN_ISR):
+            log = log_manager.get_log(TopicPartition(topic, 0))
+            assert log is not None and log.dir.parent != directory
+        cache = broker.server.cache
+        on_loop(broker, lambda: cache.update_partition(ELSEWHERE, None, 0, PartitionInfo(2, 0, (2,), (2,))))
+        for _ in range(100):
+            found = await connection.send(K.FIND_COORDINATOR, find_coordinator(GROUP)(3, state), 3)
+            if found.error_code == E.NONE:
+                break
+            await asyncio.sleep(0.05)
+        joined = await connection.send(K.JOIN_GROUP, join_group(GROUP)(3, state), 3)
+        assert joined.error_code == E.NONE, joined
+        state.member, state.generation = joined.member_id, joined.generation_id
+        assignment = [{"member_id": state.member, "assignment": b""}]
+        synced = await connection.send(K.SYNC_GROUP, {**member_request(GROUP)(3, state), "assignments": assignment}, 3)
+        assert synced.error_code == E.NONE, synced
+        committed = await connection.send(K.OFFSET_COMMIT, offset_commit(GROUP, member=True)(8, state), 8)
+        assert committed.topics[0].partitions[0].error_code == E.NONE, committed
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[State]:
+    base = tmp_path_factory.mktemp("error-codes")
+    broker, thread = start_broker(
+        [
+            f"log.dirs={base / 'a'},{base / 'b'}",
+            "group.initial.rebalance.delay.ms=0",
+            "offsets.topic.num.partitions=1",
+            "auto.create.topics.enable=true",
+        ]
+    )
+    try:
+        found = State(broker)
+        asyncio.run(prepare(broker, found))
+        yield found
+    finally:
+        stop_broker(broker, thread)
+
+
+def at(response: Any, where: str) -> int:
+    found = response
+    for step in where.split("."):
+        found = found[int(step)] if step.isdigit() else getattr(found, step)
+    return int(found)
+
+
+@contextlib.contextmanager
+def situation(state: State, during: Callable[[State], Callable[[], None]] | None) -> Iterator[None]:
+    if during is None:
+        yield
+        return
+    restore = on_loop(state.broker, lambda: during(state))
+    try:
+        yield
+    finally:
+        on_loop(state.broker, restore)
+
+
+def served(state: State, api: K) -> tuple[int, int]:
+    dispatcher = state.broker.server.dispatcher
+    assert dispatcher is not None
+    (entry,) = [a for a in dispatcher.advertised() if a["api_key"] == api]
+    return entry["min_version"], entry["max_version"]
+
+
+@pytest.mark.parametrize(
+    "row", TABLE, ids=[f"{r.api.name}-v{r.first}-{'' if r.last is None else r.last}-{r.situation}" for r in TABLE]
+)
+def test_error_code(state: State, row: Row) -> None:
+    low, high = served(state, row.api)
+    versions = range(max(row.first, low), (high if row.last is None else min(row.last, high)) + 1)
+    assert versions, f"{row.api.name} v{row.first}-{row.last}: no version the broker serves ({low}-{high})"
+
+    async def answers() -> dict[int, int]:
+        connection = BrokerConnection("127.0.0.1", state.broker.port, client_id="error-codes")
+        found = {}
+        try:
+            for version in versions:
+                with situation(state, row.during):
+                    response = await connection.send(row.api, row.request(version, state), version)
+                found[version] = at(response, row.where)
+        finally:
+            await connection.close()
+        return found
+
+    got = asyncio.run(answers())
+    wrong = {v: E(code).name for v, code in got.items() if code != row.expected}
+    assert not wrong, f"{row.api.name} {row.situation}: expected {row.expected.name}, got {wrong}"
