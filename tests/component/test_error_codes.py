@@ -371,6 +371,7 @@ TABLE: list[Row] = [
     Row(K.JOIN_GROUP, 4, None, "new dynamic member", join_group(JOINING_GROUP), E.MEMBER_ID_REQUIRED, "error_code"),  # requireKnownMemberId
     # SyncGroup: GroupCoordinator.handleSyncGroup / doSyncGroup.
     Row(K.SYNC_GROUP, 0, None, "empty group id", member_request(""), E.INVALID_GROUP_ID, "error_code"),
+    Row(K.SYNC_GROUP, 0, None, "coordinator loading", member_request(GROUP), E.REBALANCE_IN_PROGRESS, "error_code", coordinator_loading),  # older clients do not expect LOAD_IN_PROGRESS
     Row(K.SYNC_GROUP, 0, None, "not coordinator", member_request(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
     Row(K.SYNC_GROUP, 0, None, "unknown group", member_request(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "error_code"),
     Row(K.SYNC_GROUP, 0, None, "unknown member", member_request(GROUP, member=False), E.UNKNOWN_MEMBER_ID, "error_code"),
@@ -378,6 +379,7 @@ TABLE: list[Row] = [
     Row(K.SYNC_GROUP, 5, None, "other protocol type", member_request(GROUP, protocol_type="connect"), E.INCONSISTENT_GROUP_PROTOCOL, "error_code"),
     # Heartbeat: GroupCoordinator.handleHeartbeat.
     Row(K.HEARTBEAT, 0, None, "empty group id", member_request(""), E.INVALID_GROUP_ID, "error_code"),
+    Row(K.HEARTBEAT, 0, None, "coordinator loading", member_request(GROUP), E.NONE, "error_code", coordinator_loading),  # "respond blindly"
     Row(K.HEARTBEAT, 0, None, "not coordinator", member_request(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
     Row(K.HEARTBEAT, 0, None, "unknown group", member_request(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "error_code"),
     Row(K.HEARTBEAT, 0, None, "unknown member", member_request(GROUP, member=False), E.UNKNOWN_MEMBER_ID, "error_code"),
