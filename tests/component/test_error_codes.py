@@ -313,6 +313,9 @@ TABLE: list[Row] = [
     Row(K.PRODUCE, 0, None, "not leader", produce(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, P0),  # known, no local replica
     Row(K.PRODUCE, 0, None, "log dir offline", produce(OFFLINE), E.KAFKA_STORAGE_ERROR, P0),  # HostedPartition.Offline; no down-mapping for old versions
     Row(K.PRODUCE, 0, None, "internal topic", produce("__consumer_offsets"), E.INVALID_TOPIC_EXCEPTION, P0),  # !internalTopicsAllowed
+    Row(K.PRODUCE, 3, None, "magic 1 set in v3+", produce(TOPIC, MAGIC1_SET), E.INVALID_RECORD, P0),  # ProduceRequest.validateRecords
+    Row(K.PRODUCE, 3, 6, "zstd before v7", produce(TOPIC, batch(Codec.ZSTD)), E.UNSUPPORTED_COMPRESSION_TYPE, P0),  # validateRecords
+    Row(K.PRODUCE, 7, None, "zstd from v7", produce(TOPIC, batch(Codec.ZSTD)), E.NONE, P0),
     Row(K.PRODUCE, 0, None, "acks=2", produce(TOPIC, acks=2), E.INVALID_REQUIRED_ACKS, P0),  # ReplicaManager.isValidRequiredAcks
     Row(K.PRODUCE, 0, None, "acks=all below min.insync", produce(MIN_ISR, acks=-1), E.NOT_ENOUGH_REPLICAS, P0),  # Partition.appendRecordsToLeader
     # Fetch: KafkaApis.handleFetchRequest, ReplicaManager.readFromLocalLog.
