@@ -321,9 +321,12 @@ TABLE: list[Row] = [
     # Fetch: KafkaApis.handleFetchRequest, ReplicaManager.readFromLocalLog.
     Row(K.FETCH, 0, None, "unknown topic", fetch(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, F0),  # !metadataCache.contains
     Row(K.FETCH, 0, None, "not leader", fetch(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, F0),
+    Row(K.FETCH, 0, 5, "log dir offline", fetch(OFFLINE), E.NOT_LEADER_OR_FOLLOWER, F0),  # maybeDownConvertStorageError (v <= 5)
     Row(K.FETCH, 6, None, "log dir offline", fetch(OFFLINE), E.KAFKA_STORAGE_ERROR, F0),
     Row(K.FETCH, 0, None, "offset past the log end", fetch(TOPIC, 99), E.OFFSET_OUT_OF_RANGE, F0),  # Log.read
     Row(K.FETCH, 9, None, "leader epoch ahead", fetch(TOPIC, 0, 7), E.UNKNOWN_LEADER_EPOCH, F0),  # Partition.localLogWithEpochOrException
+    Row(K.FETCH, 0, 9, "zstd topic before v10", fetch(ZSTD), E.UNSUPPORTED_COMPRESSION_TYPE, F0),  # maybeConvertFetchedData
+    Row(K.FETCH, 10, None, "zstd topic from v10", fetch(ZSTD), E.NONE, F0),
     # ListOffsets: handleListOffsetRequestV0 / V1AndAbove, ReplicaManager.fetchOffsetForTimestamp.
     Row(K.LIST_OFFSETS, 0, None, "unknown topic", list_offsets(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.LIST_OFFSETS, 0, None, "not leader", list_offsets(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),

@@ -14,6 +14,10 @@ down-converted (``mq.records.convert``) to magic 0 (v0-v1) or 1 (v2-v3) within e
 Kafka's brokers answer. The conversion runs on a worker thread once the fetch is answered; the v4+ path is unchanged
 (file slices, sendfile).
 
+A version before v6 gets NOT_LEADER_OR_FOLLOWER for a partition in an offline log dir (KAFKA_STORAGE_ERROR from
+v6), and a version before v10 UNSUPPORTED_COMPRESSION_TYPE for a topic whose compression.type is zstd, as Kafka 2.8
+answers them.
+
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
 at once).
@@ -22,6 +26,7 @@ at once).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -52,6 +57,11 @@ log = logging.getLogger(__name__)
 
 
 REFUSED = FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+ZSTD_FROM = 10
+"""Fetch v10+ may read zstd batches (KIP-110); older versions get UNSUPPORTED_COMPRESSION_TYPE for a zstd topic."""
+STORAGE_ERROR_FROM = 6
+"""Fetch v6+ clients know KAFKA_STORAGE_ERROR; older ones get NOT_LEADER_OR_FOLLOWER instead, which makes them
+refresh their metadata and retry."""
 
 
 def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> Api:
@@ -96,6 +106,8 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
         aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
+            if version < ZSTD_FROM:
+                results = {tp: for_old_version(version, tp, r) for tp, r in results.items()}
             if refused:
                 results = {**refused, **results}
             if all(r.records is None or not r.records.length for r in results.values()):
@@ -150,6 +162,15 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             answer=encode,
             whole_batch_each=version < TRANSACTIONS_FROM,
         )
+
+    def for_old_version(version: int, tp: TopicPartition, result: FetchResult) -> FetchResult:
+        """``result`` as Kafka 2.8's fetch handler answers a version before v10 (maybeConvertFetchedData,
+        maybeDownConvertStorageError)."""
+        if result.error == ErrorCode.KAFKA_STORAGE_ERROR and version < STORAGE_ERROR_FROM:
+            return dataclasses.replace(result, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if result.error == ErrorCode.NONE and replica_manager.topic_config(tp.topic).compression_type == "zstd":
+            return FetchResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        return result
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:
         deferred: list[Callable[[], Response]] | None = [] if context.version < TRANSACTIONS_FROM else None
