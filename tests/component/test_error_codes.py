@@ -331,6 +331,9 @@ TABLE: list[Row] = [
     Row(K.LIST_OFFSETS, 0, None, "unknown topic", list_offsets(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.LIST_OFFSETS, 0, None, "not leader", list_offsets(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
     Row(K.LIST_OFFSETS, 0, None, "log dir offline", list_offsets(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
+    Row(K.LIST_OFFSETS, 4, None, "leader epoch ahead", list_offsets(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, L0),
+    Row(K.LIST_OFFSETS, 1, None, "partition twice", list_offsets(TOPIC, copies=2), E.INVALID_REQUEST, L0),  # duplicatePartitions
+    Row(K.LIST_OFFSETS, 0, 0, "partition twice (v0 has no check)", list_offsets(TOPIC, copies=2), E.NONE, L0),
     # DeleteRecords: ReplicaManager.deleteRecordsOnLocalLog.
     Row(K.DELETE_RECORDS, 0, None, "unknown topic", delete_records(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.DELETE_RECORDS, 0, None, "not leader", delete_records(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),

@@ -1,7 +1,8 @@
 """ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
 
 The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
-timestamp.
+timestamp. From v1 a partition named twice is refused with INVALID_REQUEST at each mention; from v4 a requester's
+current leader epoch is checked (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka 2.8 answers.
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
 (``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
@@ -12,6 +13,7 @@ for its partitions."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
@@ -32,10 +34,11 @@ HIGH_WATERMARK_OFFSET = -1
 def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
     """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
-    def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
+    def list_one(tp: TopicPartition, timestamp: int, consumer: bool, current_leader_epoch: int) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
             partition = replica_manager.leader_partition(tp)
+            partition.check_leader_epoch(current_leader_epoch)
             limit = partition.high_watermark if consumer else partition.log_end_offset
             answer["leader_epoch"] = partition.leader_epoch
             if timestamp == LATEST:
@@ -77,13 +80,21 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
         described = allowed_names(
             acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
         )
+        named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = [
             {
                 "name": t.name,
                 "partitions": [
-                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
-                    if t.name in described
-                    else refused_listing(p.partition_index)
+                    refused_listing(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    if t.name not in described
+                    else refused_listing(p.partition_index, ErrorCode.INVALID_REQUEST)
+                    if named[t.name, p.partition_index] > 1  # Kafka's duplicatePartitions: each mention refused
+                    else list_one(
+                        TopicPartition(t.name, p.partition_index),
+                        p.timestamp,
+                        consumer,
+                        getattr(p, "current_leader_epoch", -1),  # v4+
+                    )
                     for p in t.partitions
                 ],
             }
@@ -113,13 +124,8 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
         ]
         return {"throttle_time": 0, "topics": topics}
 
-    def refused_listing(index: int) -> dict[str, Any]:
-        return {
-            "partition_index": index,
-            "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-            "timestamp": -1,
-            "offset": -1,
-        }
+    def refused_listing(index: int, code: ErrorCode) -> dict[str, Any]:
+        return {"partition_index": index, "error_code": code, "timestamp": -1, "offset": -1}
 
     def list_offsets_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         topics = [
