@@ -207,16 +207,24 @@ class ReplicaManager:
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
 
-    def leader_partition(self, tp: TopicPartition) -> Partition:
+    def hosted_partition(self, tp: TopicPartition) -> Partition:
+        """The replica of ``tp`` this broker hosts, leader or follower, in an online log dir (Kafka's
+        getPartitionOrException): raises KAFKA_STORAGE_ERROR for one in an offline dir, NOT_LEADER_OR_FOLLOWER for a
+        partition the metadata names that this broker does not host, else UNKNOWN_TOPIC_OR_PARTITION."""
         partition = self.partitions.get(tp)
         if partition is None:
             if self.known_partition(tp):
                 raise NotLeaderOrFollowerError(f"This broker is not a replica of {tp}")
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
-        if not partition.is_leader:
-            raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         if not self.log_manager.is_online(partition.log):
             raise self.log_manager.offline_error(partition.log)
+        return partition
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        """``hosted_partition`` when this broker leads it, else raises NOT_LEADER_OR_FOLLOWER."""
+        partition = self.hosted_partition(tp)
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         return partition
 
     def is_offline(self, tp: TopicPartition) -> bool:

@@ -341,6 +341,8 @@ TABLE: list[Row] = [
     Row(K.DELETE_RECORDS, 0, None, "offset past the high watermark", delete_records(TOPIC, 99), E.OFFSET_OUT_OF_RANGE, L0),  # Partition.deleteRecordsOnLeader
     # OffsetForLeaderEpoch: ReplicaManager.lastOffsetForLeaderEpoch, Partition.lastOffsetForLeaderEpoch.
     Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "unknown topic", epoch_end(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, EP),
+    Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "not leader", epoch_end(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, EP),
+    Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "log dir offline", epoch_end(OFFLINE), E.KAFKA_STORAGE_ERROR, EP),
     Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "leader epoch ahead", epoch_end(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, EP),
     # Metadata: KafkaApis.handleTopicMetadataRequest / getTopicMetadata, MetadataCache.getPartitionMetadata.
     Row(K.METADATA, 4, None, "unknown topic, no auto-creation", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT),
