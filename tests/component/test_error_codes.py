@@ -537,6 +537,7 @@ TABLE: list[Row] = [
     Row(K.CREATE_PARTITIONS, 0, None, "unknown topic", create_partitions(MISSING, 2), E.UNKNOWN_TOPIC_OR_PARTITION, "results.0.error_code"),
     Row(K.CREATE_PARTITIONS, 0, None, "count not above the current", create_partitions(TOPIC, 1), E.INVALID_PARTITIONS, "results.0.error_code"),
     Row(K.CREATE_PARTITIONS, 0, None, "assignment to an unknown broker", create_partitions(TOPIC, 2, [[9]]), E.INVALID_REPLICA_ASSIGNMENT, "results.0.error_code"),
+    Row(K.CREATE_PARTITIONS, 0, None, "topic twice", create_partitions(TOPIC, 2, twice=True), E.INVALID_REQUEST, "results.0.error_code"),  # dupes
     Row(K.CREATE_PARTITIONS, 0, None, "valid (validate only)", create_partitions(TOPIC, 2), E.NONE, "results.0.error_code"),
     # DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: ConfigHelper.describeConfigs, ZkAdminManager.alterConfigs.
     Row(K.DESCRIBE_CONFIGS, 1, None, "unknown topic", config_resource(2, MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, "results.0.error_code"),

@@ -1,7 +1,8 @@
 """CreateTopics, DeleteTopics and CreatePartitions: validated writes to the metadata tree (on a worker thread, never
 on the loop), then a wait (up to the request's timeout) until the controller's decisions reach this broker's
 metadata cache, as Kafka's brokers wait. A name that is not a legal topic name is no existing topic: deleting it or
-adding partitions to it answers UNKNOWN_TOPIC_OR_PARTITION.
+adding partitions to it answers UNKNOWN_TOPIC_OR_PARTITION. A topic named twice in a CreateTopics or CreatePartitions
+request is refused with INVALID_REQUEST, before its authorization.
 
 With an authorizer, as Kafka: CreateTopics needs CREATE on the cluster or on each topic (else
 TOPIC_AUTHORIZATION_FAILED), and a created topic's partitions, replication factor, configs and id are answered only
@@ -214,10 +215,14 @@ def admin_topic_apis(
     async def create_partitions(context: RequestContext, request: Any) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         waiting: dict[str, int] = {}
-        alterable = topics_allowed(context, AclOperation.ALTER, [t.name for t in request.topics])
+        names = [t.name for t in request.topics]
+        alterable = topics_allowed(context, AclOperation.ALTER, names)
         for topic in request.topics:
             result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
             results.append(result)
+            if names.count(topic.name) > 1:
+                result.update(_error(ErrorCode.INVALID_REQUEST, "Duplicate topic in request."))
+                continue
             if topic.name not in alterable:
                 result.update(_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."))
                 continue
