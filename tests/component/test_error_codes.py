@@ -396,8 +396,8 @@ class Row:
     during: Callable[[State], Callable[[], None]] | None = None
     """Puts the broker in the situation on its loop for the request; returns what restores it."""
     mq_answers: E | None = None
-    """Where mq deliberately answers otherwise than Kafka 2.8 (the row says why): the code mq answers, checked so that
-    the difference stays a decision."""
+    """Where mq answers otherwise than Kafka 2.8 (the row says why): the code mq answers, checked so that the
+    difference is noticed when it changes."""
 
 
 P0 = "responses.0.partition_responses.0.error_code"  # Produce
@@ -555,6 +555,8 @@ TABLE: list[Row] = [
     # ElectLeaders: KafkaApis.handleElectReplicaLeader, KafkaController.doElectLeaders.
     Row(K.ELECT_LEADERS, 0, None, "unknown partition", elect(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, "replica_election_results.0.partition_result.0.error_code"),
     Row(K.ELECT_LEADERS, 0, None, "preferred leader leads", elect(TOPIC), E.ELECTION_NOT_NEEDED, "replica_election_results.0.partition_result.0.error_code"),
+    Row(K.ELECT_LEADERS, 0, None, "preferred replica offline", elect(OFFLINE), E.PREFERRED_LEADER_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code", mq_answers=E.ELECTION_NOT_NEEDED),  # standalone: its controller is not told of a failed log dir (KafkaServer._log_dir_failed); cluster mode answers Kafka's code (test_controller)
+    Row(K.ELECT_LEADERS, 1, None, "unclean, no eligible replica", elect(OFFLINE, 1), E.ELIGIBLE_LEADERS_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code", mq_answers=E.ELECTION_NOT_NEEDED),  # standalone: its controller is not told of a failed log dir (KafkaServer._log_dir_failed); cluster mode answers Kafka's code (test_controller)
     # DescribeLogDirs / AlterReplicaLogDirs: KafkaApis.handleDescribeLogDirsRequest, ReplicaManager.alterReplicaLogDirs.
     Row(K.DESCRIBE_LOG_DIRS, 0, None, "offline log dir", fixed(topics=None), E.KAFKA_STORAGE_ERROR, lambda r, s: next(d.error_code for d in r.results if d.log_dir == s.offline_dir)),
     Row(K.DESCRIBE_LOG_DIRS, 0, None, "online log dir", fixed(topics=None), E.NONE, lambda r, s: next(d.error_code for d in r.results if d.log_dir == s.online_dir)),
