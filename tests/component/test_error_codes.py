@@ -395,6 +395,8 @@ class Row:
     """Dotted path to the error code in the response (an int picks an element), or what finds it."""
     during: Callable[[State], Callable[[], None]] | None = None
     """Puts the broker in the situation on its loop for the request; returns what restores it."""
+    strict: bool = False
+    """Asked of the broker with auto.create.topics.enable and delete.topic.enable off."""
     mq_answers: E | None = None
     """Where mq answers otherwise than Kafka 2.8 (the row says why): the code mq answers, checked so that the
     difference is noticed when it changes."""
@@ -449,6 +451,9 @@ TABLE: list[Row] = [
     # Metadata: KafkaApis.handleTopicMetadataRequest / getTopicMetadata, MetadataCache.getPartitionMetadata.
     Row(K.METADATA, 4, None, "unknown topic, no auto-creation", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT),
     Row(K.METADATA, 4, None, "invalid topic name", metadata("bad/name"), E.INVALID_TOPIC_EXCEPTION, MT),  # Topic.validate
+    Row(K.METADATA, 0, 3, "unknown topic, auto-creation off on the broker", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT, strict=True),
+    Row(K.METADATA, 4, None, "auto-creation asked, off on the broker", metadata(MISSING, True), E.UNKNOWN_TOPIC_OR_PARTITION, MT, strict=True),
+    Row(K.METADATA, 0, 3, "unknown topic (auto-created before v4)", metadata("ec-implicit", True), E.LEADER_NOT_AVAILABLE, MT),  # allowAutoTopicCreation defaults to true
     Row(K.METADATA, 4, None, "auto-created topic", metadata("ec-auto", True), E.LEADER_NOT_AVAILABLE, MT),  # AutoTopicCreationManager
     Row(K.METADATA, 0, None, "partition in an offline log dir", metadata(OFFLINE), E.LEADER_NOT_AVAILABLE, MP),  # its only replica offline: the controller left it without a leader
     # OffsetCommit: KafkaApis.handleOffsetCommitRequest, GroupCoordinator.handleCommitOffsets / doCommitOffsets.
@@ -532,6 +537,10 @@ TABLE: list[Row] = [
     Row(K.CREATE_TOPICS, 4, None, "broker defaults (-1, -1)", create_topic_body("ec-new", -1, -1), E.NONE, "topics.0.error_code"),  # KIP-464
     # DeleteTopics: KafkaApis.handleDeleteTopicsRequest.
     Row(K.DELETE_TOPICS, 1, None, "unknown topic", delete_topics(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, "responses.0.error_code"),
+    Row(K.DELETE_TOPICS, 1, 2, "deletion disabled", delete_topics(TOPIC), E.INVALID_REQUEST, "responses.0.error_code", strict=True),  # !deleteTopicEnable, before any other check
+    Row(K.DELETE_TOPICS, 3, None, "deletion disabled", delete_topics(TOPIC), E.TOPIC_DELETION_DISABLED, "responses.0.error_code", strict=True),
+    Row(K.DELETE_TOPICS, 1, 2, "deletion disabled, unknown topic", delete_topics(MISSING), E.INVALID_REQUEST, "responses.0.error_code", strict=True),
+    Row(K.DELETE_TOPICS, 3, None, "deletion disabled, unknown topic", delete_topics(MISSING), E.TOPIC_DELETION_DISABLED, "responses.0.error_code", strict=True),
     Row(K.DELETE_TOPICS, 6, None, "unknown topic id", delete_topics(None, uuid.UUID(int=7)), E.UNKNOWN_TOPIC_ID, "responses.0.error_code"),
     # CreatePartitions: ZkAdminManager.createPartitions, AdminZkClient.addPartitions.
     Row(K.CREATE_PARTITIONS, 0, None, "unknown topic", create_partitions(MISSING, 2), E.UNKNOWN_TOPIC_OR_PARTITION, "results.0.error_code"),
@@ -633,7 +642,16 @@ async def produce_to(connection: BrokerConnection, topic: str, records: bytes) -
     assert answer.responses[0].partition_responses[0].error_code == E.NONE, answer
 
 
-async def prepare(broker: InProcessBroker, state: State) -> None:
+async def prepare_strict(state: State) -> None:
+    connection = BrokerConnection("127.0.0.1", state.broker.port, client_id="error-codes")
+    try:
+        await create_topic(connection, TOPIC)
+    finally:
+        await connection.close()
+
+
+async def prepare(state: State) -> None:
+    broker = state.broker
     connection = BrokerConnection("127.0.0.1", broker.port, client_id="error-codes")
     try:
         await create_topic(connection, OFFLINE)
@@ -681,22 +699,29 @@ async def prepare(broker: InProcessBroker, state: State) -> None:
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[State]:
+def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, State]]:
+    """The broker of most rows (False) and the one with auto.create.topics.enable and delete.topic.enable off
+    (True), which holds TOPIC only."""
     base = tmp_path_factory.mktemp("error-codes")
-    broker, thread = start_broker(
-        [
-            f"log.dirs={base / 'a'},{base / 'b'}",
-            "group.initial.rebalance.delay.ms=0",
-            "offsets.topic.num.partitions=1",
-            "auto.create.topics.enable=true",
-        ]
-    )
+    started = [
+        start_broker(
+            [
+                f"log.dirs={base / 'a'},{base / 'b'}",
+                "group.initial.rebalance.delay.ms=0",
+                "offsets.topic.num.partitions=1",
+                "auto.create.topics.enable=true",
+            ]
+        ),
+        start_broker([f"log.dirs={base / 'strict'}", "auto.create.topics.enable=false", "delete.topic.enable=false"]),
+    ]
     try:
-        found = State(broker)
-        asyncio.run(prepare(broker, found))
+        found = {False: State(started[0][0]), True: State(started[1][0])}
+        asyncio.run(prepare(found[False]))
+        asyncio.run(prepare_strict(found[True]))
         yield found
     finally:
-        stop_broker(broker, thread)
+        for broker, thread in started:
+            stop_broker(broker, thread)
 
 
 def at(response: Any, where: str | Callable[[Any, State], int], state: State) -> int:
@@ -730,7 +755,8 @@ def served(state: State, api: K) -> tuple[int, int]:
 @pytest.mark.parametrize(
     "row", TABLE, ids=[f"{r.api.name}-v{r.first}-{'' if r.last is None else r.last}-{r.situation}" for r in TABLE]
 )
-def test_error_code(state: State, row: Row) -> None:
+def test_error_code(states: dict[bool, State], row: Row) -> None:
+    state = states[row.strict]
     low, high = served(state, row.api)
     versions = range(max(row.first, low), (high if row.last is None else min(row.last, high)) + 1)
     assert versions, f"{row.api.name} v{row.first}-{row.last}: no version the broker serves ({low}-{high})"
