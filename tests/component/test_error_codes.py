@@ -48,6 +48,10 @@ NO_DOWN_CONVERSION = "ec-noconv"
 """message.downconversion.enable=false, one record."""
 MIN_ISR = "ec-minisr"
 """min.insync.replicas=2 with one replica."""
+SMALL = "ec-small"
+"""max.message.bytes=10."""
+COMPACTED = "ec-compacted"
+"""cleanup.policy=compact."""
 DOTTED = "ec.dot"
 """Collides with ec_dot (Kafka: '.' and '_' collide in metric names)."""
 GROUP = "ec-group"
@@ -76,6 +80,13 @@ def batch(codec: Codec = Codec.NONE) -> bytes:
 
 
 MAGIC1_SET = encode_message(0, 1, 0, 0, None, b"old")
+
+
+def corrupted(records: bytes) -> bytes:
+    """``records`` with its last byte changed: its CRC no longer matches."""
+    return records[:-1] + bytes([records[-1] ^ 0xFF])
+
+
 SUBSCRIPTION = struct.pack(">hih", 0, 1, len(TOPIC)) + TOPIC.encode() + struct.pack(">i", -1)
 """ConsumerProtocol subscription v0 to TOPIC, without user data."""
 
@@ -92,10 +103,23 @@ def produce(topic: str, records: bytes | None = None, acks: int = 1) -> Callable
     return body
 
 
-def fetch(topic: str, offset: int = 0, leader_epoch: int = -1) -> Callable[[int, State], dict[str, Any]]:
+def produce_to_partition(topic: str, index: int) -> Callable[[int, State], dict[str, Any]]:
+    def body(version: int, state: State) -> dict[str, Any]:
+        found = produce(topic)(version, state)
+        found["topic_data"][0]["partition_data"][0]["index"] = index
+        return found
+
+    return body
+
+
+def fetch(
+    topic: str, offset: int = 0, leader_epoch: int = -1, partition: int = 0
+) -> Callable[[int, State], dict[str, Any]]:
+    index = partition
+
     def body(version: int, state: State) -> dict[str, Any]:
         partition = {
-            "partition": 0,
+            "partition": index,
             "current_leader_epoch": leader_epoch,
             "fetch_offset": offset,
             "last_fetched_epoch": -1,
@@ -118,9 +142,18 @@ def fetch(topic: str, offset: int = 0, leader_epoch: int = -1) -> Callable[[int,
     return body
 
 
-def list_offsets(topic: str, leader_epoch: int = -1, copies: int = 1) -> Callable[[int, State], dict[str, Any]]:
+def list_offsets(
+    topic: str, leader_epoch: int = -1, copies: int = 1, partition: int = 0
+) -> Callable[[int, State], dict[str, Any]]:
+    index = partition
+
     def body(version: int, state: State) -> dict[str, Any]:
-        partition = {"partition_index": 0, "current_leader_epoch": leader_epoch, "timestamp": -1, "max_num_offsets": 1}
+        partition = {
+            "partition_index": index,
+            "current_leader_epoch": leader_epoch,
+            "timestamp": -1,
+            "max_num_offsets": 1,
+        }
         return {
             "replica_id": -1,
             "isolation_level": 0,
@@ -416,6 +449,11 @@ TABLE: list[Row] = [
     Row(K.PRODUCE, 0, None, "unknown topic", produce(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, P0),  # !metadataCache.contains
     Row(K.PRODUCE, 0, None, "not leader", produce(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, P0),  # known, no local replica
     Row(K.PRODUCE, 0, None, "log dir offline", produce(OFFLINE), E.KAFKA_STORAGE_ERROR, P0),  # HostedPartition.Offline; no down-mapping for old versions
+    Row(K.PRODUCE, 0, None, "partition the topic lacks", produce_to_partition(TOPIC, 5), E.UNKNOWN_TOPIC_OR_PARTITION, P0),
+    Row(K.PRODUCE, 0, None, "batch above max.message.bytes", produce(SMALL), E.MESSAGE_TOO_LARGE, P0),  # LogValidator / Log.append
+    Row(K.PRODUCE, 0, None, "keyless record, compacted topic", produce(COMPACTED), E.INVALID_RECORD, P0),  # LogValidator.validateKey
+    Row(K.PRODUCE, 0, 2, "CRC mismatch", produce(TOPIC, corrupted(MAGIC1_SET)), E.CORRUPT_MESSAGE, P0),
+    Row(K.PRODUCE, 3, None, "CRC mismatch", produce(TOPIC, corrupted(batch())), E.CORRUPT_MESSAGE, P0),  # RecordBatch.ensureValid
     Row(K.PRODUCE, 0, None, "internal topic", produce("__consumer_offsets"), E.INVALID_TOPIC_EXCEPTION, P0),  # !internalTopicsAllowed
     Row(K.PRODUCE, 3, None, "magic 1 set in v3+", produce(TOPIC, MAGIC1_SET), E.INVALID_RECORD, P0),  # ProduceRequest.validateRecords
     Row(K.PRODUCE, 3, 6, "zstd before v7", produce(TOPIC, batch(Codec.ZSTD)), E.UNSUPPORTED_COMPRESSION_TYPE, P0),  # validateRecords
@@ -424,6 +462,9 @@ TABLE: list[Row] = [
     Row(K.PRODUCE, 0, None, "acks=all below min.insync", produce(MIN_ISR, acks=-1), E.NOT_ENOUGH_REPLICAS, P0),  # Partition.appendRecordsToLeader
     # Fetch: KafkaApis.handleFetchRequest, ReplicaManager.readFromLocalLog.
     Row(K.FETCH, 0, None, "unknown topic", fetch(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, F0),  # !metadataCache.contains
+    Row(K.FETCH, 0, None, "partition the topic lacks", fetch(TOPIC, partition=5), E.UNKNOWN_TOPIC_OR_PARTITION, F0),
+    Row(K.FETCH, 0, 3, "down-conversion disabled", fetch(NO_DOWN_CONVERSION), E.UNSUPPORTED_VERSION, F0, mq_answers=E.NONE),  # !messageDownConversionEnable; mq stores the key without modelling it (config_catalog.KAFKA_TOPIC_KEYS)
+    Row(K.FETCH, 4, None, "down-conversion disabled, none needed", fetch(NO_DOWN_CONVERSION), E.NONE, F0),
     Row(K.FETCH, 0, None, "not leader", fetch(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, F0),
     Row(K.FETCH, 0, 5, "log dir offline", fetch(OFFLINE), E.NOT_LEADER_OR_FOLLOWER, F0),  # maybeDownConvertStorageError (v <= 5)
     Row(K.FETCH, 6, None, "log dir offline", fetch(OFFLINE), E.KAFKA_STORAGE_ERROR, F0),
@@ -433,6 +474,7 @@ TABLE: list[Row] = [
     Row(K.FETCH, 10, None, "zstd topic from v10", fetch(ZSTD), E.NONE, F0),
     # ListOffsets: handleListOffsetRequestV0 / V1AndAbove, ReplicaManager.fetchOffsetForTimestamp.
     Row(K.LIST_OFFSETS, 0, None, "unknown topic", list_offsets(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
+    Row(K.LIST_OFFSETS, 0, None, "partition the topic lacks", list_offsets(TOPIC, partition=5), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.LIST_OFFSETS, 0, None, "not leader", list_offsets(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
     Row(K.LIST_OFFSETS, 0, None, "log dir offline", list_offsets(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
     Row(K.LIST_OFFSETS, 4, None, "leader epoch ahead", list_offsets(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, L0),
@@ -508,6 +550,7 @@ TABLE: list[Row] = [
     Row(K.LEAVE_GROUP, 3, None, "unknown group", leave_group(OTHER_GROUP), E.UNKNOWN_MEMBER_ID, "members.0.error_code"),
     Row(K.LEAVE_GROUP, 3, None, "unknown group (top level)", leave_group(OTHER_GROUP), E.NONE, "error_code"),
     Row(K.LEAVE_GROUP, 0, None, "coordinator loading", leave_group(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+    Row(K.LEAVE_GROUP, 0, None, "not coordinator", leave_group(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
     Row(K.LEAVE_GROUP, 0, None, "empty group id", leave_group(""), E.INVALID_GROUP_ID, "error_code"),
     # DescribeGroups / ListGroups / DeleteGroups / OffsetDelete: GroupCoordinator.handleDescribeGroup, handleListGroups,
     # handleDeleteGroups, handleDeleteOffsets.
@@ -523,6 +566,8 @@ TABLE: list[Row] = [
     Row(K.DELETE_GROUPS, 0, None, "not coordinator", groups(GROUP), E.NOT_COORDINATOR, "results.0.error_code", coordinator_moved),
     Row(K.OFFSET_DELETE, 0, None, "unknown group", offset_delete(OTHER_GROUP), E.GROUP_ID_NOT_FOUND, "error_code"),
     Row(K.OFFSET_DELETE, 0, None, "topic the group consumes", offset_delete(GROUP), E.GROUP_SUBSCRIBED_TO_TOPIC, L0),
+    Row(K.OFFSET_DELETE, 0, None, "unknown topic", offset_delete(GROUP, MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),  # !metadataCache.contains
+    Row(K.OFFSET_DELETE, 0, None, "not coordinator", offset_delete(GROUP), E.NOT_COORDINATOR, "error_code", coordinator_moved),
     Row(K.OFFSET_DELETE, 0, None, "coordinator loading", offset_delete(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
     # CreateTopics: KafkaApis.handleCreateTopicsRequest, ZkAdminManager.createTopics, AdminZkClient.validateTopicCreate.
     Row(K.CREATE_TOPICS, 2, None, "topic exists", create_topic_body(TOPIC), E.TOPIC_ALREADY_EXISTS, "topics.0.error_code"),
@@ -674,6 +719,8 @@ async def prepare(state: State) -> None:
         await produce_to(connection, NO_DOWN_CONVERSION, batch())
         await create_topic(connection, MIN_ISR, {"min.insync.replicas": "2"})
         await create_topic(connection, DOTTED)
+        await create_topic(connection, SMALL, {"max.message.bytes": "10"})
+        await create_topic(connection, COMPACTED, {"cleanup.policy": "compact"})
         for topic in (TOPIC, ZSTD, NO_DOWN_CONVERSION, MIN_ISR):
             log = log_manager.get_log(TopicPartition(topic, 0))
             assert log is not None and log.dir.parent != directory
