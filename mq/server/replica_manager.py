@@ -220,9 +220,12 @@ class ReplicaManager:
             raise self.log_manager.offline_error(partition.log)
         return partition
 
-    def leader_partition(self, tp: TopicPartition) -> Partition:
-        """``hosted_partition`` when this broker leads it, else raises NOT_LEADER_OR_FOLLOWER."""
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
+        """``hosted_partition`` when this broker leads it, else raises NOT_LEADER_OR_FOLLOWER; a requester's
+        ``current_leader_epoch`` (-1: none) is checked first (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka's
+        Partition.localLogWithEpochOrException does."""
         partition = self.hosted_partition(tp)
+        partition.check_leader_epoch(current_leader_epoch)
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         return partition
@@ -396,8 +399,9 @@ class ReplicaManager:
         remaining = max_bytes
         for request in requests:
             try:
-                partition = self.leader_partition(request.tp)
-                partition.check_leader_epoch(request.current_leader_epoch)  # a fenced fetch moves nothing
+                partition = self.leader_partition(
+                    request.tp, request.current_leader_epoch
+                )  # a fenced fetch moves nothing
                 if replica_id >= 0:
                     if record_follower:
                         self._follower_fetched(partition, replica_id, request.fetch_offset)

@@ -32,6 +32,7 @@ from mq.records.batch_header import Codec
 from mq.records.default_batch import RecordBatchBuilder
 from mq.records.legacy import encode_message
 from mq.server.metadata_cache import PartitionInfo
+from mq.server.partition_state import PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from tests.component.conftest import InProcessBroker, start_broker, stop_broker
 
@@ -40,6 +41,9 @@ TOPIC = "ec"
 MISSING = "ec-missing"
 ELSEWHERE = "ec-elsewhere"
 """Named by the metadata with broker 2 as its only replica and leader: this broker hosts no replica."""
+FOLLOWED = "ec-followed"
+"""Replicas (2, this broker), led by broker 2 at leader epoch 1: this broker is a follower (without a fetcher, as
+standalone brokers have none)."""
 OFFLINE = "ec-offline"
 """Its one partition lives in a log dir that went offline."""
 ZSTD = "ec-zstd"
@@ -448,6 +452,7 @@ TABLE: list[Row] = [
     # Produce: KafkaApis.handleProduceRequest, ReplicaManager.appendToLocalLog / getPartitionOrException.
     Row(K.PRODUCE, 0, None, "unknown topic", produce(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, P0),  # !metadataCache.contains
     Row(K.PRODUCE, 0, None, "not leader", produce(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, P0),  # known, no local replica
+    Row(K.PRODUCE, 0, None, "follower", produce(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, P0),
     Row(K.PRODUCE, 0, None, "log dir offline", produce(OFFLINE), E.KAFKA_STORAGE_ERROR, P0),  # HostedPartition.Offline; no down-mapping for old versions
     Row(K.PRODUCE, 0, None, "partition the topic lacks", produce_to_partition(TOPIC, 5), E.UNKNOWN_TOPIC_OR_PARTITION, P0),
     Row(K.PRODUCE, 0, None, "batch above max.message.bytes", produce(SMALL), E.MESSAGE_TOO_LARGE, P0),  # LogValidator / Log.append
@@ -466,6 +471,9 @@ TABLE: list[Row] = [
     Row(K.FETCH, 0, 3, "down-conversion disabled", fetch(NO_DOWN_CONVERSION), E.UNSUPPORTED_VERSION, F0, mq_answers=E.NONE),  # !messageDownConversionEnable; mq stores the key without modelling it (config_catalog.KAFKA_TOPIC_KEYS)
     Row(K.FETCH, 4, None, "down-conversion disabled, none needed", fetch(NO_DOWN_CONVERSION), E.NONE, F0),
     Row(K.FETCH, 0, None, "not leader", fetch(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, F0),
+    Row(K.FETCH, 0, 10, "follower", fetch(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, F0),  # fetchOnlyFromLeader without ClientMetadata
+    Row(K.FETCH, 11, None, "follower", fetch(FOLLOWED), E.NONE, F0, mq_answers=E.NOT_LEADER_OR_FOLLOWER),  # KIP-392: v11+ consumers may read a follower; mq serves consumers from leaders only
+    Row(K.FETCH, 9, None, "leader epoch behind (follower)", fetch(FOLLOWED, 0, 0), E.FENCED_LEADER_EPOCH, F0),  # epoch checked before leadership
     Row(K.FETCH, 0, 5, "log dir offline", fetch(OFFLINE), E.NOT_LEADER_OR_FOLLOWER, F0),  # maybeDownConvertStorageError (v <= 5)
     Row(K.FETCH, 6, None, "log dir offline", fetch(OFFLINE), E.KAFKA_STORAGE_ERROR, F0),
     Row(K.FETCH, 0, None, "offset past the log end", fetch(TOPIC, 99), E.OFFSET_OUT_OF_RANGE, F0),  # Log.read
@@ -476,6 +484,8 @@ TABLE: list[Row] = [
     Row(K.LIST_OFFSETS, 0, None, "unknown topic", list_offsets(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.LIST_OFFSETS, 0, None, "partition the topic lacks", list_offsets(TOPIC, partition=5), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.LIST_OFFSETS, 0, None, "not leader", list_offsets(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
+    Row(K.LIST_OFFSETS, 0, None, "follower", list_offsets(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, L0),
+    Row(K.LIST_OFFSETS, 4, None, "leader epoch behind (follower)", list_offsets(FOLLOWED, 0), E.FENCED_LEADER_EPOCH, L0),
     Row(K.LIST_OFFSETS, 0, None, "log dir offline", list_offsets(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
     Row(K.LIST_OFFSETS, 4, None, "leader epoch ahead", list_offsets(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, L0),
     Row(K.LIST_OFFSETS, 1, None, "partition twice", list_offsets(TOPIC, copies=2), E.INVALID_REQUEST, L0),  # duplicatePartitions
@@ -483,11 +493,14 @@ TABLE: list[Row] = [
     # DeleteRecords: ReplicaManager.deleteRecordsOnLocalLog.
     Row(K.DELETE_RECORDS, 0, None, "unknown topic", delete_records(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
     Row(K.DELETE_RECORDS, 0, None, "not leader", delete_records(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
+    Row(K.DELETE_RECORDS, 0, None, "follower", delete_records(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, L0),
     Row(K.DELETE_RECORDS, 0, None, "log dir offline", delete_records(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
     Row(K.DELETE_RECORDS, 0, None, "offset past the high watermark", delete_records(TOPIC, 99), E.OFFSET_OUT_OF_RANGE, L0),  # Partition.deleteRecordsOnLeader
     # OffsetForLeaderEpoch: ReplicaManager.lastOffsetForLeaderEpoch, Partition.lastOffsetForLeaderEpoch.
     Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "unknown topic", epoch_end(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, EP),
     Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "not leader", epoch_end(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, EP),
+    Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "follower", epoch_end(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, EP),  # fetchOnlyFromLeader = true
+    Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "leader epoch behind (follower)", epoch_end(FOLLOWED, 0), E.FENCED_LEADER_EPOCH, EP),
     Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "log dir offline", epoch_end(OFFLINE), E.KAFKA_STORAGE_ERROR, EP),
     Row(K.OFFSET_FOR_LEADER_EPOCH, 2, None, "leader epoch ahead", epoch_end(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, EP),
     # Metadata: KafkaApis.handleTopicMetadataRequest / getTopicMetadata, MetadataCache.getPartitionMetadata.
@@ -728,6 +741,13 @@ async def prepare(state: State) -> None:
         state.offline_dir = str(directory)
         cache = broker.server.cache
         on_loop(broker, lambda: cache.update_partition(ELSEWHERE, None, 0, PartitionInfo(2, 0, (2,), (2,))))
+        await create_topic(connection, FOLLOWED)
+        me = broker.server.broker_id
+        followed = PartitionStateInfo(TopicPartition(FOLLOWED, 0), None, 2, 1, (2, me), (2, me), 1, 1)
+        replica_manager = broker.server.replica_manager
+        assert replica_manager is not None
+        on_loop(broker, lambda: replica_manager.become_leader_or_follower([followed]))
+        on_loop(broker, lambda: cache.update_partition(FOLLOWED, None, 0, PartitionInfo(2, 1, (2, me), (2, me))))
         for _ in range(100):
             found = await connection.send(K.FIND_COORDINATOR, find_coordinator(GROUP)(3, state), 3)
             if found.error_code == E.NONE:

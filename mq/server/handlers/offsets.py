@@ -37,8 +37,7 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool, current_leader_epoch: int) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
-            partition = replica_manager.leader_partition(tp)
-            partition.check_leader_epoch(current_leader_epoch)
+            partition = replica_manager.leader_partition(tp, current_leader_epoch)
             limit = partition.high_watermark if consumer else partition.log_end_offset
             answer["leader_epoch"] = partition.leader_epoch
             if timestamp == LATEST:
