@@ -68,6 +68,12 @@ JOINING_GROUP = "ec-joining"
 """A JoinGroup asking for a member id creates it."""
 
 
+MAIN = "main"
+"""The broker of most rows."""
+STRICT = "strict"
+"""The broker with auto.create.topics.enable and delete.topic.enable off, which holds TOPIC only."""
+
+
 @dataclass
 class State:
     broker: InProcessBroker
@@ -75,6 +81,10 @@ class State:
     generation: int = -1
     online_dir: str = ""
     offline_dir: str = ""
+
+
+NO_STATE = State.__new__(State)
+"""Builds requests that read nothing of a broker's state."""
 
 
 def batch(codec: Codec = Codec.NONE) -> bytes:
@@ -432,8 +442,8 @@ class Row:
     """Dotted path to the error code in the response (an int picks an element), or what finds it."""
     during: Callable[[State], Callable[[], None]] | None = None
     """Puts the broker in the situation on its loop for the request; returns what restores it."""
-    strict: bool = False
-    """Asked of the broker with auto.create.topics.enable and delete.topic.enable off."""
+    ask: str = MAIN
+    """Which broker is asked: MAIN, STRICT, or in the cluster table a broker of a cluster (see there)."""
     mq_answers: E | None = None
     """Where mq answers otherwise than Kafka 2.8 (the row says why): the code mq answers, checked so that the
     difference is noticed when it changes."""
@@ -506,8 +516,8 @@ TABLE: list[Row] = [
     # Metadata: KafkaApis.handleTopicMetadataRequest / getTopicMetadata, MetadataCache.getPartitionMetadata.
     Row(K.METADATA, 4, None, "unknown topic, no auto-creation", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT),
     Row(K.METADATA, 4, None, "invalid topic name", metadata("bad/name"), E.INVALID_TOPIC_EXCEPTION, MT),  # Topic.validate
-    Row(K.METADATA, 0, 3, "unknown topic, auto-creation off on the broker", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT, strict=True),
-    Row(K.METADATA, 4, None, "auto-creation asked, off on the broker", metadata(MISSING, True), E.UNKNOWN_TOPIC_OR_PARTITION, MT, strict=True),
+    Row(K.METADATA, 0, 3, "unknown topic, auto-creation off on the broker", metadata(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, MT, ask=STRICT),
+    Row(K.METADATA, 4, None, "auto-creation asked, off on the broker", metadata(MISSING, True), E.UNKNOWN_TOPIC_OR_PARTITION, MT, ask=STRICT),
     Row(K.METADATA, 0, 3, "unknown topic (auto-created before v4)", metadata("ec-implicit", True), E.LEADER_NOT_AVAILABLE, MT),  # allowAutoTopicCreation defaults to true
     Row(K.METADATA, 4, None, "auto-created topic", metadata("ec-auto", True), E.LEADER_NOT_AVAILABLE, MT),  # AutoTopicCreationManager
     Row(K.METADATA, 0, None, "partition in an offline log dir", metadata(OFFLINE), E.LEADER_NOT_AVAILABLE, MP),  # its only replica offline: the controller left it without a leader
@@ -595,10 +605,10 @@ TABLE: list[Row] = [
     Row(K.CREATE_TOPICS, 4, None, "broker defaults (-1, -1)", create_topic_body("ec-new", -1, -1), E.NONE, "topics.0.error_code"),  # KIP-464
     # DeleteTopics: KafkaApis.handleDeleteTopicsRequest.
     Row(K.DELETE_TOPICS, 1, None, "unknown topic", delete_topics(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, "responses.0.error_code"),
-    Row(K.DELETE_TOPICS, 1, 2, "deletion disabled", delete_topics(TOPIC), E.INVALID_REQUEST, "responses.0.error_code", strict=True),  # !deleteTopicEnable, before any other check
-    Row(K.DELETE_TOPICS, 3, None, "deletion disabled", delete_topics(TOPIC), E.TOPIC_DELETION_DISABLED, "responses.0.error_code", strict=True),
-    Row(K.DELETE_TOPICS, 1, 2, "deletion disabled, unknown topic", delete_topics(MISSING), E.INVALID_REQUEST, "responses.0.error_code", strict=True),
-    Row(K.DELETE_TOPICS, 3, None, "deletion disabled, unknown topic", delete_topics(MISSING), E.TOPIC_DELETION_DISABLED, "responses.0.error_code", strict=True),
+    Row(K.DELETE_TOPICS, 1, 2, "deletion disabled", delete_topics(TOPIC), E.INVALID_REQUEST, "responses.0.error_code", ask=STRICT),  # !deleteTopicEnable, before any other check
+    Row(K.DELETE_TOPICS, 3, None, "deletion disabled", delete_topics(TOPIC), E.TOPIC_DELETION_DISABLED, "responses.0.error_code", ask=STRICT),
+    Row(K.DELETE_TOPICS, 1, 2, "deletion disabled, unknown topic", delete_topics(MISSING), E.INVALID_REQUEST, "responses.0.error_code", ask=STRICT),
+    Row(K.DELETE_TOPICS, 3, None, "deletion disabled, unknown topic", delete_topics(MISSING), E.TOPIC_DELETION_DISABLED, "responses.0.error_code", ask=STRICT),
     Row(K.DELETE_TOPICS, 6, None, "unknown topic id", delete_topics(None, uuid.UUID(int=7)), E.UNKNOWN_TOPIC_ID, "responses.0.error_code"),
     # CreatePartitions: ZkAdminManager.createPartitions, AdminZkClient.addPartitions.
     Row(K.CREATE_PARTITIONS, 0, None, "unknown topic", create_partitions(MISSING, 2), E.UNKNOWN_TOPIC_OR_PARTITION, "results.0.error_code"),
@@ -688,7 +698,7 @@ async def create_topic(connection: BrokerConnection, name: str, configs: dict[st
     answer = await connection.send(K.CREATE_TOPICS, {"topics": [topic], "timeout": 30_000, "validate_only": False}, 5)
     assert answer.topics[0].error_code == E.NONE, answer
     for _ in range(100):  # until this broker leads it
-        meta = await connection.send(K.METADATA, metadata(name)(9, State.__new__(State)), 9)
+        meta = await connection.send(K.METADATA, metadata(name)(9, NO_STATE), 9)
         if meta.topics[0].error_code == E.NONE and meta.topics[0].partitions[0].leader_id >= 0:
             return
         await asyncio.sleep(0.05)
@@ -696,7 +706,7 @@ async def create_topic(connection: BrokerConnection, name: str, configs: dict[st
 
 
 async def produce_to(connection: BrokerConnection, topic: str, records: bytes) -> None:
-    answer = await connection.send(K.PRODUCE, produce(topic, records)(9, State.__new__(State)), 9)
+    answer = await connection.send(K.PRODUCE, produce(topic, records)(9, NO_STATE), 9)
     assert answer.responses[0].partition_responses[0].error_code == E.NONE, answer
 
 
@@ -766,9 +776,8 @@ async def prepare(state: State) -> None:
 
 
 @pytest.fixture(scope="module")
-def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, State]]:
-    """The broker of most rows (False) and the one with auto.create.topics.enable and delete.topic.enable off
-    (True), which holds TOPIC only."""
+def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, State]]:
+    """The MAIN and the STRICT broker, in their situations."""
     base = tmp_path_factory.mktemp("error-codes")
     started = [
         start_broker(
@@ -782,9 +791,9 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, Stat
         start_broker([f"log.dirs={base / 'strict'}", "auto.create.topics.enable=false", "delete.topic.enable=false"]),
     ]
     try:
-        found = {False: State(started[0][0]), True: State(started[1][0])}
-        asyncio.run(prepare(found[False]))
-        asyncio.run(prepare_strict(found[True]))
+        found = {MAIN: State(started[0][0]), STRICT: State(started[1][0])}
+        asyncio.run(prepare(found[MAIN]))
+        asyncio.run(prepare_strict(found[STRICT]))
         yield found
     finally:
         for broker, thread in started:
@@ -822,8 +831,8 @@ def served(state: State, api: K) -> tuple[int, int]:
 @pytest.mark.parametrize(
     "row", TABLE, ids=[f"{r.api.name}-v{r.first}-{'' if r.last is None else r.last}-{r.situation}" for r in TABLE]
 )
-def test_error_code(states: dict[bool, State], row: Row) -> None:
-    state = states[row.strict]
+def test_error_code(states: dict[str, State], row: Row) -> None:
+    state = states[row.ask]
     low, high = served(state, row.api)
     versions = range(max(row.first, low), (high if row.last is None else min(row.last, high)) + 1)
     assert versions, f"{row.api.name} v{row.first}-{row.last}: no version the broker serves ({low}-{high})"
