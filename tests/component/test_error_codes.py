@@ -629,7 +629,8 @@ TABLE: list[Row] = [
     Row(K.INCREMENTAL_ALTER_CONFIGS, 0, None, "append to a non-list key", config_resource(2, TOPIC, {"retention.ms": "1"}, 2), E.INVALID_REQUEST, "responses.0.error_code"),  # prepareIncrementalConfigs
     Row(K.INCREMENTAL_ALTER_CONFIGS, 0, None, "subtract from a non-list key", config_resource(2, TOPIC, {"retention.ms": "1"}, 3), E.INVALID_REQUEST, "responses.0.error_code"),
     Row(K.INCREMENTAL_ALTER_CONFIGS, 0, None, "append to a list key", config_resource(2, TOPIC, {"cleanup.policy": "compact"}, 2), E.NONE, "responses.0.error_code"),
-    # ElectLeaders: KafkaApis.handleElectReplicaLeader, KafkaController.doElectLeaders.
+    # ControlledShutdown, ElectLeaders: KafkaApis.handleElectReplicaLeader, KafkaController.doElectLeaders.
+    Row(K.CONTROLLED_SHUTDOWN, 0, None, "unknown broker", fixed(broker_id=77, broker_epoch=-1), E.BROKER_NOT_AVAILABLE, "error_code"),  # KafkaController.doControlledShutdown
     Row(K.ELECT_LEADERS, 0, None, "unknown partition", elect(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, "replica_election_results.0.partition_result.0.error_code"),
     Row(K.ELECT_LEADERS, 0, None, "preferred leader leads", elect(TOPIC), E.ELECTION_NOT_NEEDED, "replica_election_results.0.partition_result.0.error_code"),
     Row(K.ELECT_LEADERS, 0, None, "preferred replica offline", elect(OFFLINE), E.PREFERRED_LEADER_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code", mq_answers=E.ELECTION_NOT_NEEDED),  # standalone: its controller is not told of a failed log dir (KafkaServer._log_dir_failed); cluster mode answers Kafka's code (test_controller)
@@ -673,6 +674,14 @@ TABLE: list[Row] = [
     Row(K.API_VERSIONS, 3, None, "invalid client software name", fixed(client_software_name="bad name!", client_software_version="1"), E.INVALID_REQUEST, "error_code"),  # ApiVersionsRequest.isValid
     Row(K.INIT_PRODUCER_ID, 0, None, "idempotent producer", fixed(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1), E.NONE, "error_code"),
     Row(K.DESCRIBE_CLUSTER, 0, None, "the cluster", fixed(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False), E.NONE, "error_code"),
+    # APIs after Kafka 2.8, as the Kafka release that added them answers: DescribeTopicPartitions (3.8, KIP-966),
+    # GetTelemetrySubscriptions / PushTelemetry (3.7, KIP-714), ListConfigResources v0 (3.7, ListClientMetricsResources).
+    Row(K.DESCRIBE_TOPIC_PARTITIONS, 0, None, "unknown topic", fixed(topics=[{"name": MISSING}], response_partition_limit=100, cursor=None), E.UNKNOWN_TOPIC_OR_PARTITION, "topics.0.error_code"),
+    Row(K.DESCRIBE_TOPIC_PARTITIONS, 0, None, "cursor outside the topics asked", fixed(topics=[{"name": TOPIC}], response_partition_limit=100, cursor={"topic_name": MISSING, "partition_index": 0}), E.INVALID_REQUEST, "topics.0.error_code"),
+    Row(K.DESCRIBE_TOPIC_PARTITIONS, 0, None, "a topic", fixed(topics=[{"name": TOPIC}], response_partition_limit=100, cursor=None), E.NONE, "topics.0.error_code"),
+    Row(K.GET_TELEMETRY_SUBSCRIPTIONS, 0, None, "a new client", fixed(client_instance_id=uuid.UUID(int=0)), E.NONE, "error_code"),
+    Row(K.PUSH_TELEMETRY, 0, None, "no client instance id", fixed(client_instance_id=uuid.UUID(int=0), subscription_id=0, terminating=False, compression_type=0, metrics=b""), E.INVALID_REQUEST, "error_code"),
+    Row(K.LIST_CONFIG_RESOURCES, 0, None, "client-metrics resources", fixed(), E.NONE, "error_code"),
 ]
 # fmt: on
 
@@ -853,3 +862,10 @@ def test_error_code(states: dict[str, State], row: Row) -> None:
     expected = row.expected if row.mq_answers is None else row.mq_answers
     wrong = {v: E(code).name for v, code in got.items() if code != expected}
     assert not wrong, f"{row.api.name} {row.situation}: expected {expected.name}, got {wrong}"
+
+
+def test_every_api_the_broker_serves_has_rows(states: dict[str, State]) -> None:
+    dispatcher = states[MAIN].broker.server.dispatcher
+    assert dispatcher is not None
+    served_apis = {K(a["api_key"]) for a in dispatcher.advertised()}
+    assert served_apis - {row.api for row in TABLE} == set()

@@ -17,6 +17,7 @@ from mq.errors import ErrorCode as E
 from mq.protocol.api_keys import ApiKey as K
 from tests.component.test_error_codes import (
     NO_STATE,
+    TABLE,
     Row,
     at,
     create_partitions,
@@ -132,6 +133,16 @@ def test_error_codes_of_cluster_situations(cluster_on: Any, zookeeper: Any) -> N
         finally:
             await connection.close()
 
+    async def served() -> set[K]:
+        connection = BrokerConnection("127.0.0.1", asked[NOT_CONTROLLER], client_id="error-codes")
+        try:
+            await connection.connect()
+            return {K(api) for api in connection.api_versions}
+        finally:
+            await connection.close()
+
+    tabled = {row.api for row in [*TABLE, *CLUSTER_TABLE]}
+    assert asyncio.run(served()) - tabled == set()  # the APIs only a cluster serves are in CLUSTER_TABLE
     wrong = {}
     for row in CLUSTER_TABLE:
         expected = row.expected if row.mq_answers is None else row.mq_answers
