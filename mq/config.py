@@ -111,6 +111,9 @@ class TopicConfig:
         "max.compaction.lag.ms", LONG_MAX, "longest a record stays uncompacted", minimum=1
     )
     max_message_bytes: int = _key("max.message.bytes", 1048588, "largest record batch accepted", minimum=0)
+    message_downconversion_enable: bool = _key(
+        "message.downconversion.enable", True, "whether Fetch v0-v3 may read batches down-converted to magic 0 or 1"
+    )
     message_timestamp_difference_max_ms: int = _key(
         "message.timestamp.difference.max.ms", LONG_MAX, "largest allowed |create time - broker time|", minimum=0
     )
@@ -178,6 +181,7 @@ TOPIC_TO_BROKER_KEYS: dict[str, tuple[str, ...]] = {
     "max.message.bytes": ("message.max.bytes",),
     "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
     "message.timestamp.type": ("log.message.timestamp.type",),
+    "message.downconversion.enable": ("log.message.downconversion.enable",),
     "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
     "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
     "min.insync.replicas": ("min.insync.replicas",),
@@ -546,6 +550,12 @@ class BrokerConfig:
     log_preallocate: bool = _key(
         "log.preallocate", False, "preallocate segment files to log.segment.bytes", update=CLUSTER_WIDE
     )
+    log_message_downconversion_enable: bool = _key(
+        "log.message.downconversion.enable",
+        True,
+        "whether Fetch v0-v3 may read batches down-converted to magic 0 or 1",
+        update=CLUSTER_WIDE,
+    )
     log_message_timestamp_type: str = _key(
         "log.message.timestamp.type",
         "CreateTime",
@@ -820,6 +830,7 @@ class BrokerConfig:
             max_message_bytes=self.message_max_bytes,
             message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
             message_timestamp_type=self.log_message_timestamp_type,
+            message_downconversion_enable=self.log_message_downconversion_enable,
             min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
             min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
             min_insync_replicas=self.min_insync_replicas,

@@ -478,7 +478,8 @@ TABLE: list[Row] = [
     # Fetch: KafkaApis.handleFetchRequest, ReplicaManager.readFromLocalLog.
     Row(K.FETCH, 0, None, "unknown topic", fetch(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, F0),  # !metadataCache.contains
     Row(K.FETCH, 0, None, "partition the topic lacks", fetch(TOPIC, partition=5), E.UNKNOWN_TOPIC_OR_PARTITION, F0),
-    Row(K.FETCH, 0, 3, "down-conversion disabled", fetch(NO_DOWN_CONVERSION), E.UNSUPPORTED_VERSION, F0, mq_answers=E.NONE),  # !messageDownConversionEnable; mq stores the key without modelling it (config_catalog.KAFKA_TOPIC_KEYS)
+    Row(K.FETCH, 0, 3, "down-conversion disabled", fetch(NO_DOWN_CONVERSION), E.UNSUPPORTED_VERSION, F0),  # !messageDownConversionEnable
+    Row(K.FETCH, 0, 3, "down-conversion disabled, nothing to read", fetch(NO_DOWN_CONVERSION, 1), E.NONE, F0),  # hasCompatibleMagic
     Row(K.FETCH, 4, None, "down-conversion disabled, none needed", fetch(NO_DOWN_CONVERSION), E.NONE, F0),
     Row(K.FETCH, 0, None, "not leader", fetch(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, F0),
     Row(K.FETCH, 0, 10, "follower", fetch(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, F0),  # fetchOnlyFromLeader without ClientMetadata

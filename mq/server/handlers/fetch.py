@@ -15,7 +15,8 @@ Kafka's brokers answer. The conversion runs on a worker thread once the fetch is
 (file slices, sendfile).
 
 A version before v6 gets NOT_LEADER_OR_FOLLOWER for a partition in an offline log dir (KAFKA_STORAGE_ERROR from
-v6), and a version before v10 UNSUPPORTED_COMPRESSION_TYPE for a topic whose compression.type is zstd, as Kafka 2.8
+v6), a version before v10 UNSUPPORTED_COMPRESSION_TYPE for a topic whose compression.type is zstd, and a consumer's
+v0-v3 fetch that reads records UNSUPPORTED_VERSION for a topic with message.downconversion.enable=false, as Kafka 2.8
 answers them.
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
@@ -107,7 +108,8 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
             if version < ZSTD_FROM:
-                results = {tp: for_old_version(version, tp, r) for tp, r in results.items()}
+                consumer = request.replica_id < 0
+                results = {tp: for_old_version(version, tp, r, consumer) for tp, r in results.items()}
             if refused:
                 results = {**refused, **results}
             if all(r.records is None or not r.records.length for r in results.values()):
@@ -163,13 +165,19 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             whole_batch_each=version < TRANSACTIONS_FROM,
         )
 
-    def for_old_version(version: int, tp: TopicPartition, result: FetchResult) -> FetchResult:
+    def for_old_version(version: int, tp: TopicPartition, result: FetchResult, consumer: bool) -> FetchResult:
         """``result`` as Kafka 2.8's fetch handler answers a version before v10 (maybeConvertFetchedData,
         maybeDownConvertStorageError)."""
         if result.error == ErrorCode.KAFKA_STORAGE_ERROR and version < STORAGE_ERROR_FROM:
             return dataclasses.replace(result, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if result.error == ErrorCode.NONE and replica_manager.topic_config(tp.topic).compression_type == "zstd":
+        if result.error != ErrorCode.NONE:
+            return result
+        config = replica_manager.topic_config(tp.topic)
+        if config.compression_type == "zstd":
             return FetchResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        converts = version < TRANSACTIONS_FROM and result.records is not None and result.records.length > 0
+        if converts and consumer and not config.message_downconversion_enable:
+            return FetchResult(ErrorCode.UNSUPPORTED_VERSION)
         return result
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:
