@@ -73,6 +73,15 @@ class Partition:
         return self.leader_id == self.local_broker_id
 
     @property
+    def leader_epoch_start_offset(self) -> int | None:
+        """Where the current leader epoch began in this leader's log (Kafka's leaderEpochStartOffsetOpt); None when
+        this broker does not lead the partition or the epoch is not recorded."""
+        if not self.is_leader:
+            return None
+        entries = self.log.leader_epoch_cache.entries
+        return entries[-1][1] if entries and entries[-1][0] == self.leader_epoch else None
+
+    @property
     def log_end_offset(self) -> int:
         return int(self.log.log_end_offset)
 

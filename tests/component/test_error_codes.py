@@ -44,6 +44,9 @@ ELSEWHERE = "ec-elsewhere"
 FOLLOWED = "ec-followed"
 """Replicas (2, this broker), led by broker 2 at leader epoch 1: this broker is a follower (without a fetcher, as
 standalone brokers have none)."""
+LAGGING = "ec-lagging"
+"""Led by this broker at leader epoch 2, which began at offset 1, with ISR (this broker, 2) and a high watermark of 0:
+broker 2 never fetched the record appended at epoch 1."""
 OFFLINE = "ec-offline"
 """Its one partition lives in a log dir that went offline."""
 ZSTD = "ec-zstd"
@@ -157,15 +160,16 @@ def fetch(
 
 
 def list_offsets(
-    topic: str, leader_epoch: int = -1, copies: int = 1, partition: int = 0
+    topic: str, leader_epoch: int = -1, copies: int = 1, partition: int = 0, timestamp: int = -1
 ) -> Callable[[int, State], dict[str, Any]]:
+    """Latest (-1) unless ``timestamp`` says otherwise (-2: earliest)."""
     index = partition
 
     def body(version: int, state: State) -> dict[str, Any]:
         partition = {
             "partition_index": index,
             "current_leader_epoch": leader_epoch,
-            "timestamp": -1,
+            "timestamp": timestamp,
             "max_num_offsets": 1,
         }
         return {
@@ -497,6 +501,10 @@ TABLE: list[Row] = [
     Row(K.LIST_OFFSETS, 0, None, "not leader", list_offsets(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, L0),
     Row(K.LIST_OFFSETS, 0, None, "follower", list_offsets(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, L0),
     Row(K.LIST_OFFSETS, 4, None, "leader epoch behind (follower)", list_offsets(FOLLOWED, 0), E.FENCED_LEADER_EPOCH, L0),
+    Row(K.LIST_OFFSETS, 1, 4, "latest, new leader's HW behind its epoch", list_offsets(LAGGING), E.LEADER_NOT_AVAILABLE, L0),  # OffsetNotAvailableException before v5
+    Row(K.LIST_OFFSETS, 5, None, "latest, new leader's HW behind its epoch", list_offsets(LAGGING), E.OFFSET_NOT_AVAILABLE, L0),  # Partition.fetchOffsetForTimestamp
+    Row(K.LIST_OFFSETS, 1, None, "earliest, new leader's HW behind its epoch", list_offsets(LAGGING, timestamp=-2), E.NONE, L0),
+    Row(K.LIST_OFFSETS, 0, 0, "latest, new leader's HW behind its epoch (v0)", list_offsets(LAGGING), E.NONE, L0),  # legacyFetchOffsetsForTimestamp
     Row(K.LIST_OFFSETS, 0, None, "log dir offline", list_offsets(OFFLINE), E.KAFKA_STORAGE_ERROR, L0),
     Row(K.LIST_OFFSETS, 4, None, "leader epoch ahead", list_offsets(TOPIC, 7), E.UNKNOWN_LEADER_EPOCH, L0),
     Row(K.LIST_OFFSETS, 1, None, "partition twice", list_offsets(TOPIC, copies=2), E.INVALID_REQUEST, L0),  # duplicatePartitions
@@ -768,6 +776,14 @@ async def prepare(state: State) -> None:
         assert replica_manager is not None
         on_loop(broker, lambda: replica_manager.become_leader_or_follower([followed]))
         on_loop(broker, lambda: cache.update_partition(FOLLOWED, None, 0, PartitionInfo(2, 1, (2, me), (2, me))))
+        await create_topic(connection, LAGGING)
+
+        def lead(epoch: int) -> list[PartitionStateInfo]:
+            return [PartitionStateInfo(TopicPartition(LAGGING, 0), None, me, epoch, (me, 2), (me, 2), epoch, 1)]
+
+        on_loop(broker, lambda: replica_manager.become_leader_or_follower(lead(1)))
+        await produce_to(connection, LAGGING, batch())
+        on_loop(broker, lambda: replica_manager.become_leader_or_follower(lead(2)))
         for _ in range(100):
             found = await connection.send(K.FIND_COORDINATOR, find_coordinator(GROUP)(3, state), 3)
             if found.error_code == E.NONE:

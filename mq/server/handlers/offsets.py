@@ -1,8 +1,10 @@
 """ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
 
 The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
-timestamp. From v1 a partition named twice is refused with INVALID_REQUEST at each mention; from v4 a requester's
-current leader epoch is checked (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka 2.8 answers.
+timestamp. While a new leader's high watermark lags behind the start of its epoch, a consumer's latest offset (or a
+timestamp past what it may read) answers OFFSET_NOT_AVAILABLE (LEADER_NOT_AVAILABLE before v5). From v1 a partition
+named twice is refused with INVALID_REQUEST at each mention; from v4 a requester's current leader epoch is checked
+(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka 2.8 answers.
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
 (``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
@@ -29,18 +31,36 @@ from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 HIGH_WATERMARK_OFFSET = -1
+OFFSET_NOT_AVAILABLE_FROM = 5
+"""ListOffsets v5+ answers OFFSET_NOT_AVAILABLE; older versions get LEADER_NOT_AVAILABLE instead."""
+
+
+def _offset_not_available(version: int, tp: TopicPartition, high_watermark: int, epoch_start: int | None) -> KafkaError:
+    """Kafka's answer to a consumer's latest offset (or a timestamp past what it may read) while a new leader's high
+    watermark lags behind the start of its epoch."""
+    return KafkaError(
+        f"Failed to fetch offsets for partition {tp} as its high watermark ({high_watermark}) is lagging behind the "
+        f"start offset from the beginning of this epoch ({epoch_start}).",
+        ErrorCode.OFFSET_NOT_AVAILABLE if version >= OFFSET_NOT_AVAILABLE_FROM else ErrorCode.LEADER_NOT_AVAILABLE,
+    )
 
 
 def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
     """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
-    def list_one(tp: TopicPartition, timestamp: int, consumer: bool, current_leader_epoch: int) -> dict[str, Any]:
+    def list_one(
+        version: int, tp: TopicPartition, timestamp: int, consumer: bool, current_leader_epoch: int
+    ) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
             partition = replica_manager.leader_partition(tp, current_leader_epoch)
             limit = partition.high_watermark if consumer else partition.log_end_offset
+            epoch_start = partition.leader_epoch_start_offset
+            lagging = consumer and epoch_start is not None and epoch_start > partition.high_watermark
             answer["leader_epoch"] = partition.leader_epoch
             if timestamp == LATEST:
+                if lagging:
+                    raise _offset_not_available(version, tp, partition.high_watermark, epoch_start)
                 answer["offset"] = limit
             elif timestamp == EARLIEST:
                 answer["offset"] = partition.log_start_offset
@@ -53,6 +73,8 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                 )
                 if found is not None and found[0] < limit:
                     answer["offset"], answer["timestamp"] = found
+                elif lagging:
+                    raise _offset_not_available(version, tp, partition.high_watermark, epoch_start)
         except KafkaError as exc:
             answer["error_code"] = exc.code
         return answer
@@ -89,6 +111,7 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                     else refused_listing(p.partition_index, ErrorCode.INVALID_REQUEST)
                     if named[t.name, p.partition_index] > 1  # Kafka's duplicatePartitions: each mention refused
                     else list_one(
+                        context.version,
                         TopicPartition(t.name, p.partition_index),
                         p.timestamp,
                         consumer,
