@@ -266,7 +266,11 @@ def join_group(
 
 
 def member_request(
-    group: str, member: bool = True, generation: int | None = None, protocol_type: str | None = "consumer"
+    group: str,
+    member: bool = True,
+    generation: int | None = None,
+    protocol_type: str | None = "consumer",
+    protocol_name: str | None = "range",
 ) -> Callable[[int, State], dict[str, Any]]:
     """SyncGroup and Heartbeat: ``member`` the stable group's member (else an unknown id)."""
 
@@ -277,7 +281,7 @@ def member_request(
             "member_id": state.member if member else "ec-unknown-member",
             "group_instance_id": None,
             "protocol_type": protocol_type,
-            "protocol_name": "range",
+            "protocol_name": protocol_name,
             "assignments": [],
         }
 
@@ -569,6 +573,8 @@ TABLE: list[Row] = [
     Row(K.SYNC_GROUP, 0, None, "unknown member", member_request(GROUP, member=False), E.UNKNOWN_MEMBER_ID, "error_code"),
     Row(K.SYNC_GROUP, 0, None, "stale generation", member_request(GROUP, generation=99), E.ILLEGAL_GENERATION, "error_code"),
     Row(K.SYNC_GROUP, 5, None, "other protocol type", member_request(GROUP, protocol_type="connect"), E.INCONSISTENT_GROUP_PROTOCOL, "error_code"),
+    Row(K.SYNC_GROUP, 5, None, "other protocol name", member_request(GROUP, protocol_name="roundrobin"), E.INCONSISTENT_GROUP_PROTOCOL, "error_code"),
+    Row(K.SYNC_GROUP, 5, None, "protocol type missing", member_request(OTHER_GROUP, protocol_type=None), E.INCONSISTENT_GROUP_PROTOCOL, "error_code"),  # areMandatoryProtocolTypeAndNamePresent, before the group
     # Heartbeat: GroupCoordinator.handleHeartbeat.
     Row(K.HEARTBEAT, 0, None, "empty group id", member_request(""), E.INVALID_GROUP_ID, "error_code"),
     Row(K.HEARTBEAT, 0, None, "coordinator loading", member_request(GROUP), E.NONE, "error_code", coordinator_loading),  # "respond blindly"
