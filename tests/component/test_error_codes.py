@@ -46,7 +46,7 @@ FOLLOWED = "ec-followed"
 standalone brokers have none)."""
 LAGGING = "ec-lagging"
 """Led by this broker at leader epoch 2, which began at offset 1, with ISR (this broker, 2) and a high watermark of 0:
-broker 2 never fetched the record appended at epoch 1."""
+broker 2 (not a live broker) never fetched the record appended at epoch 1."""
 OFFLINE = "ec-offline"
 """Its one partition lives in a log dir that went offline."""
 ZSTD = "ec-zstd"
@@ -533,6 +533,9 @@ TABLE: list[Row] = [
     Row(K.METADATA, 4, None, "auto-creation asked, off on the broker", metadata(MISSING, True), E.UNKNOWN_TOPIC_OR_PARTITION, MT, ask=STRICT),
     Row(K.METADATA, 0, 3, "unknown topic (auto-created before v4)", metadata("ec-implicit", True), E.LEADER_NOT_AVAILABLE, MT),  # allowAutoTopicCreation defaults to true
     Row(K.METADATA, 4, None, "auto-created topic", metadata("ec-auto", True), E.LEADER_NOT_AVAILABLE, MT),  # AutoTopicCreationManager
+    Row(K.METADATA, 0, None, "leader not a live broker", metadata(ELSEWHERE), E.LEADER_NOT_AVAILABLE, MP),  # MetadataCache.getPartitionMetadata
+    Row(K.METADATA, 0, 0, "a replica not a live broker", metadata(LAGGING), E.REPLICA_NOT_AVAILABLE, MP),  # errorUnavailableEndpoints (v0 only)
+    Row(K.METADATA, 1, None, "a replica not a live broker", metadata(LAGGING), E.NONE, MP),
     Row(K.METADATA, 0, None, "partition in an offline log dir", metadata(OFFLINE), E.LEADER_NOT_AVAILABLE, MP),  # its only replica offline: the controller left it without a leader
     # OffsetCommit: KafkaApis.handleOffsetCommitRequest, GroupCoordinator.handleCommitOffsets / doCommitOffsets.
     Row(K.OFFSET_COMMIT, 1, None, "unknown topic", offset_commit(OTHER_GROUP, MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, L0),
@@ -790,6 +793,7 @@ async def prepare(state: State) -> None:
         on_loop(broker, lambda: replica_manager.become_leader_or_follower(lead(1)))
         await produce_to(connection, LAGGING, batch())
         on_loop(broker, lambda: replica_manager.become_leader_or_follower(lead(2)))
+        on_loop(broker, lambda: cache.update_partition(LAGGING, None, 0, PartitionInfo(me, 2, (me, 2), (me, 2))))
         for _ in range(100):
             found = await connection.send(K.FIND_COORDINATOR, find_coordinator(GROUP)(3, state), 3)
             if found.error_code == E.NONE:
