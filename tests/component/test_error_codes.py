@@ -491,7 +491,7 @@ TABLE: list[Row] = [
     Row(K.FETCH, 4, None, "down-conversion disabled, none needed", fetch(NO_DOWN_CONVERSION), E.NONE, F0),
     Row(K.FETCH, 0, None, "not leader", fetch(ELSEWHERE), E.NOT_LEADER_OR_FOLLOWER, F0),
     Row(K.FETCH, 0, 10, "follower", fetch(FOLLOWED), E.NOT_LEADER_OR_FOLLOWER, F0),  # fetchOnlyFromLeader without ClientMetadata
-    Row(K.FETCH, 11, None, "follower", fetch(FOLLOWED), E.NONE, F0, mq_answers=E.NOT_LEADER_OR_FOLLOWER),  # KIP-392: v11+ consumers may read a follower; mq serves consumers from leaders only
+    Row(K.FETCH, 11, None, "follower", fetch(FOLLOWED), E.NONE, F0),  # KIP-392: with ClientMetadata a consumer may read a follower
     Row(K.FETCH, 9, None, "leader epoch behind (follower)", fetch(FOLLOWED, 0, 0), E.FENCED_LEADER_EPOCH, F0),  # epoch checked before leadership
     Row(K.FETCH, 0, 5, "log dir offline", fetch(OFFLINE), E.NOT_LEADER_OR_FOLLOWER, F0),  # maybeDownConvertStorageError (v <= 5)
     Row(K.FETCH, 6, None, "log dir offline", fetch(OFFLINE), E.KAFKA_STORAGE_ERROR, F0),

@@ -19,6 +19,9 @@ v6), a version before v10 UNSUPPORTED_COMPRESSION_TYPE for a topic whose compres
 v0-v3 fetch that reads records UNSUPPORTED_VERSION for a topic with message.downconversion.enable=false, as Kafka 2.8
 answers them.
 
+A consumer's Fetch v11+ (KIP-392) is answered by a follower too, up to the follower's high watermark, as Kafka 2.8
+answers it; mq names no preferred read replica.
+
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
 at once).
@@ -60,6 +63,9 @@ log = logging.getLogger(__name__)
 REFUSED = FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 ZSTD_FROM = 10
 """Fetch v10+ may read zstd batches (KIP-110); older versions get UNSUPPORTED_COMPRESSION_TYPE for a zstd topic."""
+FOLLOWER_READS_FROM = 11
+"""Fetch v11+ carries client metadata (KIP-392): a consumer may then read a follower, up to its high watermark; older
+versions and replicas get NOT_LEADER_OR_FOLLOWER from a follower."""
 STORAGE_ERROR_FROM = 6
 """Fetch v6+ clients know KAFKA_STORAGE_ERROR; older ones get NOT_LEADER_OR_FOLLOWER instead, which makes them
 refresh their metadata and retry."""
@@ -163,6 +169,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             max_bytes=request.max_bytes,
             answer=encode,
             whole_batch_each=version < TRANSACTIONS_FROM,
+            leader_only=request.replica_id >= 0 or version < FOLLOWER_READS_FROM,
         )
 
     def for_old_version(version: int, tp: TopicPartition, result: FetchResult, consumer: bool) -> FetchResult:
