@@ -32,7 +32,7 @@ from mq.protocol.api_keys import ApiKey as K
 from mq.records.batch_header import Codec
 from mq.records.default_batch import RecordBatchBuilder
 from mq.records.legacy import encode_message
-from mq.server.metadata_cache import PartitionInfo
+from mq.server.metadata_cache import BrokerEndpoint, PartitionInfo
 from mq.server.partition_state import PartitionStateInfo
 from mq.topic_partition import TopicPartition
 from tests.component.conftest import InProcessBroker, start_broker, stop_broker
@@ -48,6 +48,8 @@ standalone brokers have none)."""
 LAGGING = "ec-lagging"
 """Led by this broker at leader epoch 2, which began at offset 1, with ISR (this broker, 2) and a high watermark of 0:
 broker 2 (not a live broker) never fetched the record appended at epoch 1."""
+UNLISTENED = "ec-unlistened"
+"""Named by the metadata only while ``leader_without_the_listener`` holds."""
 OFFLINE = "ec-offline"
 """Its one partition lives in a log dir that went offline."""
 ZSTD = "ec-zstd"
@@ -446,6 +448,21 @@ def coordinator_moved(state: State) -> Callable[[], None]:
     return lambda: coordinator.owned_partitions.update(owned)
 
 
+def leader_without_the_listener(state: State) -> Callable[[], None]:
+    """UNLISTENED's leader, broker 3, is live but has only a listener named INTERNAL (the request comes on PLAINTEXT)."""
+    cache = state.broker.server.cache
+    brokers, controller = dict(cache.brokers), cache.controller_id
+    internal = BrokerEndpoint(3, "127.0.0.1", 1, None, (("INTERNAL", "127.0.0.1", 1),))
+    cache.update_brokers([*brokers.values(), internal], controller)
+    cache.update_partition(UNLISTENED, None, 0, PartitionInfo(3, 0, (3,), (3,)))
+
+    def restore() -> None:
+        cache.remove_topic(UNLISTENED)
+        cache.update_brokers(brokers.values(), controller)
+
+    return restore
+
+
 # --- the table -------------------------------------------------------------------------------------------------------
 
 
@@ -546,6 +563,8 @@ TABLE: list[Row] = [
     Row(K.METADATA, 4, None, "auto-creation asked, off on the broker", metadata(MISSING, True), E.UNKNOWN_TOPIC_OR_PARTITION, MT, ask=STRICT),
     Row(K.METADATA, 0, 3, "unknown topic (auto-created before v4)", metadata("ec-implicit", True), E.LEADER_NOT_AVAILABLE, MT),  # allowAutoTopicCreation defaults to true
     Row(K.METADATA, 4, None, "auto-created topic", metadata("ec-auto", True), E.LEADER_NOT_AVAILABLE, MT),  # AutoTopicCreationManager
+    Row(K.METADATA, 0, 5, "leader without the request's listener", metadata(UNLISTENED), E.LEADER_NOT_AVAILABLE, MP, leader_without_the_listener),  # errorUnavailableListeners (v6+)
+    Row(K.METADATA, 6, None, "leader without the request's listener", metadata(UNLISTENED), E.LISTENER_NOT_FOUND, MP, leader_without_the_listener),
     Row(K.METADATA, 0, None, "leader not a live broker", metadata(ELSEWHERE), E.LEADER_NOT_AVAILABLE, MP),  # MetadataCache.getPartitionMetadata
     Row(K.METADATA, 0, 0, "a replica not a live broker", metadata(LAGGING), E.REPLICA_NOT_AVAILABLE, MP),  # errorUnavailableEndpoints (v0 only)
     Row(K.METADATA, 1, None, "a replica not a live broker", metadata(LAGGING), E.NONE, MP),
