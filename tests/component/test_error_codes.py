@@ -7,11 +7,14 @@ mappings). A row's range is open-ended (``None``) when later Kafka versions answ
 versions the broker serves; a version below the broker's served range is skipped, a row whose versions the broker does
 not serve yet is skipped as a whole, and every other row must cover at least one served version.
 
-Every row is checked against one broker of the component tier (standalone, in this process) over TCP with mq's own
-connection. The situations are states of that broker: topics with given configs, a partition the metadata names on
-another broker (this broker is not its leader), a partition in an offline log dir, a stable group, and the group
-coordinator while it loads its partition or once it no longer owns it (set on the broker's loop for the duration
-of a request)."""
+Every row is checked over TCP, with mq's own connection, against a broker of the component tier (standalone, in this
+process): MAIN, or STRICT for the rows that need auto-creation and deletion off. The situations are states of these
+brokers: topics with given configs, a partition the metadata names on other brokers, a follower replica (decided as
+the controller's LeaderAndIsr would), a new leader whose high watermark lags behind its epoch, a partition in an
+offline log dir, a stable group, and (set on the broker's loop for the duration of a request) the group coordinator
+while it loads its partition or once it no longer owns it, or a leader without the request's listener. Rows where mq
+answers otherwise than Kafka 2.8 name the code mq answers and why. Situations only a cluster has are in
+``tests/integration/test_error_codes_cluster.py``."""
 
 from __future__ import annotations
 
@@ -82,6 +85,8 @@ STRICT = "strict"
 
 @dataclass
 class State:
+    """A broker and what its preparation recorded (the stable group's member and generation, its log dirs)."""
+
     broker: InProcessBroker
     member: str = ""
     generation: int = -1
@@ -112,6 +117,11 @@ SUBSCRIPTION = struct.pack(">hih", 0, 1, len(TOPIC)) + TOPIC.encode() + struct.p
 
 
 # --- requests --------------------------------------------------------------------------------------------------------
+
+
+def fixed(**values: Any) -> Callable[[int, State], dict[str, Any]]:
+    """A body that is the same in every version (fields a version lacks are left out when it is built)."""
+    return lambda version, state: values
 
 
 def topic_id(state: State, topic: str) -> uuid.UUID:
@@ -302,34 +312,18 @@ def member_request(
 
 
 def leave_group(group: str) -> Callable[[int, State], dict[str, Any]]:
-    def body(version: int, state: State) -> dict[str, Any]:
-        member = "ec-unknown-member"
-        return {"group_id": group, "member_id": member, "members": [{"member_id": member, "group_instance_id": None}]}
-
-    return body
+    """An unknown member leaves: by ``member_id`` before v3, in ``members`` from v3."""
+    member = "ec-unknown-member"
+    return fixed(group_id=group, member_id=member, members=[{"member_id": member, "group_instance_id": None}])
 
 
 def groups(*names: str) -> Callable[[int, State], dict[str, Any]]:
-    def body(version: int, state: State) -> dict[str, Any]:
-        return {"groups": list(names), "groups_names": list(names), "include_authorized_operations": False}
-
-    return body
-
-
-def list_groups() -> Callable[[int, State], dict[str, Any]]:
-    return lambda version, state: {"states_filter": [], "types_filter": []}
+    """DescribeGroups (``groups``) and DeleteGroups (``groups_names``) of ``names``."""
+    return fixed(groups=list(names), groups_names=list(names), include_authorized_operations=False)
 
 
 def offset_delete(group: str, topic: str = TOPIC) -> Callable[[int, State], dict[str, Any]]:
-    def body(version: int, state: State) -> dict[str, Any]:
-        return {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]}
-
-    return body
-
-
-def fixed(**values: Any) -> Callable[[int, State], dict[str, Any]]:
-    """A body that is the same in every version (fields a version lacks are left out when it is built)."""
-    return lambda version, state: values
+    return fixed(group_id=group, topics=[{"name": topic, "partitions": [{"partition_index": 0}]}])
 
 
 def create_topic_body(
@@ -632,7 +626,7 @@ TABLE: list[Row] = [
     Row(K.DESCRIBE_GROUPS, 0, None, "empty group id", groups(""), E.NONE, "groups.0.error_code"),
     Row(K.DESCRIBE_GROUPS, 0, None, "coordinator loading", groups(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "groups.0.error_code", coordinator_loading),
     Row(K.DESCRIBE_GROUPS, 0, None, "not coordinator", groups(GROUP), E.NOT_COORDINATOR, "groups.0.error_code", coordinator_moved),
-    Row(K.LIST_GROUPS, 0, None, "coordinator loading", list_groups(), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
+    Row(K.LIST_GROUPS, 0, None, "coordinator loading", fixed(states_filter=[], types_filter=[]), E.COORDINATOR_LOAD_IN_PROGRESS, "error_code", coordinator_loading),
     Row(K.DELETE_GROUPS, 0, None, "unknown group", groups(OTHER_GROUP), E.GROUP_ID_NOT_FOUND, "results.0.error_code"),
     Row(K.DELETE_GROUPS, 0, None, "group with members", groups(GROUP), E.NON_EMPTY_GROUP, "results.0.error_code"),
     Row(K.DELETE_GROUPS, 0, None, "coordinator loading", groups(GROUP), E.COORDINATOR_LOAD_IN_PROGRESS, "results.0.error_code", coordinator_loading),
