@@ -23,7 +23,7 @@ import base64
 import contextlib
 import struct
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,8 @@ COMPACTED = "ec-compacted"
 DOTTED = "ec.dot"
 """Collides with ec_dot (Kafka: '.' and '_' collide in metric names)."""
 GROUP = "ec-group"
-"""A stable group of one member (``state.member``, generation ``state.generation``), protocol type consumer."""
+"""A stable group of one member (``state.member``, generation ``state.generation``), protocol type consumer. The group
+named "" exists too (an offset committed without group management)."""
 OTHER_GROUP = "ec-idle"
 """Unknown to the coordinator: no row creates it."""
 SIMPLE_GROUP = "ec-simple"
@@ -443,16 +444,23 @@ def coordinator_moved(state: State) -> Callable[[], None]:
 
 
 def leader_without_the_listener(state: State) -> Callable[[], None]:
-    """UNLISTENED's leader, broker 3, is live but has only a listener named INTERNAL (the request comes on PLAINTEXT)."""
+    """UNLISTENED's leader, broker 3, is live but has only a listener named INTERNAL (the request comes on PLAINTEXT);
+    the live brokers the controller tells the broker meanwhile (a topic another row created) keep broker 3."""
     cache = state.broker.server.cache
-    brokers, controller = dict(cache.brokers), cache.controller_id
     internal = BrokerEndpoint(3, "127.0.0.1", 1, None, (("INTERNAL", "127.0.0.1", 1),))
-    cache.update_brokers([*brokers.values(), internal], controller)
+    update_brokers = cache.update_brokers
+
+    def keeping_broker_3(brokers: Iterable[BrokerEndpoint], controller_id: int) -> None:
+        update_brokers([*(b for b in brokers if b.broker_id != 3), internal], controller_id)
+
+    cache.update_brokers = keeping_broker_3  # type: ignore[method-assign]
+    keeping_broker_3(list(cache.brokers.values()), cache.controller_id)
     cache.update_partition(UNLISTENED, None, 0, PartitionInfo(3, 0, (3,), (3,)))
 
     def restore() -> None:
+        del cache.update_brokers
         cache.remove_topic(UNLISTENED)
-        cache.update_brokers(brokers.values(), controller)
+        cache.update_brokers([b for b in cache.brokers.values() if b.broker_id != 3], cache.controller_id)
 
     return restore
 
@@ -832,8 +840,9 @@ async def prepare(state: State) -> None:
         assignment = [{"member_id": state.member, "assignment": b""}]
         synced = await connection.send(K.SYNC_GROUP, {**member_request(GROUP)(3, state), "assignments": assignment}, 3)
         assert synced.error_code == E.NONE, synced
-        committed = await connection.send(K.OFFSET_COMMIT, offset_commit(GROUP, member=True)(8, state), 8)
-        assert committed.topics[0].partitions[0].error_code == E.NONE, committed
+        for committing in (offset_commit(GROUP, member=True), offset_commit("", generation=-1)):
+            committed = await connection.send(K.OFFSET_COMMIT, committing(8, state), 8)
+            assert committed.topics[0].partitions[0].error_code == E.NONE, committed
     finally:
         await connection.close()
 
