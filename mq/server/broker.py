@@ -362,13 +362,13 @@ class KafkaServer:
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def _log_dir_failed(self, directory: Path) -> None:
-        """A log dir went offline (any thread): the replica manager answers parked requests on its partitions, and in
-        cluster mode ``/log_dir_event_notification`` tells the controller, which moves their leadership away."""
+        """A log dir went offline (any thread): the replica manager answers parked requests on its partitions, and
+        ``/log_dir_event_notification`` tells the controller (in both modes, as a Kafka broker tells its controller),
+        which moves their leadership away and no longer elects those replicas until the broker restarts."""
         replica_manager, zk = self.replica_manager, self.zk
         assert replica_manager is not None and zk is not None
         self._post(lambda: replica_manager.log_dir_failed(directory))
-        if not self.config.standalone:
-            self._submit_metadata_work(lambda: zk.propagate_log_dir_event(self.broker_id))
+        self._submit_metadata_work(lambda: zk.propagate_log_dir_event(self.broker_id))
 
     def _submit_metadata_work(self, fn: Callable[[], None]) -> None:
         self.zk_executor.submit(fn)

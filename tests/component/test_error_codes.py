@@ -685,8 +685,8 @@ TABLE: list[Row] = [
     Row(K.CONTROLLED_SHUTDOWN, 0, None, "unknown broker", fixed(broker_id=77, broker_epoch=-1), E.BROKER_NOT_AVAILABLE, "error_code"),  # KafkaController.doControlledShutdown
     Row(K.ELECT_LEADERS, 0, None, "unknown partition", elect(MISSING), E.UNKNOWN_TOPIC_OR_PARTITION, "replica_election_results.0.partition_result.0.error_code"),
     Row(K.ELECT_LEADERS, 0, None, "preferred leader leads", elect(TOPIC), E.ELECTION_NOT_NEEDED, "replica_election_results.0.partition_result.0.error_code"),
-    Row(K.ELECT_LEADERS, 0, None, "preferred replica offline", elect(OFFLINE), E.PREFERRED_LEADER_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code", mq_answers=E.ELECTION_NOT_NEEDED),  # standalone: its controller is not told of a failed log dir (KafkaServer._log_dir_failed); cluster mode answers Kafka's code (test_controller)
-    Row(K.ELECT_LEADERS, 1, None, "unclean, no eligible replica", elect(OFFLINE, 1), E.ELIGIBLE_LEADERS_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code", mq_answers=E.ELECTION_NOT_NEEDED),  # standalone: its controller is not told of a failed log dir (KafkaServer._log_dir_failed); cluster mode answers Kafka's code (test_controller)
+    Row(K.ELECT_LEADERS, 0, None, "preferred replica offline", elect(OFFLINE), E.PREFERRED_LEADER_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code"),  # online replicas only
+    Row(K.ELECT_LEADERS, 1, None, "unclean, no eligible replica", elect(OFFLINE, 1), E.ELIGIBLE_LEADERS_NOT_AVAILABLE, "replica_election_results.0.partition_result.0.error_code"),  # online replicas only
     # DescribeLogDirs / AlterReplicaLogDirs: KafkaApis.handleDescribeLogDirsRequest, ReplicaManager.alterReplicaLogDirs.
     Row(K.DESCRIBE_LOG_DIRS, 0, None, "offline log dir", fixed(topics=None), E.KAFKA_STORAGE_ERROR, lambda r, s: next(d.error_code for d in r.results if d.log_dir == s.offline_dir)),
     Row(K.DESCRIBE_LOG_DIRS, 0, None, "online log dir", fixed(topics=None), E.NONE, lambda r, s: next(d.error_code for d in r.results if d.log_dir == s.online_dir)),
@@ -790,11 +790,15 @@ async def prepare(state: State) -> None:
         assert offline_log is not None
         directory = offline_log.dir.parent
         log_manager.mark_offline(directory, OSError(5, "Input/output error"))
+        zk = broker.server.zk
+        assert zk is not None
         for _ in range(200):  # until the controller took the partition offline (no other replica to lead it)
-            meta = await connection.send(K.METADATA, metadata(OFFLINE)(9, state), 9)
-            if meta.topics[0].partitions[0].leader_id == -1:
+            found = await asyncio.to_thread(zk.get_partition_state, OFFLINE, 0)
+            if found is not None and found[0].leader == -1:
                 break
             await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"the controller did not take {OFFLINE} offline")
         await create_topic(connection, TOPIC)
         await produce_to(connection, TOPIC, batch())
         await create_topic(connection, ZSTD, {"compression.type": "zstd"})
