@@ -197,7 +197,6 @@ KAFKA_BROKER_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "log.initial.task.delay.ms": ("3.8", None, "long"),
     "log.local.retention.bytes": ("3.6", None, "long"),
     "log.local.retention.ms": ("3.6", None, "long"),
-    "log.message.downconversion.enable": ("2.0", None, "boolean"),
     "log.message.format.version": ("0.10.0", None, "string"),
     "log.message.timestamp.after.max.ms": ("3.6", None, "long"),
     "log.message.timestamp.before.max.ms": ("3.6", None, "long"),

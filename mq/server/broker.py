@@ -366,13 +366,13 @@ class KafkaServer:
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def _log_dir_failed(self, directory: Path) -> None:
-        """A log dir went offline (any thread): the replica manager answers parked requests on its partitions, and in
-        cluster mode ``/log_dir_event_notification`` tells the controller, which moves their leadership away."""
+        """A log dir went offline (any thread): the replica manager answers parked requests on its partitions, and
+        ``/log_dir_event_notification`` tells the controller (in both modes, as a Kafka broker tells its controller),
+        which moves their leadership away and no longer elects those replicas until the broker restarts."""
         replica_manager, zk = self.replica_manager, self.zk
         assert replica_manager is not None and zk is not None
         self._post(lambda: replica_manager.log_dir_failed(directory))
-        if not self.config.standalone:
-            self._submit_metadata_work(lambda: zk.propagate_log_dir_event(self.broker_id))
+        self._submit_metadata_work(lambda: zk.propagate_log_dir_event(self.broker_id))
 
     def _submit_metadata_work(self, fn: Callable[[], None]) -> None:
         self.zk_executor.submit(fn)
@@ -432,6 +432,7 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             config, self.broker_id, self.log_manager, self.topic_config, high_watermarks, clock=self.clock
         )
+        self.replica_manager.known_partition = lambda tp: self.cache.partition(tp) is not None
         self.log_dir_mover = LogDirMover(log_manager, self.replica_manager.partitions.get)
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
@@ -507,7 +508,7 @@ class KafkaServer:
         for api in [
             produce_api(self.replica_manager, acl),
             fetch_api(self.replica_manager, acl),
-            *offsets_apis(self.replica_manager, self.cache, acl),
+            *offsets_apis(self.replica_manager, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),

@@ -339,7 +339,8 @@ class Controller(Reassignments, TopicDeletion):
         self, partitions: list[TopicPartition] | None, election_type: int
     ) -> dict[TopicPartition, ElectionResult]:
         """ElectLeaders: a preferred (0) or unclean (1) election of each partition (every partition for None), with
-        Kafka's per-partition outcome. Unclean elections only act on partitions without a live leader."""
+        Kafka's per-partition outcome. Unclean elections only act on partitions without a live leader; a replica in a
+        failed log dir is never chosen (PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE)."""
         live = set(self.context.live_brokers) - self.context.shutting_down
         results: dict[TopicPartition, ElectionResult] = {}
         eligible = []
@@ -349,10 +350,11 @@ class Controller(Reassignments, TopicDeletion):
                 continue
             state, _ = self.context.states[tp]
             replicas = self.context.replicas(tp)
+            online = live - self.context.offline_on(tp)
             if election_type == PREFERRED:
                 if state.leader == replicas[0]:
                     results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
-                elif election.preferred_leader(replicas, state.isr, live) is None:
+                elif election.preferred_leader(replicas, state.isr, online) is None:
                     results[tp] = (
                         ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                         f"Failed to elect leader for partition {tp} under strategy PreferredReplicaPartitionLeaderElectionStrategy",
@@ -361,7 +363,7 @@ class Controller(Reassignments, TopicDeletion):
                     eligible.append(tp)
             elif state.leader in live:
                 results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
-            elif election.offline_leader(replicas, state.isr, live, unclean=True) is None:
+            elif election.offline_leader(replicas, state.isr, online, unclean=True) is None:
                 results[tp] = (
                     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                     f"Failed to elect leader for partition {tp} under strategy UncleanLeaderElectionStrategy",
@@ -370,9 +372,10 @@ class Controller(Reassignments, TopicDeletion):
                 eligible.append(tp)
 
         def select(tp: TopicPartition, state: PartitionState, replicas: list[int]) -> tuple[int, list[int]] | None:
+            online = live - self.context.offline_on(tp)
             if election_type == PREFERRED:
-                return election.preferred_leader(replicas, state.isr, live)
-            return election.offline_leader(replicas, state.isr, live, unclean=True)
+                return election.preferred_leader(replicas, state.isr, online)
+            return election.offline_leader(replicas, state.isr, online, unclean=True)
 
         changed = set(self._change_leadership(eligible, select))
         for tp in eligible:

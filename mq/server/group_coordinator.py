@@ -2,7 +2,8 @@
 
 A broker coordinates the groups whose ``__consumer_offsets`` partition it leads (``partition_for(group id)``).
 Partitions become owned when this broker is elected their leader and has replayed their log; while one loads, its
-groups get COORDINATOR_LOAD_IN_PROGRESS, and a partition this broker does not own answers NOT_COORDINATOR.
+groups get COORDINATOR_LOAD_IN_PROGRESS (except SyncGroup, answered REBALANCE_IN_PROGRESS, and Heartbeat, answered
+NONE, as Kafka's coordinator answers them), and a partition this broker does not own answers NOT_COORDINATOR.
 
 Rebalance protocol (Kafka's): members join (JoinGroup); once every known member has rejoined, or the rebalance
 timeout passed, a new generation starts, the leader gets every member's metadata and returns the assignment in its
@@ -675,6 +676,10 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
     ) -> SyncResult:
         error = self._status(group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # the rebalance in flight was lost with the coordinator's state: the member starts over at JoinGroup
+            # (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here)
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
         if error != ErrorCode.NONE:
             return SyncResult(error)
         group = self.groups.get(group_id)
@@ -722,6 +727,8 @@ class GroupCoordinator:
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
         error = self._status(group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return ErrorCode.NONE  # answered blindly while the group loads, as Kafka's coordinator does
         if error != ErrorCode.NONE:
             return error
         group = self.groups.get(group_id)

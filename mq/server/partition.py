@@ -73,6 +73,15 @@ class Partition:
         return self.leader_id == self.local_broker_id
 
     @property
+    def leader_epoch_start_offset(self) -> int | None:
+        """Where the current leader epoch began in this leader's log (Kafka's leaderEpochStartOffsetOpt); None when
+        this broker does not lead the partition or the epoch is not recorded."""
+        if not self.is_leader:
+            return None
+        entries = self.log.leader_epoch_cache.entries
+        return entries[-1][1] if entries and entries[-1][0] == self.leader_epoch else None
+
+    @property
     def log_end_offset(self) -> int:
         return int(self.log.log_end_offset)
 
@@ -183,11 +192,12 @@ class Partition:
         from_follower: bool,
         min_one_message: bool,
         current_leader_epoch: int = -1,
+        leader_only: bool = True,
     ) -> FetchDataInfo:
         """A fetch data info for ``fetch_offset``; consumers read only below the high watermark. The requester's
-        leader epoch is checked first, as Kafka does."""
+        leader epoch is checked first, as Kafka does; a follower answers only without ``leader_only``."""
         self.check_leader_epoch(current_leader_epoch)
-        if not self.is_leader:
+        if leader_only and not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
         if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
             raise OffsetOutOfRangeError(

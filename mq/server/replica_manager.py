@@ -117,6 +117,9 @@ class ReplicaManager:
         self.topic_stats = BrokerTopicStats()
         """Counted per produced batch and per answered fetch partition (``mq.server.metrics``)."""
         self.stats = ReplicaManagerStats()
+        self.known_partition: Callable[[TopicPartition], bool] = lambda tp: False
+        """Set by the broker: whether the metadata names ``tp`` (Kafka's metadataCache.contains); a partition it names
+        that this broker does not host answers NOT_LEADER_OR_FOLLOWER, one it does not name UNKNOWN_TOPIC_OR_PARTITION."""
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
         """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
         coordinator loads and unloads ``__consumer_offsets`` partitions through it."""
@@ -204,14 +207,27 @@ class ReplicaManager:
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
 
-    def leader_partition(self, tp: TopicPartition) -> Partition:
+    def hosted_partition(self, tp: TopicPartition) -> Partition:
+        """The replica of ``tp`` this broker hosts, leader or follower, in an online log dir (Kafka's
+        getPartitionOrException): raises KAFKA_STORAGE_ERROR for one in an offline dir, NOT_LEADER_OR_FOLLOWER for a
+        partition the metadata names that this broker does not host, else UNKNOWN_TOPIC_OR_PARTITION."""
         partition = self.partitions.get(tp)
         if partition is None:
+            if self.known_partition(tp):
+                raise NotLeaderOrFollowerError(f"This broker is not a replica of {tp}")
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
-        if not partition.is_leader:
-            raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         if not self.log_manager.is_online(partition.log):
             raise self.log_manager.offline_error(partition.log)
+        return partition
+
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
+        """``hosted_partition`` when this broker leads it, else raises NOT_LEADER_OR_FOLLOWER; a requester's
+        ``current_leader_epoch`` (-1: none) is checked first (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka's
+        Partition.localLogWithEpochOrException does."""
+        partition = self.hosted_partition(tp)
+        partition.check_leader_epoch(current_leader_epoch)
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         return partition
 
     def is_offline(self, tp: TopicPartition) -> bool:
@@ -375,16 +391,21 @@ class ReplicaManager:
         *,
         record_follower: bool = True,
         whole_batch_each: bool = False,
+        leader_only: bool = True,
     ) -> dict[TopicPartition, FetchResult]:
         """File slices for ``requests``; a follower's fetch offsets count as its positions only with
         ``record_follower`` (its first read, not the re-reads of a parked fetch). Only the first partition read gets
-        its first batch whole beyond its limit (KIP-74), every partition with ``whole_batch_each``."""
+        its first batch whole beyond its limit (KIP-74), every partition with ``whole_batch_each``. A follower
+        replica answers only without ``leader_only``."""
         results: dict[TopicPartition, FetchResult] = {}
         remaining = max_bytes
         for request in requests:
             try:
-                partition = self.leader_partition(request.tp)
-                partition.check_leader_epoch(request.current_leader_epoch)  # a fenced fetch moves nothing
+                if leader_only:  # a fenced fetch moves nothing
+                    partition = self.leader_partition(request.tp, request.current_leader_epoch)
+                else:
+                    partition = self.hosted_partition(request.tp)
+                    partition.check_leader_epoch(request.current_leader_epoch)
                 if replica_id >= 0:
                     if record_follower:
                         self._follower_fetched(partition, replica_id, request.fetch_offset)
@@ -403,6 +424,7 @@ class ReplicaManager:
                         from_follower=replica_id >= 0,
                         min_one_message=whole_batch_each or remaining == max_bytes,
                         current_leader_epoch=request.current_leader_epoch,
+                        leader_only=leader_only,
                     )
                 except OSError as exc:
                     raise self.log_manager.storage_error(partition.log, exc) from exc
@@ -436,13 +458,16 @@ class ReplicaManager:
         max_bytes: int,
         answer: Callable[[dict[TopicPartition, FetchResult]], T],
         whole_batch_each: bool = False,
+        leader_only: bool = True,
     ) -> T | DelayedFuture[T]:
         """Read now and return ``answer(results)`` when at least ``min_bytes`` are ready, a partition failed or there
         is no time to wait; else park in the fetch purgatory on the requested partitions and return the parked
         operation, whose future gets ``answer`` of the read that an append or high-watermark move there made
         sufficient, or of a last read after ``max_wait_ms``. No task and one timer per parked fetch; the loop runs
         all of it. A follower's throttled bytes are counted once, when it is answered. ``whole_batch_each``: every
-        partition's first batch is read whole (for the down-conversion of old versions, which cuts to their limits)."""
+        partition's first batch is read whole (for the down-conversion of old versions, which cuts to their limits).
+        Without ``leader_only`` (a consumer's Fetch v11+, KIP-392) a follower answers too, up to its high watermark;
+        its high-watermark moves wake no parked fetch (they wait out their max wait), as in Kafka 2.8."""
 
         def respond(results: dict[TopicPartition, FetchResult]) -> T:
             if replica_id >= 0:
@@ -466,17 +491,23 @@ class ReplicaManager:
                     available += r.records.length
             return available >= min_bytes
 
-        whole = whole_batch_each
-        results = self._read(requests, replica_id, max_bytes, whole_batch_each=whole)
+        whole, only = whole_batch_each, leader_only
+        results = self._read(requests, replica_id, max_bytes, whole_batch_each=whole, leader_only=only)
         if max_wait_ms <= 0 or ready(results):
             return respond(results)
 
         def check() -> T | None:
-            again = self._read(requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole)
+            again = self._read(
+                requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole, leader_only=only
+            )
             return respond(again) if ready(again) else None
 
         def final() -> T:
-            return respond(self._read(requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole))
+            return respond(
+                self._read(
+                    requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole, leader_only=only
+                )
+            )
 
         return park(self.fetch_purgatory, [r.tp for r in requests], max_wait_ms, check, final)
 

@@ -46,6 +46,25 @@ class InProcessBroker:
         asyncio.run_coroutine_threadsafe(advance(), self.loop).result(10)
 
 
+def start_broker(overrides: list[str], clock: ManualClock | None = None) -> tuple[InProcessBroker, threading.Thread]:
+    """A standalone broker with ``overrides`` (``log.dirs`` among them) and optionally a driven ``clock``, started
+    on a loop in a thread of its own."""
+    config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *EVENT_LOOP_OVERRIDE, *overrides])
+    loop = new_event_loop(config.event_loop)
+    thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
+    thread.start()
+    server = KafkaServer(config, clock)
+    bound = asyncio.run_coroutine_threadsafe(server.startup(), loop).result(60)
+    return InProcessBroker(server, loop, bound.port), thread
+
+
+def stop_broker(broker: InProcessBroker, thread: threading.Thread) -> None:
+    asyncio.run_coroutine_threadsafe(broker.server.shutdown(), broker.loop).result(60)
+    broker.loop.call_soon_threadsafe(broker.loop.stop)
+    thread.join(10)
+    broker.loop.close()
+
+
 @pytest.fixture
 def in_process_broker() -> Iterator[Callable[..., InProcessBroker]]:
     """Starts a standalone broker with ``overrides`` (``log.dirs`` among them) and optionally a driven ``clock``;
@@ -53,19 +72,9 @@ def in_process_broker() -> Iterator[Callable[..., InProcessBroker]]:
     started: list[tuple[InProcessBroker, threading.Thread]] = []
 
     def start(overrides: list[str], clock: ManualClock | None = None) -> InProcessBroker:
-        config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *EVENT_LOOP_OVERRIDE, *overrides])
-        loop = new_event_loop(config.event_loop)
-        thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
-        thread.start()
-        server = KafkaServer(config, clock)
-        bound = asyncio.run_coroutine_threadsafe(server.startup(), loop).result(60)
-        broker = InProcessBroker(server, loop, bound.port)
-        started.append((broker, thread))
-        return broker
+        started.append(start_broker(overrides, clock))
+        return started[-1][0]
 
     yield start
     for broker, thread in started:
-        asyncio.run_coroutine_threadsafe(broker.server.shutdown(), broker.loop).result(60)
-        broker.loop.call_soon_threadsafe(broker.loop.stop)
-        thread.join(10)
-        broker.loop.close()
+        stop_broker(broker, thread)

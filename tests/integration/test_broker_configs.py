@@ -136,7 +136,7 @@ def test_alter_configs_replaces_the_whole_entry_and_validate_only_writes_nothing
         ("", {LEADER_RATE: (AlterConfigOp.SET, "-1")}, ErrorCode.INVALID_CONFIG),
         ("", {LEADER_RATE: (AlterConfigOp.SET, "fast")}, ErrorCode.INVALID_CONFIG),
         ("", {FOLLOWER_RATE: (AlterConfigOp.SET, str(LONG_MAX + 1))}, ErrorCode.INVALID_CONFIG),
-        ("", {LEADER_RATE: (AlterConfigOp.APPEND, "5")}, ErrorCode.INVALID_CONFIG),
+        ("", {LEADER_RATE: (AlterConfigOp.APPEND, "5")}, ErrorCode.INVALID_REQUEST),
         ("", {"log.retention.hours": (AlterConfigOp.SET, "5")}, ErrorCode.INVALID_REQUEST),
         ("", {"log.dirs": (AlterConfigOp.SET, "/elsewhere")}, ErrorCode.INVALID_REQUEST),
         ("", {"no.such.key": (AlterConfigOp.SET, "5")}, ErrorCode.INVALID_CONFIG),

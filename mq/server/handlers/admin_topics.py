@@ -1,7 +1,10 @@
 """CreateTopics, DeleteTopics and CreatePartitions: validated writes to the metadata tree (on a worker thread, never
 on the loop), then a wait (up to the request's timeout) until the controller's decisions reach this broker's
 metadata cache, as Kafka's brokers wait. A name that is not a legal topic name is no existing topic: deleting it or
-adding partitions to it answers UNKNOWN_TOPIC_OR_PARTITION.
+adding partitions to it answers UNKNOWN_TOPIC_OR_PARTITION. With delete.topic.enable=false every topic of a
+DeleteTopics is refused first: TOPIC_DELETION_DISABLED, INVALID_REQUEST before v3 (which does not know that code). A
+topic named twice in a CreateTopics or CreatePartitions request is refused with INVALID_REQUEST, before its
+authorization.
 
 With an authorizer, as Kafka: CreateTopics needs CREATE on the cluster or on each topic (else
 TOPIC_AUTHORIZATION_FAILED), and a created topic's partitions, replication factor, configs and id are answered only
@@ -38,6 +41,9 @@ from mq.zk.admin_zk_client import AdminZkClient
 MAX_NEW_PARTITIONS = 10_000
 """The most partitions one topic of a CreateTopics or CreatePartitions request may add: a larger count is refused
 with INVALID_PARTITIONS instead of computing (and writing) an assignment of that size."""
+
+DELETION_DISABLED_FROM = 3
+"""DeleteTopics v3+ answers TOPIC_DELETION_DISABLED; older versions get INVALID_REQUEST."""
 
 
 def _check_new_partitions(count: int) -> None:
@@ -180,10 +186,10 @@ def admin_topic_apis(
             response: dict[str, Any] = {"name": name, "topic_id": topic_id, **_error(ErrorCode.NONE, None)}
             responses.append(response)
             try:
-                if name is None:
-                    raise KafkaError("Topic id does not exist.", ErrorCode.UNKNOWN_TOPIC_ID)
                 if not broker.delete_topic_enable:
                     raise TopicDeletionDisabledError("Topic deletion is disabled.")
+                if name is None:
+                    raise KafkaError("Topic id does not exist.", ErrorCode.UNKNOWN_TOPIC_ID)
                 if by_id and name not in described:  # the name is not told to a client that may not describe it
                     response.update(name=None, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                     continue
@@ -197,6 +203,8 @@ def admin_topic_apis(
                 code = exc.code
                 if isinstance(exc, UnknownTopicOrPartitionError):
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif code == ErrorCode.TOPIC_DELETION_DISABLED and context.version < DELETION_DISABLED_FROM:
+                    code = ErrorCode.INVALID_REQUEST
                 response.update(_error(code, str(exc)))
         timeout = _seconds(request.timeout)
         if pending and timeout > 0:
@@ -214,10 +222,14 @@ def admin_topic_apis(
     async def create_partitions(context: RequestContext, request: Any) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         waiting: dict[str, int] = {}
-        alterable = topics_allowed(context, AclOperation.ALTER, [t.name for t in request.topics])
+        names = [t.name for t in request.topics]
+        alterable = topics_allowed(context, AclOperation.ALTER, names)
         for topic in request.topics:
             result: dict[str, Any] = {"name": topic.name, **_error(ErrorCode.NONE, None)}
             results.append(result)
+            if names.count(topic.name) > 1:
+                result.update(_error(ErrorCode.INVALID_REQUEST, "Duplicate topic in request."))
+                continue
             if topic.name not in alterable:
                 result.update(_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."))
                 continue

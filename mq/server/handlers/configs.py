@@ -4,7 +4,7 @@ A topic's effective value comes from its override (source TOPIC_CONFIG, which Ka
 DYNAMIC_TOPIC_CONFIG), else from its broker keys as this broker sees them: its own dynamic entry
 (DYNAMIC_BROKER_CONFIG), the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file
 (STATIC_BROKER_CONFIG), the built-in default (DEFAULT_CONFIG); synonyms list that chain, grouped by source as Kafka
-does. Topic changes are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns
+does. APPEND/SUBTRACT of a key that is not a list is INVALID_REQUEST, of an unknown key INVALID_CONFIG. Topic changes are written to ``/config/topics/<T>`` with a change notification, which is how every broker learns
 of them; an empty ``cleanup.policy`` (SUBTRACT of its last value, as Kafka 4.1 allows) keeps every segment.
 
 BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys can be
@@ -499,10 +499,12 @@ def _apply_incremental(
             updated.pop(change.name, None)
         else:
             f = fields.get(change.name)
-            if f is None or _config_type(f) != ConfigType.LIST:
+            if f is None:
+                raise KafkaError(f"Unknown config name: {change.name}", ErrorCode.INVALID_CONFIG)
+            if _config_type(f) != ConfigType.LIST:
+                verb = "append" if op == AlterConfigOp.APPEND else "subtract"
                 raise KafkaError(
-                    f"Config value append/subtract is not allowed for config key {change.name}",
-                    ErrorCode.INVALID_CONFIG,
+                    f"Config value {verb} is not allowed for config key: {change.name}", ErrorCode.INVALID_REQUEST
                 )
             items = [v for v in updated.get(change.name, str(f.default)).split(",") if v]
             values = [v for v in (change.value or "").split(",") if v]

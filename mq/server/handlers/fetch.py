@@ -12,8 +12,15 @@ Fetch v0-v3 clients read message sets: each partition's first batch is read whol
 down-converted (``mq.records.convert``) to magic 0 (v0-v1) or 1 (v2-v3) within each partition's
 ``partition_max_bytes`` (and v3's response ``max_bytes``), ending with a partial message when not even one fits, as
 Kafka's brokers answer. The conversion runs on a worker thread once the fetch is answered; the v4+ path is unchanged
-(file slices, sendfile). A partition of a topic with ``message.downconversion.enable=false`` that has records to
-convert answers UNSUPPORTED_VERSION (high watermark -1) to a client, as Kafka 2.x does; followers never convert.
+(file slices, sendfile).
+
+A version before v6 gets NOT_LEADER_OR_FOLLOWER for a partition in an offline log dir (KAFKA_STORAGE_ERROR from
+v6), a version before v10 UNSUPPORTED_COMPRESSION_TYPE for a topic whose compression.type is zstd, and a consumer's
+v0-v3 fetch that reads records UNSUPPORTED_VERSION for a topic with message.downconversion.enable=false, as Kafka 2.8
+answers them.
+
+A consumer's Fetch v11+ (KIP-392) is answered by a follower too, up to the follower's high watermark, as Kafka 2.8
+answers it; mq names no preferred read replica.
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
@@ -23,6 +30,7 @@ at once).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -53,6 +61,14 @@ log = logging.getLogger(__name__)
 
 
 REFUSED = FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+ZSTD_FROM = 10
+"""Fetch v10+ may read zstd batches (KIP-110); older versions get UNSUPPORTED_COMPRESSION_TYPE for a zstd topic."""
+FOLLOWER_READS_FROM = 11
+"""Fetch v11+ carries client metadata (KIP-392): a consumer may then read a follower, up to its high watermark; older
+versions and replicas get NOT_LEADER_OR_FOLLOWER from a follower."""
+STORAGE_ERROR_FROM = 6
+"""Fetch v6+ clients know KAFKA_STORAGE_ERROR; older ones get NOT_LEADER_OR_FOLLOWER instead, which makes them
+refresh their metadata and retry."""
 
 
 def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> Api:
@@ -65,10 +81,6 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             return {topic for topic, _ in request.topics} if allowed else set()
         names = (topic for topic, partitions in request.topics for _ in partitions)
         return allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, names)
-
-    def convertible(topic: str, replica_id: int) -> bool:
-        """Whether a client's fetch of ``topic`` may be down-converted (``message.downconversion.enable``)."""
-        return replica_id >= 0 or replica_manager.topic_config(topic).message_downconversion_enable
 
     def answer(
         version: int,
@@ -101,6 +113,9 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
         aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
+            if version < ZSTD_FROM:
+                consumer = request.replica_id < 0
+                results = {tp: for_old_version(version, tp, r, consumer) for tp, r in results.items()}
             if refused:
                 results = {**refused, **results}
             if all(r.records is None or not r.records.length for r in results.values()):
@@ -124,9 +139,6 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                 for p in partitions:
                     r = results[TopicPartition(topic, p[0])]
                     records: bytes | FileSlice = r.records if r.records is not None and r.records.length else b""
-                    if version < TRANSACTIONS_FROM and records and not convertible(topic, request.replica_id):
-                        answered.append(FetchPartition(p[0], ErrorCode.UNSUPPORTED_VERSION, -1, -1, -1, None, -1, b""))
-                        continue
                     if version < TRANSACTIONS_FROM and records:
                         assert isinstance(records, FileSlice)
                         magic = 0 if version < 2 else 1
@@ -157,7 +169,23 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             max_bytes=request.max_bytes,
             answer=encode,
             whole_batch_each=version < TRANSACTIONS_FROM,
+            leader_only=request.replica_id >= 0 or version < FOLLOWER_READS_FROM,
         )
+
+    def for_old_version(version: int, tp: TopicPartition, result: FetchResult, consumer: bool) -> FetchResult:
+        """``result`` as Kafka 2.8's fetch handler answers a version before v10 (maybeConvertFetchedData,
+        maybeDownConvertStorageError)."""
+        if result.error == ErrorCode.KAFKA_STORAGE_ERROR and version < STORAGE_ERROR_FROM:
+            return dataclasses.replace(result, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if result.error != ErrorCode.NONE:
+            return result
+        config = replica_manager.topic_config(tp.topic)
+        if config.compression_type == "zstd":
+            return FetchResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        converts = version < TRANSACTIONS_FROM and result.records is not None and result.records.length > 0
+        if converts and consumer and not config.message_downconversion_enable:
+            return FetchResult(ErrorCode.UNSUPPORTED_VERSION)
+        return result
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:
         deferred: list[Callable[[], Response]] | None = [] if context.version < TRANSACTIONS_FROM else None

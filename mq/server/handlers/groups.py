@@ -204,6 +204,8 @@ def group_apis(
         }
 
     async def sync_group(context: RequestContext, request: Any) -> dict[str, Any]:
+        if context.version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+            return sync_response(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))  # mandatory from v5, as in Kafka
         if not group_allows(context, AclOperation.READ, request.group_id):
             return sync_response(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         result = await coordinator.sync_group(

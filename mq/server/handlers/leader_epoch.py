@@ -1,9 +1,11 @@
 """OffsetForLeaderEpoch: where a leader epoch ended in this broker's log (KIP-101, KIP-279, KIP-320).
 
 A follower asks with its latest epoch before fetching and truncates to the answer; a consumer asks to check that its
-position survived a leader change. Per partition: the requester's current leader epoch is checked first
-(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), then only the leader answers (NOT_LEADER_OR_FOLLOWER), except to a
-debugging requester (replica id -2, v3+). An epoch the log cannot place answers leader epoch -1, end offset -1.
+position survived a leader change. Per partition: a replica this broker hosts in an online log dir answers
+(else KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER for a partition hosted elsewhere, UNKNOWN_TOPIC_OR_PARTITION),
+the requester's current leader epoch is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), then only the leader
+answers (NOT_LEADER_OR_FOLLOWER), except to a debugging requester (replica id -2, v3+). An epoch the log cannot
+place answers leader epoch -1, end offset -1.
 
 With an authorizer, a requester with CLUSTER_ACTION on the cluster (a broker) may ask about every topic; others need
 DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from mq.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from mq.protocol.api_keys import ApiKey
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
@@ -35,9 +37,7 @@ def leader_epoch_apis(replica_manager: ReplicaManager, acl: AclCache | None = No
     ) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition": tp.partition, "error_code": ErrorCode.NONE}
         try:
-            partition = replica_manager.partitions.get(tp)
-            if partition is None:
-                raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
+            partition = replica_manager.hosted_partition(tp)
             partition.check_leader_epoch(current_leader_epoch)
             if only_leader and not partition.is_leader:
                 raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")

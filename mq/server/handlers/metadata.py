@@ -12,7 +12,8 @@ operations of the cluster (v8-v10: DESCRIBE on the cluster needed, else 0) and o
 
 v0 asks for every topic with an empty list (it has no null). As Kafka's brokers do, only a v0 answer lists just the
 replicas and ISR members on registered brokers and marks a partition that names another REPLICA_NOT_AVAILABLE; v1+
-answers list the replica set as assigned, with no error while the leader is live.
+answers list the replica set as assigned, with no error while the leader is live. A live leader without the listener
+the request came on answers leader -1 and LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before).
 
 A broker learns the live brokers and the controller from its first UpdateMetadata, moments after it starts. A
 Metadata request that comes before waits for it (at most ``FIRST_UPDATE_WAIT_S``): answered at once, it would name
@@ -46,6 +47,9 @@ NULL_NAMES_FROM = 12
 FIRST_UPDATE_WAIT_S = 5.0
 """How long a Metadata request waits for the broker's first UpdateMetadata."""
 
+LISTENER_NOT_FOUND_FROM = 6
+"""Metadata v6+ answers LISTENER_NOT_FOUND for a leader without the request's listener; older versions get
+LEADER_NOT_AVAILABLE."""
 AUTHORIZED_OPERATIONS_FROM = 8
 CLUSTER_OPERATIONS_UNTIL = 10
 """The versions that may ask for authorized operations: of topics from v8, of the cluster from v8 to v10."""
@@ -72,12 +76,12 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
                 return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID)
             if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, found.name):
                 return {**_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "topic_id": topic_id}
-            return _describe(cache, found, context.version)
+            return _describe(cache, found, context.version, context.client.listener)
         if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             return {**_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "is_internal": False}
         info = cache.topics.get(name)
         if info is not None:
-            return _describe(cache, info, context.version)
+            return _describe(cache, info, context.version, context.client.listener)
         if topic_name_error(name) is not None:
             return _error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
         if auto_create is None or not allow_auto:
@@ -97,7 +101,7 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
             if acl is not None:
                 described = allowed_names(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, names, audit=False)
                 names = [name for name in names if name in described]
-            topics = [_describe(cache, cache.topics[name], context.version) for name in names]
+            topics = [_describe(cache, cache.topics[name], context.version, context.client.listener) for name in names]
         else:
             topics = [requested(context, t, allow_auto) for t in request.topics]
         answer = _response(cache, context.client.listener, topics)
@@ -148,7 +152,16 @@ def _error_topic(name: str | None, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def _describe(cache: MetadataCache, info: TopicInfo, version: int) -> dict[str, Any]:
+def _describe(cache: MetadataCache, info: TopicInfo, version: int, listener: str | None = None) -> dict[str, Any]:
+    """``info`` as Metadata ``version`` describes it to a client of ``listener`` (None: any listener reaches every
+    broker): a leader that is not a live broker is LEADER_NOT_AVAILABLE, one without that listener
+    LISTENER_NOT_FOUND (LEADER_NOT_AVAILABLE before v6), both with leader -1; v0 also leaves out the replicas it
+    cannot reach (REPLICA_NOT_AVAILABLE), as Kafka 2.8's MetadataCache.getPartitionMetadata does."""
+
+    def reachable(broker_id: int) -> bool:
+        found = cache.brokers.get(broker_id)
+        return found is not None and (listener is None or found.on(listener) is not None)
+
     partitions = []
     for index, p in sorted(info.partitions.items()):
         offline = list(p.offline_replicas)
@@ -161,10 +174,15 @@ def _describe(cache: MetadataCache, info: TopicInfo, version: int) -> dict[str, 
         leader_live = p.leader in cache.brokers and p.leader not in offline
         replicas, isr = list(p.replicas), list(p.isr)
         if version == 0:
-            replicas = [r for r in replicas if r in cache.brokers]
-            isr = [r for r in isr if r in cache.brokers]
+            replicas = [r for r in replicas if reachable(r)]
+            isr = [r for r in isr if reachable(r)]
         if not leader_live:
             code = ErrorCode.LEADER_NOT_AVAILABLE
+        elif not reachable(p.leader):
+            code = (
+                ErrorCode.LISTENER_NOT_FOUND if version >= LISTENER_NOT_FOUND_FROM else ErrorCode.LEADER_NOT_AVAILABLE
+            )
+            leader_live = False
         elif len(replicas) < len(p.replicas) or len(isr) < len(p.isr):
             code = ErrorCode.REPLICA_NOT_AVAILABLE
         else:

@@ -1,8 +1,10 @@
 """ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
 
 The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
-timestamp. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
-UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
+timestamp. While a new leader's high watermark lags behind the start of its epoch, a consumer's latest offset (or a
+timestamp past what it may read) answers OFFSET_NOT_AVAILABLE (LEADER_NOT_AVAILABLE before v5). From v1 a partition
+named twice is refused with INVALID_REQUEST at each mention; from v4 a requester's current leader epoch is checked
+(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka 2.8 answers.
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
 (``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
@@ -13,9 +15,10 @@ for its partitions."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST, MAX_TIMESTAMP
 from mq.security.acl import AclOperation, ResourceType
@@ -23,31 +26,41 @@ from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import allowed_names
-from mq.server.metadata_cache import MetadataCache
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 HIGH_WATERMARK_OFFSET = -1
+OFFSET_NOT_AVAILABLE_FROM = 5
+"""ListOffsets v5+ answers OFFSET_NOT_AVAILABLE; older versions get LEADER_NOT_AVAILABLE instead."""
 
 
-def offsets_apis(
-    replica_manager: ReplicaManager, cache: MetadataCache | None = None, acl: AclCache | None = None
-) -> list[Api]:
-    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer); ``cache``
-    tells a known partition led elsewhere from an unknown one (None: every partition not hosted is unknown)."""
+def _offset_not_available(version: int, tp: TopicPartition, high_watermark: int, epoch_start: int | None) -> KafkaError:
+    """Kafka's answer to a consumer's latest offset (or a timestamp past what it may read) while a new leader's high
+    watermark lags behind the start of its epoch."""
+    return KafkaError(
+        f"Failed to fetch offsets for partition {tp} as its high watermark ({high_watermark}) is lagging behind the "
+        f"start offset from the beginning of this epoch ({epoch_start}).",
+        ErrorCode.OFFSET_NOT_AVAILABLE if version >= OFFSET_NOT_AVAILABLE_FROM else ErrorCode.LEADER_NOT_AVAILABLE,
+    )
 
-    def known(tp: TopicPartition) -> bool:
-        info = None if cache is None else cache.topics.get(tp.topic)
-        return info is not None and tp.partition in info.partitions
 
-    def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
+def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
+    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
+
+    def list_one(
+        version: int, tp: TopicPartition, timestamp: int, consumer: bool, current_leader_epoch: int
+    ) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
-            partition = replica_manager.leader_partition(tp)
+            partition = replica_manager.leader_partition(tp, current_leader_epoch)
             limit = partition.high_watermark if consumer else partition.log_end_offset
+            epoch_start = partition.leader_epoch_start_offset
+            lagging = consumer and epoch_start is not None and epoch_start > partition.high_watermark
             answer["leader_epoch"] = partition.leader_epoch
             if timestamp == LATEST:
+                if lagging:
+                    raise _offset_not_available(version, tp, partition.high_watermark, epoch_start)
                 answer["offset"] = limit
             elif timestamp == EARLIEST:
                 answer["offset"] = partition.log_start_offset
@@ -60,6 +73,8 @@ def offsets_apis(
                 )
                 if found is not None and found[0] < limit:
                     answer["offset"], answer["timestamp"] = found
+                elif lagging:
+                    raise _offset_not_available(version, tp, partition.high_watermark, epoch_start)
         except KafkaError as exc:
             answer["error_code"] = exc.code
         return answer
@@ -86,13 +101,22 @@ def offsets_apis(
         described = allowed_names(
             acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
         )
+        named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
         topics = [
             {
                 "name": t.name,
                 "partitions": [
-                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
-                    if t.name in described
-                    else refused_listing(p.partition_index)
+                    refused_listing(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    if t.name not in described
+                    else refused_listing(p.partition_index, ErrorCode.INVALID_REQUEST)
+                    if named[t.name, p.partition_index] > 1  # Kafka's duplicatePartitions: each mention refused
+                    else list_one(
+                        context.version,
+                        TopicPartition(t.name, p.partition_index),
+                        p.timestamp,
+                        consumer,
+                        getattr(p, "current_leader_epoch", -1),  # v4+
+                    )
                     for p in t.partitions
                 ],
             }
@@ -122,13 +146,8 @@ def offsets_apis(
         ]
         return {"throttle_time": 0, "topics": topics}
 
-    def refused_listing(index: int) -> dict[str, Any]:
-        return {
-            "partition_index": index,
-            "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-            "timestamp": -1,
-            "offset": -1,
-        }
+    def refused_listing(index: int, code: ErrorCode) -> dict[str, Any]:
+        return {"partition_index": index, "error_code": code, "timestamp": -1, "offset": -1}
 
     def list_offsets_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         topics = [
@@ -152,9 +171,6 @@ def offsets_apis(
             log: Log = partition.log
             log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
-        except UnknownTopicOrPartitionError as exc:
-            code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known(tp) else exc.code
-            return {"partition_index": tp.partition, "low_watermark": -1, "error_code": code}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
 

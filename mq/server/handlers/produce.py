@@ -17,7 +17,9 @@ answered the same way.
 Produce v0-v2 bring message sets (magic 0 and 1): the general path takes them, and up-converts each partition's set
 to one v2 batch (``mq.records.convert``) on a worker thread before it is appended, so the log holds v2 batches only;
 a set that does not convert (a partial message, a CRC mismatch) answers CORRUPT_MESSAGE for its partition, and so
-does a set refused with INVALID_RECORD (a keyless record on a compacted topic): those clients predate that code.
+does a set refused with INVALID_RECORD (a keyless record on a compacted topic): those clients predate that code. From
+v3 a partition's records must be one v2 batch (INVALID_RECORD), zstd only from v7 (UNSUPPORTED_COMPRESSION_TYPE), as
+Kafka's ProduceRequest validates them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mq.protocol.produce_request import (
     read_one_partition,
 )
 from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
+from mq.records.batch_header import CODEC_MASK, HEADER_PREFIX_SIZE, MAGIC_OFFSET, Codec, peek_size
 from mq.records.convert import up_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
@@ -73,6 +76,28 @@ def _refused_as(version: int, code: ErrorCode) -> ErrorCode:
     return code
 
 
+ZSTD_FROM = 7
+"""Produce v7+ may carry zstd batches (KIP-110)."""
+_ATTRIBUTES_LOW_BYTE = 22
+"""Position of the low byte of a v2 batch's attributes (its codec bits)."""
+
+
+def _records_refusal(version: int, records: memoryview) -> ErrorCode | None:
+    """Kafka's ProduceRequest.validateRecords: from v3 a partition's records are exactly one complete batch of magic
+    2 (else INVALID_RECORD), zstd-compressed only from v7 (else UNSUPPORTED_COMPRESSION_TYPE); older versions' message
+    sets are not checked here. None when the records pass."""
+    if version < TRANSACTIONAL_FROM:
+        return None
+    size = peek_size(records)
+    if size is None or size > len(records) or len(records) < HEADER_PREFIX_SIZE:
+        return ErrorCode.INVALID_RECORD  # no complete batch
+    if records[MAGIC_OFFSET] != 2 or size < len(records):
+        return ErrorCode.INVALID_RECORD
+    if version < ZSTD_FROM and records[_ATTRIBUTES_LOW_BYTE] & CODEC_MASK == Codec.ZSTD:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # a complete magic 2 batch holds its attributes
+    return None
+
+
 def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> Api:
     """Produce over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
@@ -90,6 +115,8 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
     ) -> Answer:
         """The answer to a request for one topic with one partition (``writable``: the client may write to it)."""
         refusal = _refusal(acks, transactional, topic, client_id == ADMIN_CLIENT_ID, writable)
+        if refusal is None and records:
+            refusal = _records_refusal(version, records)
         if refusal is not None or not records:
             if acks == 0:
                 return None
@@ -140,6 +167,8 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
                     refused[tp] = refusal
                 elif p.records is None or not p.records:
                     refused[tp] = ErrorCode.CORRUPT_MESSAGE
+                elif (invalid := _records_refusal(version, p.records)) is not None:
+                    refused[tp] = invalid
                 else:
                     entries[tp] = p.records
         results: dict[TopicPartition, ProduceResult | AppendResult] = {

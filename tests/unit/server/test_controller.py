@@ -339,6 +339,19 @@ def test_replicas_in_a_failed_log_dir_lose_leadership_and_leave_the_isr() -> Non
     assert controller.context.offline_on(t[0]) == set()
 
 
+def test_elections_pass_over_a_replica_in_a_failed_log_dir() -> None:
+    channel = Channel(Recorder())
+    zk, controller, _ = setup([1, 2], channel)
+    AdminZkClient(zk).create_topic("single", 0, 0, replica_assignment={0: [1]})
+    single = TopicPartition("single", 0)
+    channel.offline[1] = {single}
+    zk.propagate_log_dir_event(1)
+    assert zk.get_partition_state("single", 0)[0].leader == -1  # type: ignore[index]
+    assert controller.elect_leaders([single], 0)[single][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assert controller.elect_leaders([single], 1)[single][0] == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    assert zk.get_partition_state("single", 0)[0].leader == -1  # type: ignore[index]
+
+
 def test_partition_state_changes_are_logged_in_kafka_lines(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="state.change.logger")
     zk, controller, _ = setup([1, 2])

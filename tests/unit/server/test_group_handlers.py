@@ -15,6 +15,7 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
 from mq.protocol.entities import build
+from mq.records.default_batch import RecordBatchBuilder
 from mq.server.api_dispatch import Api, ApiDispatcher
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.handlers.group_offsets import group_offset_apis
@@ -41,7 +42,14 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
         "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": b"\x00\x00"}],
     },
-    ApiKey.SYNC_GROUP: {"group_id": GROUP, "generation_id": 1, "member_id": "m", "assignments": []},
+    ApiKey.SYNC_GROUP: {
+        "group_id": GROUP,
+        "generation_id": 1,
+        "member_id": "m",
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+        "assignments": [],
+    },
     ApiKey.HEARTBEAT: {"group_id": GROUP, "generation_id": 1, "member_id": "m"},
     ApiKey.LEAVE_GROUP: {"group_id": GROUP, "member_id": "m", "members": [{"member_id": "m"}]},
     ApiKey.LIST_GROUPS: {},
@@ -245,6 +253,12 @@ def test_find_coordinator_reports_an_unavailable_coordinator() -> None:
     assert response.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
+def one_record() -> bytes:
+    builder = RecordBatchBuilder()
+    builder.append(0, b"k", b"v")
+    return builder.build()
+
+
 @pytest.mark.parametrize(
     ("client_id", "expected"), [("client", ErrorCode.INVALID_TOPIC_EXCEPTION), ("__admin_client", None)]
 )
@@ -260,7 +274,7 @@ def test_clients_cannot_produce_to_the_offsets_topic(client_id: str, expected: E
     values = {
         "acks": 1,
         "timeout": 1000,
-        "topic_data": [{"name": "__consumer_offsets", "partition_data": [{"index": 0, "records": b"batch"}]}],
+        "topic_data": [{"name": "__consumer_offsets", "partition_data": [{"index": 0, "records": one_record()}]}],
     }
     body = build(request_schema(ApiKey.PRODUCE, 9), values)  # type: ignore[arg-type]
     frame = encode_request(RequestHeader(ApiKey.PRODUCE, 9, 1, client_id, 0), body)[4:]

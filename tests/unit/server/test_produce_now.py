@@ -96,7 +96,7 @@ GOOD = v2_batch(count=1)
 
 CASES: list[tuple[str, Callable[[int, int], bytearray], ErrorCode | None]] = [
     ("one", lambda v, a: produce_frame(v, [("t", [(0, GOOD)])], acks=a), ErrorCode.NONE),
-    ("legacy", lambda v, a: produce_frame(v, [("t", [(1, legacy_batch(1))])], acks=a), ErrorCode.NONE),
+    ("legacy", lambda v, a: produce_frame(v, [("t", [(1, legacy_batch(1))])], acks=a), ErrorCode.INVALID_RECORD),
     ("unknown", lambda v, a: produce_frame(v, [("zz", [(0, GOOD)])], acks=a), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     ("not-leader", lambda v, a: produce_frame(v, [("f", [(0, GOOD)])], acks=a), ErrorCode.NOT_LEADER_OR_FOLLOWER),
     (

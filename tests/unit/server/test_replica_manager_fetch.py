@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from mq.config import BrokerConfig, TopicConfig
+from mq.errors import ErrorCode
 from mq.server.clock import ManualClock
 from mq.server.partition import Partition
 from mq.server.replica_manager import FetchRequestPartition, FetchResult, ReplicaManager
@@ -78,3 +79,28 @@ def test_a_fetch_with_no_wait_answers_at_once(tmp_path: Path) -> None:
 
     result = asyncio.run(run())
     assert result.records is None and result.high_watermark == 0
+
+
+def test_a_follower_answers_only_a_fetch_that_may_read_it_up_to_its_high_watermark(tmp_path: Path) -> None:
+    rm = manager(tmp_path, 1, ManualClock())
+    tp = TopicPartition("t", 0)
+    follower = rm.partitions[tp]
+    follower.leader_id, follower.leader_epoch, follower.replicas = 2, 1, (2, BROKER)
+    follower.log.append_as_follower(v2_batch(3))
+    follower.high_watermark = 2  # the leader has told it so far
+    wanted = [FetchRequestPartition(tp, 0, 1 << 20)]
+
+    def read(leader_only: bool, fetch_offset: int = 0) -> FetchResult:
+        request = [FetchRequestPartition(tp, fetch_offset, 1 << 20)] if fetch_offset else wanted
+        return rm.fetch_or_park(
+            request, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, answer=lambda r: r[tp],
+            leader_only=leader_only,
+        )  # fmt: skip
+
+    assert read(leader_only=True).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    answered = read(leader_only=False)
+    assert (answered.error, answered.high_watermark, answered.records) == (ErrorCode.NONE, 2, None)  # batch ends past
+    follower.high_watermark = 3
+    answered = read(leader_only=False)
+    assert answered.error == ErrorCode.NONE and answered.records is not None and answered.records.length > 0
+    assert read(leader_only=False, fetch_offset=4).error == ErrorCode.OFFSET_OUT_OF_RANGE
