@@ -211,29 +211,6 @@ def test_old_fetches_cut_each_set_to_the_fetch_size_and_v3_to_the_response_limit
     asyncio.run(run())
 
 
-def test_a_topic_without_down_conversion_refuses_old_fetches_with_records(tmp_path: Path) -> None:
-    async def run() -> list[tuple[int, int, bytes]]:
-        rm = manager(tmp_path, 2, ManualClock())
-        rm.topic_config = lambda topic: TopicConfig(message_downconversion_enable=False)
-        await rm.append_records({TopicPartition("t", 0): batch([1, 2])}, 1, 1000)
-        dispatcher = ApiDispatcher([fetch_api(rm)])
-        answers = []
-        for version in (3, 4):
-            values = {"replica_id": -1, "max_wait": datetime.timedelta(0), "min_bytes": 0, "max_bytes": 1 << 20,
-                      "isolation_level": 0, "topics": [{"topic": "t", "partitions": [
-                          {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20} for p in range(2)]}]}  # fmt: skip
-            wire = await dispatcher(request_frame(ApiKey.FETCH, version, values), context().client)
-            frame = b"".join(piece if isinstance(piece, bytes) else piece.read() for piece in wire)  # type: ignore[union-attr]
-            partitions = decoded(ApiKey.FETCH, version, frame).responses[0].partitions
-            answers += [(p.error_code, p.high_watermark, len(bytes(p.records or b""))) for p in partitions]
-        return answers
-
-    # v3: the partition with records to convert is refused, the empty one answered; v4 reads them as stored
-    first, empty, stored, empty_again = asyncio.run(run())
-    assert first == (ErrorCode.UNSUPPORTED_VERSION, -1, 0) and empty == (0, 0, 0) == empty_again
-    assert stored[:2] == (0, 2) and stored[2] > 0
-
-
 def test_a_keyless_record_on_a_compacted_topic_answers_each_era_its_own_code(tmp_path: Path) -> None:
     async def run() -> list[int]:
         rm = manager(tmp_path, 1, ManualClock())
