@@ -70,7 +70,7 @@ def parse_control_key(key: bytes | None) -> int:
         raise CorruptRecordError("control record key is shorter than 4 bytes")
     version, kind = _KEY.unpack_from(key)
     if version < 0:
-        raise CorruptRecordError(f"invalid control record key version {version}")
+        raise CorruptRecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
     return int(kind)
 
 
@@ -80,5 +80,7 @@ def parse_end_txn_marker(value: bytes | None) -> int:
         raise CorruptRecordError("end transaction marker is shorter than 6 bytes")
     version, coordinator_epoch = _MARKER.unpack_from(value)
     if version < 0:
-        raise CorruptRecordError(f"invalid end transaction marker version {version}")
+        raise CorruptRecordError(
+            f"Invalid version found for end transaction marker: {version}. May indicate data corruption"
+        )
     return int(coordinator_epoch)
