@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mq.protocol.consumer_offsets import FormatError, partition_for
 from mq.protocol.transaction_log import (
@@ -133,3 +136,18 @@ def test_malformed_values(data: bytes, message: str) -> None:
 def test_partition_of_a_transactional_id() -> None:
     # Java: "txn-1".hashCode() == ((((116 * 31 + 120) * 31 + 110) * 31 + 45) * 31 + 49) == 110810510
     assert partition_for("txn-1", 50) == 10
+
+
+@given(st.binary(max_size=80))
+def test_any_bytes_decode_or_raise_format_error(data: bytes) -> None:
+    for decode in (decode_transaction_log_key, decode_transaction_log_value):
+        with contextlib.suppress(FormatError):
+            decode(data)
+
+
+@given(st.binary(max_size=12), st.integers(min_value=0, max_value=1))
+def test_truncated_values_raise_format_error(cut: bytes, version: int) -> None:
+    data = encode_transaction_log_value(replace(ONGOING, next_producer_id=5), version)
+    truncated = data[: max(len(data) - len(cut) - 1, 0)]
+    with pytest.raises(FormatError):
+        decode_transaction_log_value(truncated)

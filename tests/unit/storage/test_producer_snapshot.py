@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kafka.record._crc32c import crc as independent_crc32c
 
 from mq.storage.file_names import snapshot_file_name
@@ -84,3 +87,15 @@ def test_a_count_that_does_not_fill_the_file_is_corrupt() -> None:
     data = struct.pack(">hI", 1, independent_crc32c(body)) + body
     with pytest.raises(CorruptSnapshotError, match="schema validation"):
         decode_snapshot(data)
+
+
+@given(st.binary(max_size=120))
+def test_any_bytes_decode_or_are_corrupt(data: bytes) -> None:
+    with contextlib.suppress(CorruptSnapshotError):
+        decode_snapshot(data)
+
+
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(-(2**15), 2**15 - 1)), max_size=5))
+def test_round_trip(pairs: list[tuple[int, int]]) -> None:
+    entries = [ProducerSnapshotEntry(pid, epoch, 5, 9, 1, 7, 3, pid % 100) for pid, epoch in pairs]
+    assert decode_snapshot(encode_snapshot(entries)) == entries
