@@ -654,6 +654,15 @@ class BrokerConfig:
     allow_everyone_if_no_acl_found: bool = _key(
         "allow.everyone.if.no.acl.found", False, "a resource no ACL applies to is open to everyone"
     )
+    password_encoder_secret: str | None = _key(
+        "password.encoder.secret", None, "encrypts the secrets of dynamic broker configs in ZooKeeper", kind="password"
+    )
+    password_encoder_old_secret: str | None = _key(
+        "password.encoder.old.secret",
+        None,
+        "the previous password.encoder.secret, to read secrets stored with it",
+        kind="password",
+    )
     metrics_listener: str = _key(
         "metrics.listener", "", "http://HOST:PORT serving /metrics (Prometheus), /health, /ready; empty: off"
     )

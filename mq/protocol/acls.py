@@ -6,14 +6,13 @@ v0 response carries no pattern type. Field names are kio's v1 names, so one read
 postponed annotations here: kio reads the field types at run time.)
 """
 
-from dataclasses import field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i32Timedelta
 
-from mq.protocol.inter_broker import declared_schema
+from mq.protocol.inter_broker import declared_schema, kafka_field
 from mq.security.acl import (
     AccessControlEntry,
     AccessControlEntryFilter,
@@ -30,63 +29,47 @@ from mq.security.acl import (
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 
 
-def _int8() -> Any:
-    return field(metadata={"kafka_type": "int8"})
-
-
-def _string() -> Any:
-    return field(metadata={"kafka_type": "string"})
-
-
-def _error() -> Any:
-    return field(metadata={"kafka_type": "error_code"})
-
-
-def _throttle() -> Any:
-    return field(metadata={"kafka_type": "timedelta_i32"})
-
-
 @declared_schema(DESCRIBE_ACLS, 0, EntityType.request, flexible=False)
 class DescribeAclsRequest:
-    resource_type_filter: i8 = _int8()
-    resource_name_filter: str | None = _string()
-    principal_filter: str | None = _string()
-    host_filter: str | None = _string()
-    operation: i8 = _int8()
-    permission_type: i8 = _int8()
+    resource_type_filter: i8 = kafka_field("int8")
+    resource_name_filter: str | None = kafka_field("string")
+    principal_filter: str | None = kafka_field("string")
+    host_filter: str | None = kafka_field("string")
+    operation: i8 = kafka_field("int8")
+    permission_type: i8 = kafka_field("int8")
 
 
 @declared_schema(DESCRIBE_ACLS, 0, EntityType.nested, flexible=False)
 class AclDescription:
-    principal: str = _string()
-    host: str = _string()
-    operation: i8 = _int8()
-    permission_type: i8 = _int8()
+    principal: str = kafka_field("string")
+    host: str = kafka_field("string")
+    operation: i8 = kafka_field("int8")
+    permission_type: i8 = kafka_field("int8")
 
 
 @declared_schema(DESCRIBE_ACLS, 0, EntityType.nested, flexible=False)
 class DescribeAclsResource:
-    resource_type: i8 = _int8()
-    resource_name: str = _string()
+    resource_type: i8 = kafka_field("int8")
+    resource_name: str = kafka_field("string")
     acls: tuple[AclDescription, ...]
 
 
 @declared_schema(DESCRIBE_ACLS, 0, EntityType.response, flexible=False)
 class DescribeAclsResponse:
-    throttle_time: i32Timedelta = _throttle()
-    error_code: ErrorCode = _error()
-    error_message: str | None = _string()
+    throttle_time: i32Timedelta = kafka_field("timedelta_i32")
+    error_code: ErrorCode = kafka_field("error_code")
+    error_message: str | None = kafka_field("string")
     resources: tuple[DescribeAclsResource, ...]
 
 
 @declared_schema(CREATE_ACLS, 0, EntityType.nested, flexible=False)
 class AclCreation:
-    resource_type: i8 = _int8()
-    resource_name: str = _string()
-    principal: str = _string()
-    host: str = _string()
-    operation: i8 = _int8()
-    permission_type: i8 = _int8()
+    resource_type: i8 = kafka_field("int8")
+    resource_name: str = kafka_field("string")
+    principal: str = kafka_field("string")
+    host: str = kafka_field("string")
+    operation: i8 = kafka_field("int8")
+    permission_type: i8 = kafka_field("int8")
 
 
 @declared_schema(CREATE_ACLS, 0, EntityType.request, flexible=False)
@@ -96,24 +79,24 @@ class CreateAclsRequest:
 
 @declared_schema(CREATE_ACLS, 0, EntityType.nested, flexible=False)
 class AclCreationResult:
-    error_code: ErrorCode = _error()
-    error_message: str | None = _string()
+    error_code: ErrorCode = kafka_field("error_code")
+    error_message: str | None = kafka_field("string")
 
 
 @declared_schema(CREATE_ACLS, 0, EntityType.response, flexible=False)
 class CreateAclsResponse:
-    throttle_time: i32Timedelta = _throttle()
+    throttle_time: i32Timedelta = kafka_field("timedelta_i32")
     results: tuple[AclCreationResult, ...]
 
 
 @declared_schema(DELETE_ACLS, 0, EntityType.nested, flexible=False)
 class DeleteAclsFilter:
-    resource_type_filter: i8 = _int8()
-    resource_name_filter: str | None = _string()
-    principal_filter: str | None = _string()
-    host_filter: str | None = _string()
-    operation: i8 = _int8()
-    permission_type: i8 = _int8()
+    resource_type_filter: i8 = kafka_field("int8")
+    resource_name_filter: str | None = kafka_field("string")
+    principal_filter: str | None = kafka_field("string")
+    host_filter: str | None = kafka_field("string")
+    operation: i8 = kafka_field("int8")
+    permission_type: i8 = kafka_field("int8")
 
 
 @declared_schema(DELETE_ACLS, 0, EntityType.request, flexible=False)
@@ -123,26 +106,26 @@ class DeleteAclsRequest:
 
 @declared_schema(DELETE_ACLS, 0, EntityType.nested, flexible=False)
 class DeleteAclsMatchingAcl:
-    error_code: ErrorCode = _error()
-    error_message: str | None = _string()
-    resource_type: i8 = _int8()
-    resource_name: str = _string()
-    principal: str = _string()
-    host: str = _string()
-    operation: i8 = _int8()
-    permission_type: i8 = _int8()
+    error_code: ErrorCode = kafka_field("error_code")
+    error_message: str | None = kafka_field("string")
+    resource_type: i8 = kafka_field("int8")
+    resource_name: str = kafka_field("string")
+    principal: str = kafka_field("string")
+    host: str = kafka_field("string")
+    operation: i8 = kafka_field("int8")
+    permission_type: i8 = kafka_field("int8")
 
 
 @declared_schema(DELETE_ACLS, 0, EntityType.nested, flexible=False)
 class DeleteAclsFilterResult:
-    error_code: ErrorCode = _error()
-    error_message: str | None = _string()
+    error_code: ErrorCode = kafka_field("error_code")
+    error_message: str | None = kafka_field("string")
     matching_acls: tuple[DeleteAclsMatchingAcl, ...]
 
 
 @declared_schema(DELETE_ACLS, 0, EntityType.response, flexible=False)
 class DeleteAclsResponse:
-    throttle_time: i32Timedelta = _throttle()
+    throttle_time: i32Timedelta = kafka_field("timedelta_i32")
     filter_results: tuple[DeleteAclsFilterResult, ...]
 
 

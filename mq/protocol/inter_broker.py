@@ -44,165 +44,150 @@ def declared_schema(
     return decorate
 
 
-def _int32(**extra: Any) -> Any:
-    return field(metadata={"kafka_type": "int32"}, **extra)
-
-
-def _int64(**extra: Any) -> Any:
-    return field(metadata={"kafka_type": "int64"}, **extra)
-
-
-def _string(**extra: Any) -> Any:
-    return field(metadata={"kafka_type": "string"}, **extra)
-
-
-def _int32s() -> Any:
-    return field(metadata={"kafka_type": "int32"}, default=())
-
-
-def _error() -> Any:
-    return field(metadata={"kafka_type": "error_code"})
+def kafka_field(kafka_type: str, **extra: Any) -> Any:
+    """A field of a declared schema with its Kafka wire type (``int32``, ``string``, ``error_code``, ...)."""
+    return field(metadata={"kafka_type": kafka_type}, **extra)
 
 
 @declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrPartitionState:
-    partition_index: i32 = _int32()
-    controller_epoch: i32 = _int32()
-    leader: i32 = _int32()
-    leader_epoch: i32 = _int32()
-    isr: tuple[i32, ...] = _int32s()
-    zk_version: i32 = _int32()
-    replicas: tuple[i32, ...] = _int32s()
-    adding_replicas: tuple[i32, ...] = _int32s()
-    removing_replicas: tuple[i32, ...] = _int32s()
-    is_new: bool = field(metadata={"kafka_type": "bool"}, default=False)
+    partition_index: i32 = kafka_field("int32")
+    controller_epoch: i32 = kafka_field("int32")
+    leader: i32 = kafka_field("int32")
+    leader_epoch: i32 = kafka_field("int32")
+    isr: tuple[i32, ...] = kafka_field("int32", default=())
+    zk_version: i32 = kafka_field("int32")
+    replicas: tuple[i32, ...] = kafka_field("int32", default=())
+    adding_replicas: tuple[i32, ...] = kafka_field("int32", default=())
+    removing_replicas: tuple[i32, ...] = kafka_field("int32", default=())
+    is_new: bool = kafka_field("bool", default=False)
 
 
 @declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrTopicState:
-    topic_name: str = _string()
+    topic_name: str = kafka_field("string")
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
 
 
 @declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrLiveLeader:
-    broker_id: i32 = _int32()
-    host_name: str = _string()
-    port: i32 = _int32()
+    broker_id: i32 = kafka_field("int32")
+    host_name: str = kafka_field("string")
+    port: i32 = kafka_field("int32")
 
 
 @declared_schema(LEADER_AND_ISR, 5, EntityType.request)
 class LeaderAndIsrRequest:
-    controller_id: i32 = _int32()
-    controller_epoch: i32 = _int32()
-    max_broker_epoch: i64 = _int64(default=i64(-1))
+    controller_id: i32 = kafka_field("int32")
+    controller_epoch: i32 = kafka_field("int32")
+    max_broker_epoch: i64 = kafka_field("int64", default=i64(-1))
     topic_states: tuple[LeaderAndIsrTopicState, ...]
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
 
 
 @declared_schema(LEADER_AND_ISR, 5, EntityType.nested)
 class LeaderAndIsrPartitionError:
-    topic_name: str = _string()
-    partition_index: i32 = _int32()
-    error_code: ErrorCode = _error()
+    topic_name: str = kafka_field("string")
+    partition_index: i32 = kafka_field("int32")
+    error_code: ErrorCode = kafka_field("error_code")
 
 
 @declared_schema(LEADER_AND_ISR, 5, EntityType.response)
 class LeaderAndIsrResponse:
-    error_code: ErrorCode = _error()
+    error_code: ErrorCode = kafka_field("error_code")
     partition_errors: tuple[LeaderAndIsrPartitionError, ...]
 
 
 @declared_schema(STOP_REPLICA, 3, EntityType.nested)
 class StopReplicaTopic:
-    name: str = _string()
-    partition_indexes: tuple[i32, ...] = _int32s()
+    name: str = kafka_field("string")
+    partition_indexes: tuple[i32, ...] = kafka_field("int32", default=())
 
 
 @declared_schema(STOP_REPLICA, 3, EntityType.request)
 class StopReplicaRequest:
-    controller_id: i32 = _int32()
-    controller_epoch: i32 = _int32()
-    max_broker_epoch: i64 = _int64(default=i64(-1))
-    delete_partitions: bool = field(metadata={"kafka_type": "bool"})
+    controller_id: i32 = kafka_field("int32")
+    controller_epoch: i32 = kafka_field("int32")
+    max_broker_epoch: i64 = kafka_field("int64", default=i64(-1))
+    delete_partitions: bool = kafka_field("bool")
     topics: tuple[StopReplicaTopic, ...]
 
 
 @declared_schema(STOP_REPLICA, 3, EntityType.nested)
 class StopReplicaPartitionError:
-    topic_name: str = _string()
-    partition_index: i32 = _int32()
-    error_code: ErrorCode = _error()
+    topic_name: str = kafka_field("string")
+    partition_index: i32 = kafka_field("int32")
+    error_code: ErrorCode = kafka_field("error_code")
 
 
 @declared_schema(STOP_REPLICA, 3, EntityType.response)
 class StopReplicaResponse:
-    error_code: ErrorCode = _error()
+    error_code: ErrorCode = kafka_field("error_code")
     partition_errors: tuple[StopReplicaPartitionError, ...]
 
 
 @declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataPartitionState:
-    partition_index: i32 = _int32()
-    controller_epoch: i32 = _int32()
-    leader: i32 = _int32()
-    leader_epoch: i32 = _int32()
-    isr: tuple[i32, ...] = _int32s()
-    zk_version: i32 = _int32()
-    replicas: tuple[i32, ...] = _int32s()
-    offline_replicas: tuple[i32, ...] = _int32s()
+    partition_index: i32 = kafka_field("int32")
+    controller_epoch: i32 = kafka_field("int32")
+    leader: i32 = kafka_field("int32")
+    leader_epoch: i32 = kafka_field("int32")
+    isr: tuple[i32, ...] = kafka_field("int32", default=())
+    zk_version: i32 = kafka_field("int32")
+    replicas: tuple[i32, ...] = kafka_field("int32", default=())
+    offline_replicas: tuple[i32, ...] = kafka_field("int32", default=())
 
 
 @declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataTopicState:
-    topic_name: str = _string()
+    topic_name: str = kafka_field("string")
     partition_states: tuple[UpdateMetadataPartitionState, ...]
 
 
 @declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataEndpoint:
-    port: i32 = _int32()
-    host: str = _string()
-    listener: str = _string()
-    security_protocol: i16 = field(metadata={"kafka_type": "int16"})
+    port: i32 = kafka_field("int32")
+    host: str = kafka_field("string")
+    listener: str = kafka_field("string")
+    security_protocol: i16 = kafka_field("int16")
 
 
 @declared_schema(UPDATE_METADATA, 7, EntityType.nested)
 class UpdateMetadataBroker:
-    id: i32 = _int32()
+    id: i32 = kafka_field("int32")
     endpoints: tuple[UpdateMetadataEndpoint, ...]
-    rack: str | None = _string(default=None)
+    rack: str | None = kafka_field("string", default=None)
 
 
 @declared_schema(UPDATE_METADATA, 7, EntityType.request)
 class UpdateMetadataRequest:
-    controller_id: i32 = _int32()
-    controller_epoch: i32 = _int32()
-    max_broker_epoch: i64 = _int64(default=i64(-1))
+    controller_id: i32 = kafka_field("int32")
+    controller_epoch: i32 = kafka_field("int32")
+    max_broker_epoch: i64 = kafka_field("int64", default=i64(-1))
     topic_states: tuple[UpdateMetadataTopicState, ...]
     live_brokers: tuple[UpdateMetadataBroker, ...]
 
 
 @declared_schema(UPDATE_METADATA, 7, EntityType.response)
 class UpdateMetadataResponse:
-    error_code: ErrorCode = _error()
+    error_code: ErrorCode = kafka_field("error_code")
 
 
 @declared_schema(CONTROLLED_SHUTDOWN, 3, EntityType.request)
 class ControlledShutdownRequest:
-    broker_id: i32 = _int32()
-    broker_epoch: i64 = _int64(default=i64(-1))
+    broker_id: i32 = kafka_field("int32")
+    broker_epoch: i64 = kafka_field("int64", default=i64(-1))
 
 
 @declared_schema(CONTROLLED_SHUTDOWN, 3, EntityType.nested)
 class RemainingPartition:
-    topic_name: str = _string()
-    partition_index: i32 = _int32()
+    topic_name: str = kafka_field("string")
+    partition_index: i32 = kafka_field("int32")
 
 
 @declared_schema(CONTROLLED_SHUTDOWN, 3, EntityType.response)
 class ControlledShutdownResponse:
-    error_code: ErrorCode = _error()
+    error_code: ErrorCode = kafka_field("error_code")
     remaining_partitions: tuple[RemainingPartition, ...]
 
 

@@ -8,44 +8,15 @@ log_start_offset or aborted transactions (v4+). Their record sets are message se
 v0-v1, 1 for v2 and v2-v3). (No postponed annotations here: kio reads the field types at run time.)
 """
 
-from dataclasses import field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, TZAware, i16, i32, i32Timedelta, i64
 
-from mq.protocol.inter_broker import declared_schema
+from mq.protocol.inter_broker import declared_schema, kafka_field
 
 PRODUCE, FETCH = 0, 1
-
-
-def _int16() -> Any:
-    return field(metadata={"kafka_type": "int16"})
-
-
-def _int32() -> Any:
-    return field(metadata={"kafka_type": "int32"})
-
-
-def _int64() -> Any:
-    return field(metadata={"kafka_type": "int64"})
-
-
-def _timedelta() -> Any:
-    return field(metadata={"kafka_type": "timedelta_i32"})
-
-
-def _string() -> Any:
-    return field(metadata={"kafka_type": "string"})
-
-
-def _error() -> Any:
-    return field(metadata={"kafka_type": "error_code"})
-
-
-def _records() -> Any:
-    return field(metadata={"kafka_type": "records"})
 
 
 # --- Produce ---------------------------------------------------------------------------------------------------------
@@ -53,33 +24,33 @@ def _records() -> Any:
 
 @declared_schema(PRODUCE, 0, EntityType.nested, flexible=False)
 class PartitionProduceData:
-    index: i32 = _int32()
-    records: Records | None = _records()
+    index: i32 = kafka_field("int32")
+    records: Records | None = kafka_field("records")
 
 
 @declared_schema(PRODUCE, 0, EntityType.nested, flexible=False)
 class TopicProduceData:
-    name: str = _string()
+    name: str = kafka_field("string")
     partition_data: tuple[PartitionProduceData, ...]
 
 
 @declared_schema(PRODUCE, 0, EntityType.request, flexible=False)
 class ProduceRequest:
-    acks: i16 = _int16()
-    timeout: i32Timedelta = _timedelta()
+    acks: i16 = kafka_field("int16")
+    timeout: i32Timedelta = kafka_field("timedelta_i32")
     topic_data: tuple[TopicProduceData, ...]
 
 
 @declared_schema(PRODUCE, 0, EntityType.nested, flexible=False)
 class PartitionProduceResponseV0:
-    index: i32 = _int32()
-    error_code: ErrorCode = _error()
-    base_offset: i64 = _int64()
+    index: i32 = kafka_field("int32")
+    error_code: ErrorCode = kafka_field("error_code")
+    base_offset: i64 = kafka_field("int64")
 
 
 @declared_schema(PRODUCE, 0, EntityType.nested, flexible=False)
 class TopicProduceResponseV0:
-    name: str = _string()
+    name: str = kafka_field("string")
     partition_responses: tuple[PartitionProduceResponseV0, ...]
 
 
@@ -91,27 +62,27 @@ class ProduceResponseV0:
 @declared_schema(PRODUCE, 1, EntityType.response, flexible=False)
 class ProduceResponseV1:
     responses: tuple[TopicProduceResponseV0, ...]
-    throttle_time: i32Timedelta = _timedelta()
+    throttle_time: i32Timedelta = kafka_field("timedelta_i32")
 
 
 @declared_schema(PRODUCE, 2, EntityType.nested, flexible=False)
 class PartitionProduceResponseV2:
-    index: i32 = _int32()
-    error_code: ErrorCode = _error()
-    base_offset: i64 = _int64()
-    log_append_time: TZAware | None = field(metadata={"kafka_type": "datetime_i64"}, default=None)
+    index: i32 = kafka_field("int32")
+    error_code: ErrorCode = kafka_field("error_code")
+    base_offset: i64 = kafka_field("int64")
+    log_append_time: TZAware | None = kafka_field("datetime_i64", default=None)
 
 
 @declared_schema(PRODUCE, 2, EntityType.nested, flexible=False)
 class TopicProduceResponseV2:
-    name: str = _string()
+    name: str = kafka_field("string")
     partition_responses: tuple[PartitionProduceResponseV2, ...]
 
 
 @declared_schema(PRODUCE, 2, EntityType.response, flexible=False)
 class ProduceResponseV2:
     responses: tuple[TopicProduceResponseV2, ...]
-    throttle_time: i32Timedelta = _timedelta()
+    throttle_time: i32Timedelta = kafka_field("timedelta_i32")
 
 
 # --- Fetch -----------------------------------------------------------------------------------------------------------
@@ -119,45 +90,45 @@ class ProduceResponseV2:
 
 @declared_schema(FETCH, 0, EntityType.nested, flexible=False)
 class FetchPartition:
-    partition: i32 = _int32()
-    fetch_offset: i64 = _int64()
-    partition_max_bytes: i32 = _int32()
+    partition: i32 = kafka_field("int32")
+    fetch_offset: i64 = kafka_field("int64")
+    partition_max_bytes: i32 = kafka_field("int32")
 
 
 @declared_schema(FETCH, 0, EntityType.nested, flexible=False)
 class FetchTopic:
-    topic: str = _string()
+    topic: str = kafka_field("string")
     partitions: tuple[FetchPartition, ...]
 
 
 @declared_schema(FETCH, 0, EntityType.request, flexible=False)
 class FetchRequestV0:
-    replica_id: i32 = _int32()
-    max_wait: i32Timedelta = _timedelta()
-    min_bytes: i32 = _int32()
+    replica_id: i32 = kafka_field("int32")
+    max_wait: i32Timedelta = kafka_field("timedelta_i32")
+    min_bytes: i32 = kafka_field("int32")
     topics: tuple[FetchTopic, ...]
 
 
 @declared_schema(FETCH, 3, EntityType.request, flexible=False)
 class FetchRequestV3:
-    replica_id: i32 = _int32()
-    max_wait: i32Timedelta = _timedelta()
-    min_bytes: i32 = _int32()
-    max_bytes: i32 = _int32()
+    replica_id: i32 = kafka_field("int32")
+    max_wait: i32Timedelta = kafka_field("timedelta_i32")
+    min_bytes: i32 = kafka_field("int32")
+    max_bytes: i32 = kafka_field("int32")
     topics: tuple[FetchTopic, ...]
 
 
 @declared_schema(FETCH, 0, EntityType.nested, flexible=False)
 class PartitionData:
-    partition_index: i32 = _int32()
-    error_code: ErrorCode = _error()
-    high_watermark: i64 = _int64()
-    records: Records | None = _records()
+    partition_index: i32 = kafka_field("int32")
+    error_code: ErrorCode = kafka_field("error_code")
+    high_watermark: i64 = kafka_field("int64")
+    records: Records | None = kafka_field("records")
 
 
 @declared_schema(FETCH, 0, EntityType.nested, flexible=False)
 class FetchableTopicResponse:
-    topic: str = _string()
+    topic: str = kafka_field("string")
     partitions: tuple[PartitionData, ...]
 
 
@@ -168,7 +139,7 @@ class FetchResponseV0:
 
 @declared_schema(FETCH, 1, EntityType.response, flexible=False)
 class FetchResponseV1:
-    throttle_time: i32Timedelta = _timedelta()
+    throttle_time: i32Timedelta = kafka_field("timedelta_i32")
     responses: tuple[FetchableTopicResponse, ...]
 
 

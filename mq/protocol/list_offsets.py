@@ -7,14 +7,13 @@ after the timestamp. v0 asks for up to ``max_num_offsets`` offsets of each parti
 field types at run time.)
 """
 
-from dataclasses import field
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 from kio.static.primitive import i32, i64
 
-from mq.protocol.inter_broker import declared_schema
+from mq.protocol.inter_broker import declared_schema, kafka_field
 
 LATEST: Final = -1
 """The log end offset (the high watermark for consumers)."""
@@ -26,43 +25,35 @@ MAX_TIMESTAMP: Final = -3
 LIST_OFFSETS = 2
 
 
-def _int32() -> Any:
-    return field(metadata={"kafka_type": "int32"})
-
-
-def _int64() -> Any:
-    return field(metadata={"kafka_type": "int64"})
-
-
 @declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
 class ListOffsetsPartition:
-    partition_index: i32 = _int32()
-    timestamp: i64 = _int64()
-    max_num_offsets: i32 = _int32()
+    partition_index: i32 = kafka_field("int32")
+    timestamp: i64 = kafka_field("int64")
+    max_num_offsets: i32 = kafka_field("int32")
 
 
 @declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
 class ListOffsetsTopic:
-    name: str = field(metadata={"kafka_type": "string"})
+    name: str = kafka_field("string")
     partitions: tuple[ListOffsetsPartition, ...]
 
 
 @declared_schema(LIST_OFFSETS, 0, EntityType.request, flexible=False)
 class ListOffsetsRequest:
-    replica_id: i32 = _int32()
+    replica_id: i32 = kafka_field("int32")
     topics: tuple[ListOffsetsTopic, ...]
 
 
 @declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
 class ListOffsetsPartitionResponse:
-    partition_index: i32 = _int32()
-    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
-    old_style_offsets: tuple[i64, ...] = field(metadata={"kafka_type": "int64"}, default=())
+    partition_index: i32 = kafka_field("int32")
+    error_code: ErrorCode = kafka_field("error_code")
+    old_style_offsets: tuple[i64, ...] = kafka_field("int64", default=())
 
 
 @declared_schema(LIST_OFFSETS, 0, EntityType.nested, flexible=False)
 class ListOffsetsTopicResponse:
-    name: str = field(metadata={"kafka_type": "string"})
+    name: str = kafka_field("string")
     partitions: tuple[ListOffsetsPartitionResponse, ...]
 
 

@@ -31,11 +31,21 @@ from pathlib import Path
 
 from mq.client.connection import BrokerConnection
 from mq.client.security import PLAINTEXT, ClientSecurity
-from mq.config import BrokerConfig, DynamicBrokerConfig, Listener, TopicConfig, parse_ip_counts, parse_properties
+from mq.config import (
+    BrokerConfig,
+    DynamicBrokerConfig,
+    Listener,
+    TopicConfig,
+    parse_ip_counts,
+    parse_properties,
+    sensitive_key,
+)
 from mq.errors import ConfigError, ErrorCode, KafkaError
 from mq.protocol.inter_broker import CONTROLLED_SHUTDOWN
 from mq.security.authorizer import AclAuthorizer, parse_super_users
 from mq.security.jaas import LoginModule
+from mq.security.password_encoder import PasswordEncoderError
+from mq.security.password_encoder import decode as decode_password
 from mq.security.plain import MECHANISM as PLAIN
 from mq.security.plain import PlainServer
 from mq.security.scram import ScramServer
@@ -222,13 +232,29 @@ class KafkaServer:
         """The broker config in effect: the properties file overlaid with ``/config/brokers/<default>`` and
         ``/config/brokers/<id>`` (a stored value the broker cannot parse leaves the properties file's in force)."""
         assert self.zk is not None
-        default = self.zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY)
-        per_broker = self.zk.get_entity_config("brokers", str(self.broker_id))
+        default = self._decoded(self.zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY))
+        per_broker = self._decoded(self.zk.get_entity_config("brokers", str(self.broker_id)))
         try:
             return DynamicBrokerConfig.apply(self.config, default, per_broker)
         except ConfigError as exc:
             log.error("dynamic broker config of broker %d not applied: %s", self.broker_id, exc)
             return self.config
+
+    def _decoded(self, stored: dict[str, str]) -> dict[str, str]:
+        """``stored`` with its secrets decrypted (``password.encoder.secret``, else the old one); a secret that does
+        not decrypt is left out, and logged without its value."""
+        config = self.config
+        decoded = dict(stored)
+        for key, value in stored.items():
+            if sensitive_key(key):
+                try:
+                    decoded[key] = decode_password(
+                        value, config.password_encoder_secret or "", config.password_encoder_old_secret
+                    )
+                except PasswordEncoderError as exc:
+                    log.error("dynamic config %s of broker %d not applied: %s", key, self.broker_id, exc)
+                    del decoded[key]
+        return decoded
 
     def _read_config_changes(self, children: list[str]) -> None:
         """On the metadata thread: read the new ``/config/changes`` entries and what they changed, then apply it on

@@ -29,9 +29,10 @@ from typing import Any
 
 from mq.client.admin import AsyncAdmin, ConfigEntry
 from mq.client.sync import SyncAdmin
-from mq.config import parse_properties
+from mq.config import parse_properties, sensitive_key
 from mq.errors import ConfigError
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ResourceType
+from mq.security.password_encoder import encode as encode_password
 from mq.topic_partition import topic_name_error
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.kafka_zk_client import KafkaZkClient
@@ -39,6 +40,7 @@ from mq.zk.kafka_zk_client import KafkaZkClient
 BOOTSTRAP_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers")
 ZOOKEEPER_ENTITY_TYPES = ("topics", "clients", "users", "brokers")
 QUOTA_ENTITY_TYPES = ("clients", "users")
+ENCODER_SECRET = "password.encoder.secret"
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 """The broker keys Kafka lets ``--zookeeper`` change while the broker runs."""
 ZOOKEEPER_WARNING = [
@@ -397,7 +399,7 @@ def alter_zk(admin: AdminZkClient, entity: Entity, add: Mapping[str, str], delet
     missing = [key for key in delete if key not in configs]
     if missing:
         raise ConfigCommandError(f"Invalid config(s): {','.join(missing)}")
-    configs.update(add)
+    configs.update(_zk_encoded(entity, add))
     for key in delete:
         configs.pop(key, None)
     if entity.entity_type == "topics":
@@ -405,6 +407,22 @@ def alter_zk(admin: AdminZkClient, entity: Entity, add: Mapping[str, str], delet
     else:
         admin.change_broker_config(None if entity.default else int(entity.zk_name()), configs)
     return ConfigsOutcome([f"Completed updating config for entity: {_zk_entity_label(entity)}."])
+
+
+def _zk_encoded(entity: Entity, add: Mapping[str, str]) -> dict[str, str]:
+    """``add`` as stored in ZooKeeper: a broker's secrets encrypted with the ``password.encoder.secret`` given among
+    them (as Kafka's tool takes it; it is not stored)."""
+    if entity.entity_type != "brokers":
+        return dict(add)
+    secret = add.get(ENCODER_SECRET)
+    values = {k: v for k, v in add.items() if k != ENCODER_SECRET}
+    secrets = sorted(k for k in values if sensitive_key(k))
+    if secrets and not secret:
+        raise ConfigCommandError(
+            f"Password encoder secret not configured: add {ENCODER_SECRET}=<the brokers' secret> to --add-config to "
+            f"store {', '.join(secrets)}"
+        )
+    return {k: encode_password(v, secret or "") if k in secrets else v for k, v in values.items()}
 
 
 def _refuse_quotas_zk(entity: Entity) -> None:

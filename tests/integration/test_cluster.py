@@ -9,6 +9,7 @@ import threading
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import KafkaConnectionError
 from waiting import wait_for
 
 from mq.zk.codecs import ControllerInfo
@@ -178,10 +179,13 @@ def test_controller_failover_picks_up_work(cluster) -> None:
 
     def brokers_know_the_successor() -> bool:
         admins = [KafkaAdminClient(bootstrap_servers=b.bootstrap) for b in survivors]
-        known = all(a.describe_cluster()["controller_id"] == successor for a in admins)
-        for admin in admins:
-            admin.close()
-        return known
+        try:
+            return all(a.describe_cluster()["controller_id"] == successor for a in admins)
+        except KafkaConnectionError:  # sent to the killed broker, still in a survivor's metadata: ask again
+            return False
+        finally:
+            for admin in admins:
+                admin.close()
 
     assert wait_for(brokers_know_the_successor, timeout=30)
     KafkaAdminClient(bootstrap_servers=bootstrap).create_topics([NewTopic("after", 2, 2)])

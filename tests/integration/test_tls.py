@@ -6,6 +6,8 @@ alone, with a logged reason."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import re
 import socket
 import ssl
@@ -306,12 +308,22 @@ def test_a_pkcs12_keystore_and_mapping_rules_name_short_principals(
     assert certs.password not in broker.stderr()
 
 
+def stored_tree(broker: BrokerProcess) -> str:
+    """Every node's data of a standalone broker's metadata tree, decoded (the file holds it in base64)."""
+    nodes = json.loads((broker.log_dir / "metadata-tree.json").read_text(encoding="utf-8"))["nodes"]
+    return "\n".join(
+        f"{path} {base64.b64decode(node['data']).decode(errors='replace')}" for path, node in nodes.items()
+    )
+
+
 def test_a_new_keystore_set_with_mq_configs_serves_the_next_connections_without_a_restart(
     mq_command: list[str], broker_factory: Callable[..., BrokerProcess], certs: Certificates, tmp_path: Path
 ) -> None:
-    broker, ssl_bootstrap, _ = tls_broker(broker_factory, certs, "listener.name.ssl.ssl.client.auth=none")
-    renewed = make_certs(tmp_path / "renewed")  # another CA: clients trusting only it refuse the old certificate
-    host, port = ssl_bootstrap.split(":")
+    broker, ssl_bootstrap, _ = tls_broker(
+        broker_factory, certs, "listener.name.ssl.ssl.client.auth=none", "password.encoder.secret=encoder-secret"
+    )
+    renewed = make_certs(tmp_path / "renewed", password="renewed-store-secret")  # another CA: clients trusting only
+    host, port = ssl_bootstrap.split(":")  # it refuse the old certificate
 
     def handshake_ok(ca: Path) -> bool:
         context = ssl.create_default_context(cafile=str(ca))
@@ -323,21 +335,13 @@ def test_a_new_keystore_set_with_mq_configs_serves_the_next_connections_without_
             return False
 
     assert handshake_ok(certs.ca) and not handshake_ok(renewed.ca)
+    configs = [*mq_command, "configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers"]
+    new_store = (
+        f"listener.name.ssl.ssl.keystore.type=PKCS12,listener.name.ssl.ssl.keystore.location={renewed.broker.pkcs12},"
+        f"listener.name.ssl.ssl.keystore.password={renewed.password}"
+    )
     result = subprocess.run(
-        [
-            *mq_command,
-            "configs",
-            "--bootstrap-server",
-            broker.bootstrap,
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "1001",
-            "--alter",
-            "--add-config",
-            f"listener.name.ssl.ssl.keystore.type=PKCS12,listener.name.ssl.ssl.keystore.location={renewed.broker.pkcs12},"
-            f"listener.name.ssl.ssl.keystore.password={renewed.password}",
-        ],
+        [*configs, "--entity-name", "1001", "--alter", "--add-config", new_store],
         capture_output=True,
         text=True,
         timeout=60,
@@ -349,3 +353,26 @@ def test_a_new_keystore_set_with_mq_configs_serves_the_next_connections_without_
     assert handshake_ok(renewed.ca) and not handshake_ok(certs.ca)
     assert "listener SSL: TLS key and trust stores reloaded" in broker.stderr()
     assert renewed.password not in broker.stderr()
+    stored = stored_tree(broker)
+    assert renewed.password not in stored and "encryptedPassword" in stored  # encrypted as Kafka stores it
+
+
+def test_a_secret_is_not_stored_without_an_encoder_secret(
+    mq_command: list[str], broker_factory: Callable[..., BrokerProcess], certs: Certificates
+) -> None:
+    broker, _, _ = tls_broker(broker_factory, certs)
+    result = subprocess.run(
+        [
+            *mq_command, "configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers",
+            "--entity-name", "1001", "--alter", "--add-config", "listener.name.ssl.ssl.key.password=never-stored",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: Password encoder secret not configured: cannot store listener.name.ssl.ssl.key.password (set "
+        "password.encoder.secret on the brokers)"
+    ]
+    assert "never-stored" not in stored_tree(broker)

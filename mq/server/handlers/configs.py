@@ -49,6 +49,7 @@ from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ConfigSource, ConfigType, ResourceType
 from mq.security.acl import AclOperation
 from mq.security.acl import ResourceType as AclResourceType
+from mq.security.password_encoder import encode as encode_password
 from mq.server import logging_config
 from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
@@ -330,6 +331,7 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int, acl
                 current = zk.get_entity_config("brokers", broker_entity(target))
                 updated = _altered(current, resource.configs, incremental, _DYNAMIC_FIELDS)
                 admin.validate_broker_config(updated, per_broker=target is not None)
+                updated.update(_encoded_secrets(resource.configs, broker))
                 if not validate_only:
                     admin.change_broker_config(target, updated)
             elif resource.resource_type == ResourceType.BROKER_LOGGER:
@@ -393,6 +395,19 @@ def _altered(
     if incremental:
         return _apply_incremental(current, changes, fields)
     return {c.name: c.value for c in changes if c.value is not None}
+
+
+def _encoded_secrets(changes: Any, broker: BrokerConfig) -> dict[str, str]:
+    """The secrets ``changes`` set, encrypted with ``password.encoder.secret`` as Kafka stores them; KafkaError
+    INVALID_CONFIG when a secret is set and the broker has no encoder secret."""
+    secrets = {c.name: c.value for c in changes if c.value is not None and sensitive_key(c.name)}
+    if secrets and not broker.password_encoder_secret:
+        raise KafkaError(
+            f"Password encoder secret not configured: cannot store {', '.join(sorted(secrets))} (set "
+            "password.encoder.secret on the brokers)",
+            ErrorCode.INVALID_CONFIG,
+        )
+    return {name: encode_password(value, broker.password_encoder_secret or "") for name, value in secrets.items()}
 
 
 def _change_text(change: Any, incremental: bool) -> str:
