@@ -919,6 +919,8 @@ class KafkaServer:
             self.replica_manager.fetch_purgatory.complete_all()
             self.replica_manager.produce_purgatory.complete_all()
         self.write_high_watermarks(self.high_watermarks_by_dir())
+        if self.replica_manager is not None:
+            await loop.run_in_executor(None, self.replica_manager.write_producer_snapshots)
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.store is not None:

@@ -84,6 +84,9 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileSlice | None = None
+    aborted_transactions: list[tuple[int, int]] | None = None
+    """For read_committed fetches with records: (producer id, first offset) of the aborted transactions they
+    overlap."""
 
 
 class ReplicaManager:
@@ -311,6 +314,34 @@ class ReplicaManager:
             log.exception("append to %s failed", tp)
             return ProduceResult(error_code_of(exc), message=str(exc))
 
+    def write_txn_marker(
+        self, tp: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> ErrorCode:
+        """Append a COMMIT or ABORT marker to ``tp`` as its leader (waking its fetches: the last stable offset may
+        have moved); the error for that partition, NONE on success."""
+        try:
+            partition = self.leader_partition(tp)
+            high_watermark = partition.high_watermark
+            try:
+                partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+            except OSError as exc:
+                raise self.log_manager.storage_error(partition.log, exc) from exc
+            self._appended(tp, partition.high_watermark != high_watermark)
+            return ErrorCode.NONE
+        except KafkaError as exc:
+            return exc.code
+        except Exception:
+            log.exception("transaction marker for %s failed", tp)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def write_producer_snapshots(self) -> None:
+        """Snapshot every hosted partition's producer state at its log end (a clean shutdown)."""
+        for partition in list(self.partitions.values()):
+            try:
+                partition.write_producer_snapshot()
+            except OSError:
+                log.warning("could not write the producer snapshot of %s", partition.tp, exc_info=True)
+
     def when_replicated(
         self, appended: Mapping[TopicPartition, int], timeout_ms: int, answer: Callable[[list[ErrorCode]], T]
     ) -> T | asyncio.Future[T]:
@@ -375,10 +406,13 @@ class ReplicaManager:
         *,
         record_follower: bool = True,
         whole_batch_each: bool = False,
+        read_committed: bool = False,
     ) -> dict[TopicPartition, FetchResult]:
         """File slices for ``requests``; a follower's fetch offsets count as its positions only with
         ``record_follower`` (its first read, not the re-reads of a parked fetch). Only the first partition read gets
-        its first batch whole beyond its limit (KIP-74), every partition with ``whole_batch_each``."""
+        its first batch whole beyond its limit (KIP-74), every partition with ``whole_batch_each``. A
+        ``read_committed`` consumer reads below the last stable offset and is told the aborted transactions its
+        records overlap (from the transaction indexes, per partition read)."""
         results: dict[TopicPartition, FetchResult] = {}
         remaining = max_bytes
         for request in requests:
@@ -391,7 +425,11 @@ class ReplicaManager:
                     if self._leader_throttled(partition, replica_id):
                         results[request.tp] = _answer(partition)
                         continue
-                elif request.fetch_offset == partition.high_watermark >= partition.log_start_offset:
+                elif (
+                    request.fetch_offset
+                    == (partition.last_stable_offset if read_committed else partition.high_watermark)
+                    >= partition.log_start_offset
+                ):
                     # a consumer at the high watermark: what the log would answer (no records), without asking it
                     results[request.tp] = _answer(partition)
                     continue
@@ -403,12 +441,17 @@ class ReplicaManager:
                         from_follower=replica_id >= 0,
                         min_one_message=whole_batch_each or remaining == max_bytes,
                         current_leader_epoch=request.current_leader_epoch,
+                        read_committed=read_committed,
                     )
+                    records = info.records
+                    aborted = None
+                    if read_committed and records is not None:
+                        found = partition.log.collect_aborted_txns(request.fetch_offset, partition.last_stable_offset)
+                        aborted = [(txn.producer_id, txn.first_offset) for txn in found]
                 except OSError as exc:
                     raise self.log_manager.storage_error(partition.log, exc) from exc
-                records = info.records
                 remaining -= records.length if records is not None else 0
-                results[request.tp] = _answer(partition, records)
+                results[request.tp] = _answer(partition, records, aborted)
             except KafkaError as exc:
                 results[request.tp] = FetchResult(exc.code)
         return results
@@ -436,13 +479,15 @@ class ReplicaManager:
         max_bytes: int,
         answer: Callable[[dict[TopicPartition, FetchResult]], T],
         whole_batch_each: bool = False,
+        read_committed: bool = False,
     ) -> T | DelayedFuture[T]:
         """Read now and return ``answer(results)`` when at least ``min_bytes`` are ready, a partition failed or there
         is no time to wait; else park in the fetch purgatory on the requested partitions and return the parked
         operation, whose future gets ``answer`` of the read that an append or high-watermark move there made
         sufficient, or of a last read after ``max_wait_ms``. No task and one timer per parked fetch; the loop runs
         all of it. A follower's throttled bytes are counted once, when it is answered. ``whole_batch_each``: every
-        partition's first batch is read whole (for the down-conversion of old versions, which cuts to their limits)."""
+        partition's first batch is read whole (for the down-conversion of old versions, which cuts to their limits);
+        ``read_committed``: reads stop at the last stable offset."""
 
         def respond(results: dict[TopicPartition, FetchResult]) -> T:
             if replica_id >= 0:
@@ -467,16 +512,28 @@ class ReplicaManager:
             return available >= min_bytes
 
         whole = whole_batch_each
-        results = self._read(requests, replica_id, max_bytes, whole_batch_each=whole)
+        committed = read_committed
+        results = self._read(requests, replica_id, max_bytes, whole_batch_each=whole, read_committed=committed)
         if max_wait_ms <= 0 or ready(results):
             return respond(results)
 
         def check() -> T | None:
-            again = self._read(requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole)
+            again = self._read(
+                requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole, read_committed=committed
+            )
             return respond(again) if ready(again) else None
 
         def final() -> T:
-            return respond(self._read(requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole))
+            return respond(
+                self._read(
+                    requests,
+                    replica_id,
+                    max_bytes,
+                    record_follower=False,
+                    whole_batch_each=whole,
+                    read_committed=committed,
+                )
+            )
 
         return park(self.fetch_purgatory, [r.tp for r in requests], max_wait_ms, check, final)
 
@@ -508,8 +565,16 @@ def _same(results: dict[TopicPartition, FetchResult]) -> dict[TopicPartition, Fe
     return results
 
 
-def _answer(partition: Partition, records: FileSlice | None = None) -> FetchResult:
-    """A successful fetch of ``partition``: its offsets as they stand, with ``records`` (none when nothing was read)."""
+def _answer(
+    partition: Partition, records: FileSlice | None = None, aborted: list[tuple[int, int]] | None = None
+) -> FetchResult:
+    """A successful fetch of ``partition``: its offsets as they stand, with ``records`` (none when nothing was read)
+    and the aborted transactions they overlap (read_committed)."""
     return FetchResult(
-        ErrorCode.NONE, partition.high_watermark, partition.last_stable_offset, partition.log_start_offset, records
+        ErrorCode.NONE,
+        partition.high_watermark,
+        partition.last_stable_offset,
+        partition.log_start_offset,
+        records,
+        aborted,
     )

@@ -1,7 +1,8 @@
 """Fetch: file slices from the partitions' logs, long-polled, answered with the piecewise encoder (sendfile).
 
 Fetch sessions are answered as "no session" (session id 0), which every client accepts and then sends full
-requests. read_committed reads up to the last stable offset, which is the high watermark without transactions.
+requests. read_committed reads up to the last stable offset and gets, per partition with records, the aborted
+transactions those records overlap.
 
 Both paths share one body: the frame is read by ``decode_fetch_request`` and ``ReplicaManager.fetch_or_park``
 either answers at once or parks the fetch, whose future the purgatory completes with the encoded response (no task
@@ -93,7 +94,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                     else:
                         refused[tp] = REFUSED
         read_committed = request.isolation_level == 1
-        aborted: list[tuple[int, int]] | None = [] if read_committed else None
+        no_aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
             if refused:
@@ -131,7 +132,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                             r.high_watermark,
                             r.last_stable_offset,
                             r.log_start_offset,
-                            aborted,
+                            no_aborted if r.aborted_transactions is None else r.aborted_transactions,
                             -1,
                             records,
                         )
@@ -149,6 +150,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             max_bytes=request.max_bytes,
             answer=encode,
             whole_batch_each=version < TRANSACTIONS_FROM,
+            read_committed=read_committed,
         )
 
     async def handle(context: RequestContext, request: FetchRequest) -> Response:

@@ -41,11 +41,14 @@ def offsets_apis(
         info = None if cache is None else cache.topics.get(tp.topic)
         return info is not None and tp.partition in info.partitions
 
-    def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
+    def list_one(tp: TopicPartition, timestamp: int, consumer: bool, read_committed: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
             partition = replica_manager.leader_partition(tp)
-            limit = partition.high_watermark if consumer else partition.log_end_offset
+            if not consumer:
+                limit = partition.log_end_offset
+            else:
+                limit = partition.last_stable_offset if read_committed else partition.high_watermark
             answer["leader_epoch"] = partition.leader_epoch
             if timestamp == LATEST:
                 answer["offset"] = limit
@@ -81,6 +84,7 @@ def offsets_apis(
 
     async def list_offsets(context: RequestContext, request: Any) -> dict[str, Any]:
         consumer = int(request.replica_id) < 0
+        read_committed = context.version >= 2 and int(request.isolation_level) == 1
         if context.version == 0:
             return list_offsets_v0(context, request, consumer)
         described = allowed_names(
@@ -90,7 +94,7 @@ def offsets_apis(
             {
                 "name": t.name,
                 "partitions": [
-                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
+                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer, read_committed)
                     if t.name in described
                     else refused_listing(p.partition_index)
                     for p in t.partitions
