@@ -143,7 +143,8 @@ class GroupCoordinator:
 
     def _install(self, partition: int, loaded: LoadedPartition) -> None:
         now = self.time_ms()
-        for group_id in set(loaded.groups) | set(loaded.offsets):
+        pending_groups = {group_id for by_group in loaded.pending.values() for group_id in by_group}
+        for group_id in set(loaded.groups) | set(loaded.offsets) | pending_groups:
             if group_id in self.groups:
                 continue
             group = GroupMetadata(group_id, partition, state_timestamp_ms=now)
@@ -173,6 +174,9 @@ class GroupCoordinator:
                     group.state = GroupState.STABLE
                     group.subscribed = group.compute_subscribed()
             group.offsets = dict(loaded.offsets.get(group_id, {}))
+            for producer_id, by_group in loaded.pending.items():
+                if group_id in by_group:
+                    group.pending_txn_offsets[producer_id] = dict(by_group[group_id])
             self.groups[group_id] = group
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
@@ -736,6 +740,44 @@ class GroupCoordinator:
             return answer(error)
 
         return self.manager.store_offsets(group, offsets, stored)
+
+    def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[TopicPartition, OffsetCommitValue],
+        answer: Callable[[ErrorCode], T],
+    ) -> T | asyncio.Future[T]:
+        """Store ``offsets`` in the producer's transaction (TxnOffsetCommit): written now, they count once the
+        transaction's COMMIT marker reaches the group's partition (``complete_txn``)."""
+        error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return answer(error)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = GroupMetadata(group_id, self.partition_for(group_id), state_timestamp_ms=self.time_ms())
+            self.groups[group_id] = group
+        if not offsets:
+            return answer(ErrorCode.NONE)
+        stored_group = group
+
+        def stored(error: ErrorCode) -> T:
+            if error == ErrorCode.NONE and self._current(stored_group):
+                stored_group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+            return answer(error)
+
+        return self.manager.store_offsets(group, offsets, stored, (producer_id, producer_epoch))
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` was written to ``__consumer_offsets`` ``partition``: its pending
+        offsets in the groups there count (COMMIT) or are dropped (ABORT)."""
+        for group in self.groups.values():
+            if group.partition != partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

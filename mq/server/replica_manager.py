@@ -217,6 +217,11 @@ class ReplicaManager:
             raise self.log_manager.offline_error(partition.log)
         return partition
 
+    def leads(self, tp: TopicPartition) -> bool:
+        """Whether this broker hosts ``tp`` as its leader."""
+        partition = self.partitions.get(tp)
+        return partition is not None and partition.is_leader
+
     def is_offline(self, tp: TopicPartition) -> bool:
         """Whether this broker has a log of ``tp`` in an offline log dir (any thread)."""
         found = self.log_manager.get_log(tp)

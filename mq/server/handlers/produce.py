@@ -1,9 +1,8 @@
 """Produce: per-partition appends through the replica manager; acks=0 gets no response at all.
 
 With an authorizer, each topic needs WRITE (else TOPIC_AUTHORIZATION_FAILED for its partitions, checked before
-anything else of them). A request with a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-whatever the ACLs, as Kafka refuses a transactional append it cannot take (mq has no transactions). Idempotent
-producers are authorized by InitProducerId.
+anything else of them); a request with a transactional id needs WRITE on it, else every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Idempotent producers are authorized by InitProducerId.
 
 Internal topics (``__consumer_offsets``) take appends only from their coordinators, not from clients: as in Kafka,
 only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
@@ -50,14 +49,17 @@ ADMIN_CLIENT_ID = "__admin_client"
 Answer = bytes | None | asyncio.Future[bytes | None]
 
 
-def _refusal(acks: int, transactional: bool, topic: str, internal_allowed: bool, writable: bool) -> ErrorCode | None:
-    """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended."""
+def _refusal(
+    acks: int, transactional_refused: bool, topic: str, internal_allowed: bool, writable: bool
+) -> ErrorCode | None:
+    """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended.
+    ``transactional_refused``: the request's transactional id may not be written by the client."""
+    if transactional_refused:
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if not writable:
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS
-    if transactional:
-        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if topic in INTERNAL_TOPICS and not internal_allowed:
         return ErrorCode.INVALID_TOPIC_EXCEPTION
     return None
@@ -70,7 +72,7 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         version: int,
         correlation_id: int,
         client_id: str | None,
-        transactional: bool,
+        transactional_refused: bool,
         acks: int,
         timeout_ms: int,
         topic: str,
@@ -79,7 +81,7 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         writable: bool,
     ) -> Answer:
         """The answer to a request for one topic with one partition (``writable``: the client may write to it)."""
-        refusal = _refusal(acks, transactional, topic, client_id == ADMIN_CLIENT_ID, writable)
+        refusal = _refusal(acks, transactional_refused, topic, client_id == ADMIN_CLIENT_ID, writable)
         if refusal is not None or not records:
             if acks == 0:
                 return None
@@ -108,21 +110,25 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         return replica_manager.when_replicated({tp: base_offset}, timeout_ms, encoded)
 
     def answer_many(
-        version: int, correlation_id: int, client_id: str | None, request: ProduceRequest, writable: set[str] | None
+        version: int,
+        correlation_id: int,
+        client_id: str | None,
+        request: ProduceRequest,
+        writable: set[str] | None,
+        transactional_refused: bool,
     ) -> Answer:
         """The answer to a request of any shape: partitions named twice are appended once (the last record set)
         and answered each time; a topic named twice is answered once, with all its partitions. ``writable``: the
         topics the client may write to (None: all)."""
         acks = request.acks
         internal_allowed = client_id == ADMIN_CLIENT_ID
-        transactional = request.transactional_id is not None
         entries: dict[TopicPartition, memoryview] = {}
         refused: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
                 allowed = writable is None or topic.name in writable
-                refusal = _refusal(acks, transactional, topic.name, internal_allowed, allowed)
+                refusal = _refusal(acks, transactional_refused, topic.name, internal_allowed, allowed)
                 if refusal is not None:
                     refused[tp] = refusal
                 elif p.records is None or not p.records:
@@ -166,14 +172,17 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         names = (t.name for t in topics)
         writable = None if acl is None else allowed_names(acl, context, AclOperation.WRITE, ResourceType.TOPIC, names)
         client_id = context.header.client_id
+        transactional_id = request.transactional_id
+        transactional_refused = transactional_id is not None and not allows(
+            acl, context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        )
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             p = topics[0].partition_data[0]
-            transactional = request.transactional_id is not None
             return answer_one(
                 version,
                 correlation_id,
                 client_id,
-                transactional,
+                transactional_refused,
                 request.acks,
                 request.timeout_ms,
                 topics[0].name,
@@ -181,7 +190,7 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
                 p.records,
                 writable is None or topics[0].name in writable,
             )
-        return answer_many(version, correlation_id, client_id, request, writable)
+        return answer_many(version, correlation_id, client_id, request, writable, transactional_refused)
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         if version < TRANSACTIONAL_FROM:

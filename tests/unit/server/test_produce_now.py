@@ -116,7 +116,7 @@ CASES: list[tuple[str, Callable[[int, int], bytearray], ErrorCode | None]] = [
     (
         "transactional",
         lambda v, a: produce_frame(v, [("t", [(0, GOOD)])], acks=a, transactional_id="tx"),
-        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ErrorCode.NONE,
     ),
     ("waits", lambda v, a: produce_frame(v, [("r", [(0, GOOD)])], acks=a, timeout_ms=5), None),
     ("no-wait", lambda v, a: produce_frame(v, [("r", [(0, GOOD)])], acks=a, timeout_ms=0), None),
