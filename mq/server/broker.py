@@ -108,6 +108,7 @@ from mq.server.scram_credentials import (
     read_user_credentials,
 )
 from mq.server.transaction_coordinator import TransactionCoordinator
+from mq.server.transaction_marker_channel import TransactionMarkerChannelManager
 from mq.server.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME, TransactionStateManager
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
@@ -194,6 +195,7 @@ class KafkaServer:
         self.log_dir_mover: LogDirMover | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
+        self.marker_channel: TransactionMarkerChannelManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.clock: Clock = SystemClock()
         self.scheduler: Scheduler | None = None
@@ -498,6 +500,10 @@ class KafkaServer:
                 quota=self.replica_manager.quotas.follower,
                 security=self.inter_broker_security,
             )
+            markers = self.marker_channel = TransactionMarkerChannelManager(
+                self.broker_id, self.cache, self._cached_endpoint, self.inter_broker_security
+            )
+            transactions.send_markers = markers.send
             isr_writer = IsrChangeWriter(
                 self.zk, self.broker_id, self.zk_executor, self._post, self.replica_manager.isr_change_done
             )
@@ -696,13 +702,13 @@ class KafkaServer:
         assert self.producer_ids is not None
         return await asyncio.to_thread(self.producer_ids.next_id)
 
-    def _write_txn_marker(
+    async def _write_txn_marker(
         self, tp: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
     ) -> ErrorCode:
         """Append a transaction marker to a partition this broker leads; one on ``__consumer_offsets`` also settles
         the transaction's offset commits in the group coordinator."""
         assert self.replica_manager is not None
-        code = self.replica_manager.write_txn_marker(tp, producer_id, producer_epoch, coordinator_epoch, commit)
+        code = await self.replica_manager.write_txn_marker(tp, producer_id, producer_epoch, coordinator_epoch, commit)
         if code == ErrorCode.NONE and tp.topic == GROUP_METADATA_TOPIC_NAME and self.group_coordinator is not None:
             self.group_coordinator.complete_txn(tp.partition, producer_id, commit)
         return code
@@ -971,6 +977,8 @@ class KafkaServer:
             self.group_coordinator.shutdown()  # members waiting on a rebalance are answered before the drain
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.shutdown()
+        if self.marker_channel is not None:
+            await self.marker_channel.close()
         if self.server is not None:
             await self.server.stop()
         if self.replica_manager is not None and self.replica_manager.fetchers is not None:

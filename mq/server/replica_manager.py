@@ -89,6 +89,10 @@ class FetchResult:
     overlap."""
 
 
+MARKER_REPLICATION_TIMEOUT_MS = 30000
+"""How long a transaction marker waits for the ISR (Kafka's coordinator uses ``request.timeout.ms``, 30 s)."""
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -319,25 +323,28 @@ class ReplicaManager:
             log.exception("append to %s failed", tp)
             return ProduceResult(error_code_of(exc), message=str(exc))
 
-    def write_txn_marker(
+    async def write_txn_marker(
         self, tp: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
     ) -> ErrorCode:
         """Append a COMMIT or ABORT marker to ``tp`` as its leader (waking its fetches: the last stable offset may
-        have moved); the error for that partition, NONE on success."""
+        have moved) and wait until the ISR has it, as acks=all; the error for that partition, NONE once replicated."""
         try:
             partition = self.leader_partition(tp)
             high_watermark = partition.high_watermark
             try:
-                partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+                offset = partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
             except OSError as exc:
                 raise self.log_manager.storage_error(partition.log, exc) from exc
             self._appended(tp, partition.high_watermark != high_watermark)
-            return ErrorCode.NONE
         except KafkaError as exc:
             return exc.code
         except Exception:
             log.exception("transaction marker for %s failed", tp)
             return ErrorCode.UNKNOWN_SERVER_ERROR
+        replicated: ErrorCode = await settled(
+            self.when_replicated({tp: offset}, MARKER_REPLICATION_TIMEOUT_MS, lambda found: found[0])
+        )
+        return replicated
 
     def write_producer_snapshots(self) -> None:
         """Snapshot every hosted partition's producer state at its log end (a clean shutdown)."""

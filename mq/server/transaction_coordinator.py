@@ -49,10 +49,9 @@ MARKER_RETRY_MS = 100
 State = TransactionState
 IN_PROGRESS = frozenset({State.ONGOING, State.PREPARE_COMMIT, State.PREPARE_ABORT, State.PREPARE_EPOCH_FENCE})
 
-MarkerWriter = Callable[[TopicPartition, int, int, int, bool], ErrorCode]
-"""Writes a marker on a partition this broker leads: (partition, producer id, epoch, coordinator epoch, commit)."""
-RemoteMarkerSender = Callable[[TopicPartition, int, int, int, bool], Awaitable[ErrorCode]]
-"""Sends a marker to the leader of a partition this broker does not lead."""
+MarkerWriter = Callable[[TopicPartition, int, int, int, bool], Awaitable[ErrorCode]]
+"""Writes a marker on a partition (partition, producer id, epoch, coordinator epoch, commit): through the replica
+manager where this broker leads it (``write_marker``), else to its leader (``send_markers``)."""
 
 
 class TransactionCoordinator:
@@ -71,7 +70,7 @@ class TransactionCoordinator:
         self.write_marker = write_marker
         self.leads = leads
         """Whether this broker leads a partition (its markers are written locally)."""
-        self.send_markers: RemoteMarkerSender | None = None
+        self.send_markers: MarkerWriter | None = None
         """Set in cluster mode: WriteTxnMarkers to the leader of a partition led elsewhere."""
         self.clock = clock or SystemClock()
         self.time_ms = self.clock.time_ms
@@ -316,7 +315,7 @@ class TransactionCoordinator:
                 return  # no longer the coordinator: the new one completes it
             for tp in sorted(remaining):
                 if self.leads(tp):
-                    code = self.write_marker(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
+                    code = await self.write_marker(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
                 elif self.send_markers is not None:
                     code = await self.send_markers(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
                 else:

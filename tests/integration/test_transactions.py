@@ -179,3 +179,21 @@ def test_kafka_python_transactional_producer(broker) -> None:
     producer.abort_transaction()
     producer.close()
     assert read_all(broker.bootstrap, "kp", 1, "read_committed", 1) == [b"kept"]
+
+
+def test_a_transaction_across_the_brokers_of_a_cluster(cluster) -> None:
+    _, brokers = cluster
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("spread", 3, 2)])["spread"].result(30)
+    producer = transactional(bootstrap, "tx-cluster")  # partitions led by each broker: markers go over the wire
+    producer.begin_transaction()
+    for i in range(9):
+        producer.produce("spread", value=b"kept-%d" % i, partition=i % 3)
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    for i in range(9):
+        producer.produce("spread", value=b"dropped-%d" % i, partition=i % 3)
+    producer.flush(30)
+    producer.abort_transaction(60)
+    assert sorted(read_all(bootstrap, "spread", 3, "read_committed", 9)) == sorted(b"kept-%d" % i for i in range(9))

@@ -212,7 +212,7 @@ def transaction_apis(
             for t in m.topics:
                 partitions = []
                 for p in t.partition_indexes:
-                    code = coordinator.write_marker(
+                    code = await coordinator.write_marker(
                         TopicPartition(t.name, p),
                         m.producer_id,
                         m.producer_epoch,

@@ -52,7 +52,7 @@ class Markers:
         self.written: list[tuple[TopicPartition, int, int, int, bool]] = []
         self.fail_first: set[TopicPartition] = set()
 
-    def __call__(
+    async def __call__(
         self, tp: TopicPartition, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool
     ) -> ErrorCode:
         if tp in self.fail_first:
