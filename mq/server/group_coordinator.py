@@ -769,6 +769,13 @@ class GroupCoordinator:
 
         return self.manager.store_offsets(group, offsets, stored, (producer_id, producer_epoch))
 
+    def pending_txn_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The partitions of the group with an offset committed in a transaction not yet ended."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        return {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
+
     def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction marker of ``producer_id`` was written to ``__consumer_offsets`` ``partition``: its pending
         offsets in the groups there count (COMMIT) or are dropped (ABORT)."""

@@ -4,9 +4,15 @@ restart with a transaction open."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from mq.client.connection import BrokerConnection
+from mq.errors import ErrorCode
+from mq.protocol.api_keys import ApiKey
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +97,27 @@ def test_an_open_transaction_holds_read_committed_consumers_back(broker) -> None
     assert read_all(broker.bootstrap, "open", 1, "read_committed", 3) == [b"before", b"pending", b"after"]
 
 
+def fetch_committed(broker, require_stable: bool) -> tuple[ErrorCode, int]:
+    """OffsetFetch v7 of the group "copier" for src-0: (error, offset)."""
+
+    async def fetch() -> tuple[ErrorCode, int]:
+        host, port = broker.bootstrap.split(":")
+        connection = BrokerConnection(host, int(port))
+        try:
+            body = {
+                "group_id": "copier",
+                "topics": [{"name": "src", "partition_indexes": [0]}],
+                "require_stable": require_stable,
+            }
+            response = await connection.send(ApiKey.OFFSET_FETCH, body, 7)
+        finally:
+            await connection.close()
+        p = response.topics[0].partitions[0]
+        return ErrorCode(int(p.error_code)), int(p.committed_offset)
+
+    return asyncio.run(fetch())
+
+
 def test_offsets_sent_to_a_transaction_count_only_when_it_commits(broker) -> None:
     create(broker.bootstrap, "src")
     create(broker.bootstrap, "dst")
@@ -125,7 +152,10 @@ def test_offsets_sent_to_a_transaction_count_only_when_it_commits(broker) -> Non
     for msg in got:
         producer.produce("dst", value=msg.value())
     producer.send_offsets_to_transaction([TopicPartition("src", 0, 6)], consumer.consumer_group_metadata(), 30)
+    assert fetch_committed(broker, require_stable=False) == (ErrorCode.NONE, -1)  # pending: not committed yet
+    assert fetch_committed(broker, require_stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
     producer.commit_transaction(30)
+    assert fetch_committed(broker, require_stable=True) == (ErrorCode.NONE, 6)
     assert consumer.committed([TopicPartition("src", 0)], 10)[0].offset == 6
     consumer.close()
     assert read_all(broker.bootstrap, "dst", 1, "read_committed", 6) == [b"m%d" % i for i in range(6)]

@@ -3,7 +3,9 @@ partition) and OffsetDelete, over the group coordinator.
 
 Per-partition checks come first (unknown topic: UNKNOWN_TOPIC_OR_PARTITION; metadata longer than
 ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE); the rest is committed together and shares one outcome.
-A partition without a committed offset fetches as offset -1 with empty metadata and no error.
+A partition without a committed offset fetches as offset -1 with empty metadata and no error; offsets committed in
+a transaction count from its COMMIT marker on, and OffsetFetch v7+ with ``require_stable`` answers
+UNSTABLE_OFFSET_COMMIT for a partition that has one pending.
 
 OffsetCommit has an immediate path: the frames group members send are read by ``read_offset_commit`` (no entity),
 the offsets are appended at once and the answer, written by ``encode_offset_commit_response``, leaves now or, while
@@ -169,9 +171,12 @@ def group_offset_apis(
 
     # --- OffsetFetch ---------------------------------------------------------------------------------------------
 
-    def fetch_group(context: RequestContext, group_id: str, topics: Any, per_partition_errors: bool) -> dict[str, Any]:
+    def fetch_group(
+        context: RequestContext, group_id: str, topics: Any, per_partition_errors: bool, require_stable: bool = False
+    ) -> dict[str, Any]:
         """One group's answer: ``error_code`` and ``topics``. A group's error lists no partition, except in answers
-        per partition (v0-v1), where every partition asked about carries it."""
+        per partition (v0-v1), where every partition asked about carries it. With ``require_stable`` (v7+) a
+        partition with an offset committed in an open transaction answers UNSTABLE_OFFSET_COMMIT."""
         partitions = (
             None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
         )
@@ -194,6 +199,9 @@ def group_offset_apis(
                 offsets = {tp: value for tp, value in offsets.items() if tp.topic in described}
             for tp in offsets if partitions is None else partitions:
                 answers[tp] = (offsets[tp], ErrorCode.NONE) if tp in offsets else UNAUTHORIZED_PARTITION
+            if require_stable:
+                for tp in coordinator.pending_txn_partitions(group_id) & answers.keys():
+                    answers[tp] = (None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
         if code != ErrorCode.NONE:
             answers = dict.fromkeys((partitions or ()) if per_partition_errors else (), (None, code))
         answered: dict[str, list[dict[str, Any]]] = {}
@@ -210,10 +218,11 @@ def group_offset_apis(
         return {"group_id": group_id, "error_code": code, "topics": _partition_answers(answered)}
 
     async def offset_fetch(context: RequestContext, request: Any) -> dict[str, Any]:
+        require_stable = bool(getattr(request, "require_stable", False))
         if context.version >= 8:
-            groups = [fetch_group(context, g.group_id, g.topics, False) for g in request.groups]
+            groups = [fetch_group(context, g.group_id, g.topics, False, require_stable) for g in request.groups]
             return {"throttle_time": 0, "groups": groups}
-        answer = fetch_group(context, request.group_id, request.topics, context.version < 2)
+        answer = fetch_group(context, request.group_id, request.topics, context.version < 2, require_stable)
         return {"throttle_time": 0, "error_code": answer["error_code"], "topics": answer["topics"]}
 
     def offset_fetch_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
