@@ -88,6 +88,7 @@ from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.metrics import BrokerCollector, RequestStats, Timer, registry_for
 from mq.server.metrics_http import CONTROLLER_WAIT_S, MetricsServer
 from mq.server.network import ConnectionLimits, Endpoint, SocketServer
+from mq.server.partition import write_roll_snapshot
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.quotas import (
     ClientQuotas,
@@ -437,6 +438,9 @@ class KafkaServer:
         )
         self.log_dir_mover = LogDirMover(log_manager, self.replica_manager.partitions.get)
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
+        self.replica_manager.snapshot_requested = lambda directory, offset, entries: scheduler.submit(
+            "producer-snapshot", functools.partial(write_roll_snapshot, directory, offset, entries)
+        )
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
             "flush", functools.partial(log_manager.flush, partition.log), key=partition.log
         )

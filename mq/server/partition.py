@@ -6,7 +6,7 @@ known from their fetches. The last stable offset is the first offset of the olde
 watermark when that is lower (or no transaction is open); read_committed consumers read below it.
 
 Producer state (idempotence, open transactions) is rebuilt from the latest producer snapshot at or below the log end
-(``<offset>.snapshot``, written at a clean shutdown) and the batch headers after it, or from the log start without
+(``<offset>.snapshot``, written when a leader's append rolls the log and at a clean shutdown) and the batch headers after it, or from the log start without
 one; ABORT markers found there whose transaction index entry is missing (a follower's replicated markers, an
 unflushed index) get it.
 """
@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 from mq.errors import (
@@ -34,7 +35,7 @@ from mq.records.default_batch import build_control_batch, read_end_txn_marker
 from mq.records.record import ABORT, COMMIT
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.producer_state import BatchMetadata, CompletedTxn, ProducerEntry, ProducerStateManager
-from mq.storage.file_names import snapshot_file_name
+from mq.storage.file_names import offset_from_file_name, snapshot_file_name
 from mq.storage.partition_log import FetchDataInfo, Log
 from mq.storage.producer_snapshot import (
     CorruptSnapshotError,
@@ -83,6 +84,9 @@ class Partition:
     high_watermark: int = 0
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    on_roll_snapshot: Callable[[Path, int, list[ProducerSnapshotEntry]], None] | None = None
+    """Told (log dir, new segment's base offset, producer state before it) when a leader's append rolled the log:
+    the snapshot is written off the loop (``write_roll_snapshot``)."""
     follower_lag: int = 0
     """As a follower: the leader's high watermark at the last fetch minus this log's end (ReplicaFetcher MaxLag)."""
 
@@ -158,9 +162,8 @@ class Partition:
             return max(offset, log_.log_start_offset)
         return log_.log_start_offset
 
-    def write_producer_snapshot(self) -> None:
-        """Write the producer state as of the log end to ``<log end>.snapshot`` (fsynced) and delete older
-        snapshots; for a clean shutdown."""
+    def snapshot_entries(self) -> list[ProducerSnapshotEntry]:
+        """The producer state as snapshot entries (on the loop: the state is the loop's)."""
         entries = []
         for producer_id, entry in self.producers.producers.items():
             last = entry.batches[-1] if entry.batches else None
@@ -176,8 +179,13 @@ class Partition:
                     entry.current_txn_first_offset,
                 )
             )
+        return entries
+
+    def write_producer_snapshot(self) -> None:
+        """Write the producer state as of the log end to ``<log end>.snapshot`` (fsynced) and delete older
+        snapshots; for a clean shutdown."""
         end = self.log.log_end_offset
-        write_snapshot(snapshot_file_name(self.log.dir, end), entries)
+        write_snapshot(snapshot_file_name(self.log.dir, end), self.snapshot_entries())
         for offset in list_snapshot_offsets(self.log.dir):
             if offset != end:
                 snapshot_file_name(self.log.dir, offset).unlink(missing_ok=True)
@@ -246,7 +254,10 @@ class Partition:
             )
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, -1, self.log_start_offset)
+        active = self.log.active
         info = self.log.append_as_leader(records, self.leader_epoch, header)
+        if self.log.active is not active and self.on_roll_snapshot is not None:
+            self.on_roll_snapshot(self.log.dir, int(info.first_offset), self.snapshot_entries())
         if idempotent:
             batch = BatchMetadata(
                 header.base_sequence, header.last_sequence, info.first_offset, info.last_offset, header.max_timestamp
@@ -351,3 +362,12 @@ class Partition:
             r for r, s in self.remote_replicas.items() if r in self.isr and now - s.last_caught_up_ms > lag_time_max_ms
         }
         return self.isr - lagging if lagging and self.is_leader else None
+
+
+def write_roll_snapshot(directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
+    """Any thread: write the snapshot a roll asked for (fsynced) and delete those below the log's first segment."""
+    write_snapshot(snapshot_file_name(directory, offset), entries)
+    first = min((offset_from_file_name(p.name) for p in directory.glob("*.log")), default=offset)
+    for older in list_snapshot_offsets(directory):
+        if older < first:
+            snapshot_file_name(directory, older).unlink(missing_ok=True)

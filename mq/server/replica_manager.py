@@ -45,13 +45,14 @@ from mq.server.metrics import (
     BrokerTopicStats,
     ReplicaManagerStats,
 )
-from mq.server.partition import AppendResult, Partition
+from mq.server.partition import AppendResult, Partition, write_roll_snapshot
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, settled, waited
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
 from mq.storage.log_manager import LogManager
 from mq.storage.log_segment import FileSlice
+from mq.storage.producer_snapshot import ProducerSnapshotEntry
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,9 @@ class ReplicaManager:
         self.isr_submitter: Callable[[IsrChange], None] | None = None
         """Set in cluster mode: hands a leader's ISR change to the metadata writer, which answers through
         ``isr_change_done`` on the loop."""
+        self.snapshot_requested: Callable[[Path, int, list[ProducerSnapshotEntry]], None] = write_roll_snapshot
+        """Called when a leader's append rolled its log, with the producer snapshot to write; the broker writes it on
+        a worker thread."""
         self.flush_requested: Callable[[Partition], None] = lambda partition: partition.log.flush()
         """Called when a log's flush.messages is reached; the broker flushes it on a worker thread."""
         self.fetch_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Fetch")
@@ -148,7 +152,9 @@ class ReplicaManager:
             partition = self.partitions.get(info.tp)
             if partition is None:
                 log_ = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
-                partition = Partition(info.tp, log_, self.broker_id, time_ms=self.clock.time_ms)
+                partition = Partition(
+                    info.tp, log_, self.broker_id, time_ms=self.clock.time_ms, on_roll_snapshot=self._roll_snapshot
+                )
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
                 partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
@@ -345,6 +351,9 @@ class ReplicaManager:
             self.when_replicated({tp: offset}, MARKER_REPLICATION_TIMEOUT_MS, lambda found: found[0])
         )
         return replicated
+
+    def _roll_snapshot(self, directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
+        self.snapshot_requested(directory, offset, entries)
 
     def write_producer_snapshots(self) -> None:
         """Snapshot every hosted partition's producer state at its log end (a clean shutdown)."""

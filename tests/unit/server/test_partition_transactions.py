@@ -12,11 +12,11 @@ from mq.config import TopicConfig
 from mq.errors import InvalidRecordError
 from mq.records.default_batch import RecordBatchBuilder, build_control_batch
 from mq.records.record import COMMIT
-from mq.server.partition import Partition
+from mq.server.partition import Partition, write_roll_snapshot
 from mq.server.producer_state import InvalidProducerEpochError
 from mq.storage.file_names import snapshot_file_name
 from mq.storage.partition_log import Log
-from mq.storage.producer_snapshot import list_snapshot_offsets
+from mq.storage.producer_snapshot import list_snapshot_offsets, read_snapshot
 from mq.topic_partition import TopicPartition
 
 BROKER = 1
@@ -122,3 +122,22 @@ def test_a_snapshot_restores_producers_and_open_transactions(tmp_path: Path) -> 
     assert not snapshot.exists()
     assert third.last_stable_offset == 0
     assert third.producers.check(8, 0, 2, 3) is not None
+
+
+def test_a_roll_snapshots_the_producers_before_the_new_segment(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=200)
+    p = leader(tmp_path / "t-0", config)
+    p.on_roll_snapshot = write_roll_snapshot
+    append(p, batch(7, 0, 0, txn=True))  # 0-1
+    append(p, batch(8, 0, 0))  # 2-3
+    append(p, batch(8, 0, 2))  # 4-5: two batches fill a segment, this one rolls
+    assert list_snapshot_offsets(tmp_path / "t-0") == [4]
+    entries = {e.producer_id: e for e in read_snapshot(snapshot_file_name(tmp_path / "t-0", 4))}
+    assert entries[7].current_txn_first_offset == 0
+    assert (entries[8].last_offset, entries[8].last_sequence) == (3, 1)  # the state before the new segment
+    p.log.close()
+    again = leader(tmp_path / "t-0", config)
+    again.high_watermark = again.log_end_offset
+    again.rebuild_producer_state()
+    assert again.last_stable_offset == 0
+    assert again.producers.check(8, 0, 2, 3) is not None
