@@ -178,14 +178,18 @@ def test_a_new_producer_with_the_same_id_fences_the_old_one_and_aborts_its_trans
     assert read_all(broker.bootstrap, "fence", 1, "read_committed", 1) == [b"fresh"]
 
 
-def test_a_transaction_open_across_a_broker_restart_can_still_commit(broker_factory) -> None:
+@pytest.mark.parametrize("stop", ["clean", "kill"])
+def test_a_transaction_open_across_a_broker_restart_can_still_commit(broker_factory, stop: str) -> None:
     broker = broker_factory().start()
     create(broker.bootstrap, "restart")
     producer = transactional(broker.bootstrap, "tx-restart")
     producer.begin_transaction()
     producer.produce("restart", value=b"one")
     producer.flush(10)
-    broker.stop()
+    if stop == "clean":
+        broker.stop()  # producer snapshots written at the shutdown
+    else:
+        broker.kill()  # no snapshot: the open transaction is found again in the log
     broker.start()
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "x", "isolation.level": "read_committed"})
     assert consumer.get_watermark_offsets(TopicPartition("restart", 0), timeout=20) == (0, 0)  # still open
