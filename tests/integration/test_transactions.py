@@ -5,6 +5,7 @@ restart with a transaction open."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -56,6 +57,24 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect
     return values
 
 
+def describe_and_list(broker, transactional_id: str) -> tuple[Any, list[tuple[str, str]]]:
+    """DescribeTransactions of ``transactional_id`` and ListTransactions: (its state entity, (id, state) pairs)."""
+
+    async def ask() -> tuple[Any, list[tuple[str, str]]]:
+        host, port = broker.bootstrap.split(":")
+        connection = BrokerConnection(host, int(port))
+        try:
+            described = await connection.send(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]})
+            listed = await connection.send(ApiKey.LIST_TRANSACTIONS, {})
+        finally:
+            await connection.close()
+        return described.transaction_states[0], [
+            (t.transactional_id, t.transaction_state) for t in listed.transaction_states
+        ]
+
+    return asyncio.run(ask())
+
+
 def test_committed_records_are_read_and_aborted_ones_never(broker) -> None:
     create(broker.bootstrap, "txn", 2)
     producer = transactional(broker.bootstrap, "tx-a")
@@ -71,6 +90,10 @@ def test_committed_records_are_read_and_aborted_ones_never(broker) -> None:
     producer.begin_transaction()
     producer.produce("txn", value=b"last", partition=0)
     producer.commit_transaction(30)
+
+    described, listed = describe_and_list(broker, "tx-a")
+    assert (described.transaction_state, described.producer_epoch, described.topics) == ("CompleteCommit", 0, ())
+    assert ("tx-a", "CompleteCommit") in listed
 
     committed = read_all(broker.bootstrap, "txn", 2, "read_committed", 11)
     assert sorted(committed) == sorted([b"committed-%d" % i for i in range(10)] + [b"last"])
@@ -213,6 +236,17 @@ def test_kafka_python_transactional_producer(broker) -> None:
     producer.abort_transaction()
     producer.close()
     assert read_all(broker.bootstrap, "kp", 1, "read_committed", 1) == [b"kept"]
+    tp = kafka.TopicPartition("kp", 0)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level="read_committed")
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    values = []
+    for _ in range(50):  # until it has read past both markers
+        values += [m.value for m in consumer.poll(200).get(tp, [])]
+        if consumer.position(tp) == 4:
+            break
+    consumer.close()
+    assert values == [b"kept"]
 
 
 def test_a_transaction_across_the_brokers_of_a_cluster(cluster) -> None:
