@@ -278,6 +278,21 @@ class TransactionCoordinator:
             meta.partitions, meta.start_ms = before, started
         return error
 
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Whether each partition is in the producer's ongoing transaction (AddPartitionsToTxn v4 ``verify_only``):
+        NONE, or INVALID_TXN_STATE; the coordinator's error for all of them when the request is not current."""
+        error, meta = self._current(transactional_id, producer_id, producer_epoch)
+        if meta is None and error != ErrorCode.CONCURRENT_TRANSACTIONS:
+            return dict.fromkeys(partitions, error)
+        meta = self.transactions[transactional_id]
+        ongoing = meta.state == State.ONGOING
+        return {
+            tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
+            for tp in partitions
+        }
+
     # --- EndTxn --------------------------------------------------------------------------------------------------
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:

@@ -1,4 +1,6 @@
-"""The transaction APIs: AddPartitionsToTxn (v0-v3, the client's path), AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+"""The transaction APIs: AddPartitionsToTxn (v0-v3, the client's path; v4, brokers' batches of transactions, each
+added or, with ``verify_only``, checked: NONE for a partition of the producer's ongoing transaction,
+INVALID_TXN_STATE for another), AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
 WriteTxnMarkers (from coordinators to partition leaders), DescribeTransactions and ListTransactions.
 
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH to the versions before it existed (AddPartitionsToTxn,
@@ -8,7 +10,8 @@ With an authorizer, as Kafka: the transactional APIs need WRITE on the transacti
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); AddPartitionsToTxn needs WRITE on each topic (TOPIC_AUTHORIZATION_FAILED
 for the refused ones and OPERATION_NOT_ATTEMPTED for the others); AddOffsetsToTxn and TxnOffsetCommit need READ on
 the group (GROUP_AUTHORIZATION_FAILED), TxnOffsetCommit READ on each topic too; WriteTxnMarkers needs
-CLUSTER_ACTION on the cluster (checked by the dispatcher); DescribeTransactions and ListTransactions show only the ids
+CLUSTER_ACTION on the cluster (checked by the dispatcher), and so does AddPartitionsToTxn v4 (CLUSTER_AUTHORIZATION_FAILED);
+DescribeTransactions and ListTransactions show only the ids
 the client may DESCRIBE.
 """
 
@@ -25,7 +28,7 @@ from mq.protocol.transaction_log import TransactionState
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
-from mq.server.authorization import allowed_names, allows
+from mq.server.authorization import allowed_names, allows, allows_cluster
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.metadata_cache import MetadataCache
 from mq.server.purgatory import settled
@@ -83,6 +86,8 @@ def transaction_apis(
         ]
 
     async def add_partitions(context: RequestContext, request: Any) -> dict[str, Any]:
+        if context.version >= 4:
+            return await add_partitions_for_brokers(context, request)
         transactional_id = request.v3_and_below_transactional_id
         wanted = {t.name: list(t.partitions) for t in request.v3_and_below_topics}
         if not txn_writable(context, transactional_id):
@@ -110,7 +115,31 @@ def transaction_apis(
         )
         return add_partitions_error(context, request, code)
 
+    async def add_partitions_for_brokers(context: RequestContext, request: Any) -> dict[str, Any]:
+        """v4: a batch of transactions from a partition leader, each added or, with ``verify_only``, checked."""
+        if not allows_cluster(acl, context, AclOperation.CLUSTER_ACTION):
+            return add_partitions_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        results = []
+        for txn in request.transactions:
+            partitions = [TopicPartition(t.name, p) for t in txn.topics for p in t.partitions]
+            if txn.verify_only:
+                found = coordinator.verify_partitions(
+                    txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions
+                )
+            else:
+                code = await coordinator.add_partitions(
+                    txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions
+                )
+                found = dict.fromkeys(partitions, code)
+            by_topic: dict[str, dict[int, ErrorCode]] = {}
+            for tp, code in found.items():
+                by_topic.setdefault(tp.topic, {})[tp.partition] = code
+            results.append({"transactional_id": txn.transactional_id, "topic_results": partition_results(by_topic)})
+        return {"throttle_time": 0, "error_code": ErrorCode.NONE, "results_by_transaction": results}
+
     def add_partitions_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
+        if context.version >= 4:
+            return {"throttle_time": 0, "error_code": code, "results_by_transaction": []}
         code = fenced_for(context.version, 2, code)
         by_topic = {t.name: dict.fromkeys(t.partitions, code) for t in request.v3_and_below_topics}
         return {"throttle_time": 0, "results_by_topic_v3_and_below": partition_results(by_topic)}
@@ -317,7 +346,7 @@ def transaction_apis(
         return {"throttle_time": 0, "error_code": code, "unknown_state_filters": [], "transaction_states": []}
 
     return [
-        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3, add_partitions, add_partitions_error),
+        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, add_partitions, add_partitions_error),
         Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 3, add_offsets, error_only),
         Api(ApiKey.END_TXN, 0, 3, end_txn, error_only),
         Api(ApiKey.TXN_OFFSET_COMMIT, 0, 3, txn_offset_commit, txn_offset_commit_error),

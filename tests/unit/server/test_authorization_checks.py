@@ -525,6 +525,14 @@ def test_transactional_apis_need_write_on_the_transactional_id_and_their_topics_
                            "topics": [{"name": "t", "partition_indexes": [0]}]}]}  # fmt: skip
     written = call(ApiKey.WRITE_TXN_MARKERS, 1, marker).markers[0].topics[0].partitions[0]
     assert written.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    batch = {"transactions": [{"transactional_id": "tx", **producer, "verify_only": True,
+                               "topics": [{"name": "t", "partitions": [0]}]}]}  # fmt: skip
+    assert call(ApiKey.ADD_PARTITIONS_TO_TXN, 4, batch).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    allow(acl, ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION)
+    verified = call(ApiKey.ADD_PARTITIONS_TO_TXN, 4, batch).results_by_transaction[0].topic_results[0]
+    assert (
+        verified.results_by_partition[0].partition_error_code == ErrorCode.INVALID_TXN_STATE
+    )  # committed: no longer ongoing
     described = call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["tx", "other"]}).transaction_states
     assert [(d.transactional_id, d.error_code) for d in described] == [
         ("tx", ErrorCode.NONE),  # WRITE implies DESCRIBE

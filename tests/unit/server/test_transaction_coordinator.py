@@ -112,6 +112,11 @@ def test_a_commit_is_prepared_then_marked_on_every_partition_then_completed() ->
         await loaded(c)
         _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
         assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+        assert c.verify_partitions("tx", pid, epoch, [TP0, TP1]) == {
+            TP0: ErrorCode.NONE,
+            TP1: ErrorCode.INVALID_TXN_STATE,
+        }
+        assert c.verify_partitions("tx", pid, epoch - 1, [TP0]) == {TP0: ErrorCode.PRODUCER_FENCED}
         assert await c.add_partitions("tx", pid, epoch, [TP0, TP1]) == ErrorCode.NONE
         markers.fail_first = {TP1}  # its leader moves: tried again
         assert await c.end_txn("tx", pid, epoch, commit=True) == ErrorCode.NONE
