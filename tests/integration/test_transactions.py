@@ -265,3 +265,37 @@ def test_a_transaction_across_the_brokers_of_a_cluster(cluster) -> None:
     producer.flush(30)
     producer.abort_transaction(60)
     assert sorted(read_all(bootstrap, "spread", 3, "read_committed", 9)) == sorted(b"kept-%d" % i for i in range(9))
+
+
+def transaction_coordinator_of(bootstrap: str, transactional_id: str) -> int:
+    """The broker id FindCoordinator names for ``transactional_id``."""
+
+    async def find() -> int:
+        host, port = bootstrap.split(",")[0].split(":")
+        connection = BrokerConnection(host, int(port))
+        try:
+            response = await connection.send(ApiKey.FIND_COORDINATOR, {"key": transactional_id, "key_type": 1}, 3)
+        finally:
+            await connection.close()
+        return int(response.node_id)
+
+    return asyncio.run(find())
+
+
+def test_a_transaction_commits_after_its_coordinator_broker_is_killed(cluster) -> None:
+    _, brokers = cluster
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("moved", 3, 3)])["moved"].result(30)
+    producer = transactional(bootstrap, "tx-moved")
+    coordinator = transaction_coordinator_of(bootstrap, "tx-moved")
+    assert coordinator in (1, 2, 3)
+    producer.begin_transaction()
+    for i in range(6):
+        producer.produce("moved", value=b"v%d" % i, partition=i % 3)
+    producer.flush(30)
+    brokers[coordinator - 1].kill()
+    alive = ",".join(b.bootstrap for i, b in enumerate(brokers) if i != coordinator - 1)
+    producer.commit_transaction(90)  # the new coordinator loaded the transaction from __transaction_state
+    assert transaction_coordinator_of(alive, "tx-moved") != coordinator
+    assert sorted(read_all(alive, "moved", 3, "read_committed", 6)) == [b"v%d" % i for i in range(6)]
