@@ -12,6 +12,10 @@ across restarts: a rejoin with the same instance id takes over the old member wi
 member id is fenced (FENCED_INSTANCE_ID). A rebalance waiting for members is a delayed join in the join purgatory
 (keyed by group id: a member's join, leave or expiry checks only its own group); each member's session is a delayed
 heartbeat in the heartbeat purgatory; every timeout reads the broker's clock.
+
+Offsets committed in a transaction (TxnOffsetCommit) are written at once but kept pending per producer until the
+transaction's marker reaches the group's partition (``complete_txn``): a COMMIT makes them the group's offsets, an
+ABORT drops them.
 """
 
 from __future__ import annotations
