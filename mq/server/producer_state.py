@@ -100,8 +100,9 @@ class ProducerStateManager:
             )
         return None
 
-    def update(self, producer_id: int, epoch: int, batch: BatchMetadata, transactional: bool = False) -> None:
-        """Record an appended batch; a transactional one opens the producer's transaction unless one is open."""
+    def _entry(self, producer_id: int, epoch: int) -> ProducerEntry:
+        """The producer's entry for an append under ``epoch``: a newer epoch starts a new entry (its batches
+        forgotten), which keeps the open transaction and the coordinator epoch."""
         entry = self.producers.get(producer_id)
         if entry is None or epoch > entry.epoch:
             previous = entry
@@ -109,6 +110,11 @@ class ProducerStateManager:
             if previous is not None:
                 entry.current_txn_first_offset = previous.current_txn_first_offset
                 entry.coordinator_epoch = previous.coordinator_epoch
+        return entry
+
+    def update(self, producer_id: int, epoch: int, batch: BatchMetadata, transactional: bool = False) -> None:
+        """Record an appended batch; a transactional one opens the producer's transaction unless one is open."""
+        entry = self._entry(producer_id, epoch)
         entry.batches.append(batch)
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = batch.first_offset
@@ -125,12 +131,7 @@ class ProducerStateManager:
 
     def complete_txn(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool) -> CompletedTxn | None:
         """Apply a marker appended for ``producer_id``: close its open transaction (returned), None if none was open."""
-        entry = self.producers.get(producer_id)
-        if entry is None or epoch > entry.epoch:
-            previous = entry
-            entry = self.producers[producer_id] = ProducerEntry(epoch)
-            if previous is not None:
-                entry.current_txn_first_offset = previous.current_txn_first_offset
+        entry = self._entry(producer_id, epoch)
         entry.coordinator_epoch = coordinator_epoch
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
