@@ -57,22 +57,27 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect
     return values
 
 
-def describe_and_list(broker, transactional_id: str) -> tuple[Any, list[tuple[str, str]]]:
-    """DescribeTransactions of ``transactional_id`` and ListTransactions: (its state entity, (id, state) pairs)."""
+def ask(bootstrap: str, api_key: ApiKey, body: dict[str, Any], version: int | None = None) -> Any:
+    """One request to the first broker of ``bootstrap`` with mq's own client: the response entity."""
 
-    async def ask() -> tuple[Any, list[tuple[str, str]]]:
-        host, port = broker.bootstrap.split(":")
+    async def send() -> Any:
+        host, port = bootstrap.split(",")[0].split(":")
         connection = BrokerConnection(host, int(port))
         try:
-            described = await connection.send(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]})
-            listed = await connection.send(ApiKey.LIST_TRANSACTIONS, {})
+            return await connection.send(api_key, body, version)
         finally:
             await connection.close()
-        return described.transaction_states[0], [
-            (t.transactional_id, t.transaction_state) for t in listed.transaction_states
-        ]
 
-    return asyncio.run(ask())
+    return asyncio.run(send())
+
+
+def describe_and_list(broker, transactional_id: str) -> tuple[Any, list[tuple[str, str]]]:
+    """DescribeTransactions of ``transactional_id`` and ListTransactions: (its state entity, (id, state) pairs)."""
+    described = ask(broker.bootstrap, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]})
+    listed = ask(broker.bootstrap, ApiKey.LIST_TRANSACTIONS, {})
+    return described.transaction_states[0], [
+        (t.transactional_id, t.transaction_state) for t in listed.transaction_states
+    ]
 
 
 def test_committed_records_are_read_and_aborted_ones_never(broker) -> None:
@@ -122,23 +127,13 @@ def test_an_open_transaction_holds_read_committed_consumers_back(broker) -> None
 
 def fetch_committed(broker, require_stable: bool) -> tuple[ErrorCode, int]:
     """OffsetFetch v7 of the group "copier" for src-0: (error, offset)."""
-
-    async def fetch() -> tuple[ErrorCode, int]:
-        host, port = broker.bootstrap.split(":")
-        connection = BrokerConnection(host, int(port))
-        try:
-            body = {
-                "group_id": "copier",
-                "topics": [{"name": "src", "partition_indexes": [0]}],
-                "require_stable": require_stable,
-            }
-            response = await connection.send(ApiKey.OFFSET_FETCH, body, 7)
-        finally:
-            await connection.close()
-        p = response.topics[0].partitions[0]
-        return ErrorCode(int(p.error_code)), int(p.committed_offset)
-
-    return asyncio.run(fetch())
+    body = {
+        "group_id": "copier",
+        "topics": [{"name": "src", "partition_indexes": [0]}],
+        "require_stable": require_stable,
+    }
+    p = ask(broker.bootstrap, ApiKey.OFFSET_FETCH, body, 7).topics[0].partitions[0]
+    return ErrorCode(int(p.error_code)), int(p.committed_offset)
 
 
 def test_offsets_sent_to_a_transaction_count_only_when_it_commits(broker) -> None:
@@ -269,17 +264,7 @@ def test_a_transaction_across_the_brokers_of_a_cluster(cluster) -> None:
 
 def transaction_coordinator_of(bootstrap: str, transactional_id: str) -> int:
     """The broker id FindCoordinator names for ``transactional_id``."""
-
-    async def find() -> int:
-        host, port = bootstrap.split(",")[0].split(":")
-        connection = BrokerConnection(host, int(port))
-        try:
-            response = await connection.send(ApiKey.FIND_COORDINATOR, {"key": transactional_id, "key_type": 1}, 3)
-        finally:
-            await connection.close()
-        return int(response.node_id)
-
-    return asyncio.run(find())
+    return int(ask(bootstrap, ApiKey.FIND_COORDINATOR, {"key": transactional_id, "key_type": 1}, 3).node_id)
 
 
 def test_a_transaction_commits_after_its_coordinator_broker_is_killed(cluster) -> None:
