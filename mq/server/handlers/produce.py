@@ -2,7 +2,9 @@
 
 With an authorizer, each topic needs WRITE (else TOPIC_AUTHORIZATION_FAILED for its partitions, checked before
 anything else of them); a request with a transactional id needs WRITE on it, else every partition answers
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Idempotent producers are authorized by InitProducerId.
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Idempotent producers are authorized by InitProducerId. Authorizer or not, a
+request of transactional records without a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+Kafka's does.
 
 Internal topics (``__consumer_offsets``) take appends only from their coordinators, not from clients: as in Kafka,
 only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
@@ -33,6 +35,7 @@ from mq.protocol.produce_request import (
     read_one_partition,
 )
 from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
+from mq.records.batch_header import is_transactional_batch
 from mq.records.convert import up_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
@@ -54,12 +57,12 @@ def _refusal(
 ) -> ErrorCode | None:
     """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended.
     ``transactional_refused``: the request's transactional id may not be written by the client."""
-    if transactional_refused:
-        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if not writable:
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS
+    if transactional_refused:
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if topic in INTERNAL_TOPICS and not internal_allowed:
         return ErrorCode.INVALID_TOPIC_EXCEPTION
     return None
@@ -173,9 +176,14 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         writable = None if acl is None else allowed_names(acl, context, AclOperation.WRITE, ResourceType.TOPIC, names)
         client_id = context.header.client_id
         transactional_id = request.transactional_id
-        transactional_refused = transactional_id is not None and not allows(
-            acl, context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
-        )
+        if transactional_id is None:  # transactional records need a transactional id
+            transactional_refused = any(
+                p.records is not None and is_transactional_batch(p.records) for t in topics for p in t.partition_data
+            )
+        else:
+            transactional_refused = not allows(
+                acl, context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            )
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             p = topics[0].partition_data[0]
             return answer_one(
@@ -197,10 +205,14 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
             return LATER
         one = read_one_partition(frame, version)
         if one is not None:
+            client_id, _, acks, timeout_ms, topic, index, records = one  # a frame without a transactional id
             writable = acl is None or allows(
-                acl, RequestContext.of_frame(frame, client), AclOperation.WRITE, ResourceType.TOPIC, one[4]
+                acl, RequestContext.of_frame(frame, client), AclOperation.WRITE, ResourceType.TOPIC, topic
             )
-            return answer_one(version, correlation_id, *one, writable)
+            refused = records is not None and is_transactional_batch(records)
+            return answer_one(
+                version, correlation_id, client_id, refused, acks, timeout_ms, topic, index, records, writable
+            )
         header, request = decode_produce_request(frame)
         return answer(version, correlation_id, RequestContext(header, client), request)
 
