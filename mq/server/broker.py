@@ -75,6 +75,7 @@ from mq.server.handlers.log_dirs import log_dirs_apis
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
+from mq.server.handlers.producers import producers_api
 from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.handlers.sasl import sasl_apis
 from mq.server.handlers.topic_partitions import describe_topic_partitions_api
@@ -535,6 +536,7 @@ class KafkaServer:
             produce_api(self.replica_manager, acl),
             fetch_api(self.replica_manager, acl),
             *offsets_apis(self.replica_manager, self.cache, acl),
+            producers_api(self.replica_manager, self.cache, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),
