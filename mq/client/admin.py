@@ -607,18 +607,15 @@ class AsyncAdmin:
         """Send to the group's coordinator; a moved or loading coordinator is looked up again and retried."""
         return (await self._at_coordinator(group_id, api_key, body))[1]
 
-    async def _at_coordinator(
-        self, key: str, api_key: int, body: Mapping[str, Any], key_type: int = GROUP_KEY
-    ) -> tuple[BrokerMetadata, Any]:
-        """The coordinator of group (or transactional id) ``key`` that answered and its response (see
-        ``_to_coordinator``)."""
+    async def _at_coordinator(self, group_id: str, api_key: int, body: Mapping[str, Any]) -> tuple[BrokerMetadata, Any]:
+        """The coordinator that answered and its response (see ``_to_coordinator``)."""
 
         async def attempt() -> tuple[BrokerMetadata, Any]:
-            coordinator = await self.find_coordinator(key, key_type)
+            coordinator = await self.find_coordinator(group_id)
             response = await self.cluster.send(coordinator.node_id, api_key, body)
-            code = _coordinator_error(response)
+            code = _group_error(response)
             if code in COORDINATOR_MOVED:
-                raise kafka_error(code, None, _key_name(key, key_type))
+                raise kafka_error(code, None, f"group {group_id!r}")
             return coordinator, response
 
         return await self.cluster.with_retries(attempt)
@@ -1057,28 +1054,50 @@ class AsyncAdmin:
     async def describe_transactions(
         self, transactional_ids: Iterable[str]
     ) -> dict[str, TransactionDescription | KafkaError]:
-        """Each transactional id's state at its coordinator (FindCoordinator for the id, then DescribeTransactions
-        there; a moved or loading coordinator is looked up again and retried), or the error for that id in Kafka's
-        words (TRANSACTIONAL_ID_NOT_FOUND for an id the coordinator does not know)."""
+        """Each transactional id's state at its coordinator (FindCoordinator for each id, then one
+        DescribeTransactions per coordinator for its ids; ids whose coordinator moved or is loading are looked up
+        again and retried), or the error for that id in Kafka's words (TRANSACTIONAL_ID_NOT_FOUND for an id the
+        coordinator does not know; the last retried error for ids still unanswered when retries ran out)."""
+        wanted = list(dict.fromkeys(transactional_ids))
         result: dict[str, TransactionDescription | KafkaError] = {}
-        for transactional_id in dict.fromkeys(transactional_ids):
-            body = {"transactional_ids": [transactional_id]}
-            try:
-                coordinator, response = await self._at_coordinator(
-                    transactional_id, ApiKey.DESCRIBE_TRANSACTIONS, body, TRANSACTION_KEY
-                )
-            except KafkaError as exc:
-                result[transactional_id] = exc
-                continue
-            for state in response.transaction_states:
-                if state.transactional_id == transactional_id:
-                    result[transactional_id] = _transaction_description(coordinator.node_id, state)
-            if transactional_id not in result:
-                result[transactional_id] = KafkaError(
-                    f"DescribeTransactions response of broker {coordinator.node_id} left out transactionalId "
-                    f"`{transactional_id}`"
-                )
-        return result
+
+        async def attempt() -> None:
+            by_coordinator: dict[int, list[str]] = defaultdict(list)
+            for transactional_id in wanted:
+                if transactional_id in result:
+                    continue
+                try:
+                    coordinator = await self.find_coordinator(transactional_id, TRANSACTION_KEY)
+                except KafkaError as exc:
+                    if exc.code.retriable:
+                        raise
+                    result[transactional_id] = exc
+                    continue
+                by_coordinator[coordinator.node_id].append(transactional_id)
+            retry: KafkaError | None = None
+            for node, ids in by_coordinator.items():
+                response = await self.cluster.send(node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": ids})
+                for state in response.transaction_states:
+                    if state.transactional_id not in ids:
+                        continue
+                    if state.error_code in COORDINATOR_MOVED:
+                        retry = kafka_error(state.error_code, None, _key_name(state.transactional_id, TRANSACTION_KEY))
+                    else:
+                        result[state.transactional_id] = _transaction_description(node, state)
+                left_out = [i for i in ids if i not in result]
+                if left_out and retry is None:
+                    retry = KafkaError(
+                        f"broker {node} did not describe transactionalId `{left_out[0]}`", ErrorCode.NOT_COORDINATOR
+                    )
+            if retry is not None:
+                raise retry
+
+        try:
+            await self.cluster.with_retries(attempt)
+        except KafkaError as exc:
+            for transactional_id in wanted:
+                result.setdefault(transactional_id, exc)
+        return {i: result[i] for i in wanted}
 
     async def describe_producers(
         self, partitions: Iterable[TopicPartition], broker_id: int | None = None
@@ -1153,10 +1172,9 @@ class AsyncAdmin:
             raise failed
 
 
-def _coordinator_error(response: Any) -> int:
-    """The error a coordinator's response reports for the whole group (or its first group or transactional id
-    entry)."""
-    for name in ("groups", "results", "transaction_states"):
+def _group_error(response: Any) -> int:
+    """The error a group response reports for the whole group (or its first group entry)."""
+    for name in ("groups", "results"):
         entries = getattr(response, name, None)
         if entries:
             return int(entries[0].error_code)

@@ -113,23 +113,23 @@ def described(transactional_id: str, error_code: int = 0, **fields: Any) -> dict
     }
 
 
-def test_describe_transactions_finds_the_coordinator_of_each_id_and_retries_a_moved_one() -> None:
+def test_describe_transactions_asks_each_coordinator_once_and_retries_the_ids_that_moved() -> None:
     started = datetime.datetime.fromtimestamp(1_700_000_000.5, datetime.UTC)
     moved = iter([ErrorCode.NOT_COORDINATOR])
+    topics = [{"topic": "t", "partitions": [1, 0]}]
+    answers = {
+        "gone": lambda: described("gone", ErrorCode.TRANSACTIONAL_ID_NOT_FOUND),
+        "idle": lambda: described("idle", transaction_state="Empty"),
+        "tx": lambda: described("tx", next(moved, 0), transaction_start_time=started, topics=topics),
+    }
 
     def describe(header: RequestHeader, body: Any) -> dict[str, Any]:
-        (transactional_id,) = body.transactional_ids
-        if transactional_id == "gone":
-            return {"transaction_states": [described("gone", ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)]}
-        if transactional_id == "idle":
-            return {"transaction_states": [described("idle", transaction_state="Empty")]}
-        code = next(moved, 0)
-        topics = [{"topic": "t", "partitions": [1, 0]}]
-        return {"transaction_states": [described("tx", code, transaction_start_time=started, topics=topics)]}
+        return {"transaction_states": [answers[i]() for i in body.transactional_ids]}
 
     async def test(admin: AsyncAdmin, brokers: list[FakeBroker]) -> None:
         brokers[1].handlers[ApiKey.DESCRIBE_TRANSACTIONS] = describe
-        found = await admin.describe_transactions(["tx", "idle", "gone"])
+        found = await admin.describe_transactions(["tx", "idle", "gone", "tx"])
+        assert list(found) == ["tx", "idle", "gone"]
         assert found["tx"] == TransactionDescription(
             1, "tx", "Ongoing", 11, 4, 60000, 1_700_000_000_500, frozenset({TP("t", 0), TP("t", 1)})
         )
@@ -138,13 +138,19 @@ def test_describe_transactions_finds_the_coordinator_of_each_id_and_retries_a_mo
         assert (idle.state, idle.transaction_start_time_ms, idle.topic_partitions) == ("Empty", None, frozenset())
         gone = found["gone"]
         assert isinstance(gone, KafkaError) and gone.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
-        assert (
-            str(gone)
-            == "DescribeTransactions request for transactionalId `gone` failed because the ID could not be found"
+        assert str(gone) == (
+            "DescribeTransactions request for transactionalId `gone` failed because the ID could not be found"
         )
         finds = [body for _, body in brokers[0].of(ApiKey.FIND_COORDINATOR) + brokers[1].of(ApiKey.FIND_COORDINATOR)]
-        assert {(b.key_type, b.coordinator_keys) for b in finds} == {(1, ("tx",)), (1, ("idle",)), (1, ("gone",))}
-        assert len([b for _, b in brokers[1].of(ApiKey.DESCRIBE_TRANSACTIONS) if b.transactional_ids == ("tx",)]) == 2
+        assert sorted((b.key_type, b.coordinator_keys) for b in finds) == [
+            (1, ("gone",)),
+            (1, ("idle",)),
+            (1, ("tx",)),
+            (1, ("tx",)),
+        ]
+        asked = [body.transactional_ids for _, body in brokers[1].of(ApiKey.DESCRIBE_TRANSACTIONS)]
+        assert asked == [("tx", "idle", "gone"), ("tx",)]
+        assert not brokers[0].of(ApiKey.DESCRIBE_TRANSACTIONS)
 
     with_brokers(test)
 
