@@ -114,6 +114,11 @@ class TopicConfig:
     message_timestamp_difference_max_ms: int = _key(
         "message.timestamp.difference.max.ms", LONG_MAX, "largest allowed |create time - broker time|", minimum=0
     )
+    message_downconversion_enable: bool = _key(
+        "message.downconversion.enable",
+        True,
+        "serve fetches of clients older than 0.11 (Fetch v0-v3) by down-converting; false: UNSUPPORTED_VERSION",
+    )
     message_timestamp_type: str = _key(
         "message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime", choices=TIMESTAMP_TYPES
     )
@@ -177,6 +182,7 @@ TOPIC_TO_BROKER_KEYS: dict[str, tuple[str, ...]] = {
     "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
     "max.message.bytes": ("message.max.bytes",),
     "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
+    "message.downconversion.enable": ("log.message.downconversion.enable",),
     "message.timestamp.type": ("log.message.timestamp.type",),
     "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
     "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
@@ -546,6 +552,12 @@ class BrokerConfig:
     log_preallocate: bool = _key(
         "log.preallocate", False, "preallocate segment files to log.segment.bytes", update=CLUSTER_WIDE
     )
+    log_message_downconversion_enable: bool = _key(
+        "log.message.downconversion.enable",
+        True,
+        "down-convert fetched data for clients older than 0.11 (default of message.downconversion.enable)",
+        update=CLUSTER_WIDE,
+    )
     log_message_timestamp_type: str = _key(
         "log.message.timestamp.type",
         "CreateTime",
@@ -852,6 +864,7 @@ class BrokerConfig:
             max_compaction_lag_ms=self.log_cleaner_max_compaction_lag_ms,
             max_message_bytes=self.message_max_bytes,
             message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
+            message_downconversion_enable=self.log_message_downconversion_enable,
             message_timestamp_type=self.log_message_timestamp_type,
             min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
             min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,

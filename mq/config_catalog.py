@@ -466,7 +466,6 @@ KAFKA_TOPIC_KEYS: dict[str, tuple[str, str | None, str | None]] = {
     "compression.zstd.level": ("3.8", None, "int"),
     "local.retention.bytes": ("3.6", None, "long"),
     "local.retention.ms": ("3.6", None, "long"),
-    "message.downconversion.enable": ("2.0", "4.0", "boolean"),
     "message.format.version": ("0.10.0", "4.0", "string"),
     "message.timestamp.after.max.ms": ("3.6", None, "long"),
     "message.timestamp.before.max.ms": ("3.6", None, "long"),
@@ -479,7 +478,6 @@ KAFKA_TOPIC_KEYS: dict[str, tuple[str, str | None, str | None]] = {
 described, and otherwise unused."""
 
 KAFKA_TOPIC_DEFAULTS: dict[str, tuple[str, str]] = {
-    "message.downconversion.enable": ("log.message.downconversion.enable", "true"),
     "message.format.version": ("log.message.format.version", "2.8-IV1"),
 }
 """Keys of ``KAFKA_TOPIC_KEYS`` that Kafka 2.8 describes for every topic (2.x clients and tools expect them): the

@@ -99,6 +99,16 @@ def sampling_sleep(group: str, samples: int, output_format: str) -> Callable[[fl
     help="describe: the group's state; list: a GROUP STATE table, optionally only of comma-separated states.",
 )
 @click.option(
+    "--type",
+    "group_type",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[TYPES]",
+    help="list: a GROUP TYPE table (with --state also STATE), optionally only of comma-separated types "
+    "(classic, consumer).",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="describe: members' assignments (--members); LAG-SECONDS after CLIENT-ID (--offsets, text format).",
@@ -186,6 +196,10 @@ def _usage(message: str) -> ToolError:
 def _check_usage(options: dict[str, Any]) -> None:
     if options["bootstrap_server"] and options["zookeeper"]:
         raise _usage('Option "[bootstrap-server]" can\'t be used with option "[zookeeper]"')
+    if options["group_type"] is not None and options["zookeeper"]:
+        raise _usage('Option "[type]" can\'t be used with option "[zookeeper]"')
+    if options["group_type"] is not None and not options["list_"]:
+        raise _usage("Option [type] needs [list]")
     if not options["bootstrap_server"] and not options["zookeeper"]:
         raise _usage('Missing required argument "[bootstrap-server]"')
     actions = [a for a in ACTIONS if options[a]]
@@ -221,7 +235,7 @@ def _check_usage(options: dict[str, Any]) -> None:
 
 def _run(admin: GroupAdmin, options: dict[str, Any], output_format: str) -> int:
     if options["list_"]:
-        return _list(admin, options["state"], output_format)
+        return _list(admin, options["state"], options["group_type"], output_format)
     groups = tool.group_ids(admin, options["groups"], options["all_groups"])
     if options["describe"]:
         return _describe(admin, groups, options, output_format)
@@ -232,11 +246,26 @@ def _run(admin: GroupAdmin, options: dict[str, Any], output_format: str) -> int:
     return _reset(admin, groups, options, output_format)
 
 
-def _list(admin: GroupAdmin, state: str | None, output_format: str) -> int:
+def _list(admin: GroupAdmin, state: str | None, group_type: str | None, output_format: str) -> int:
     states = None if state is None else tool.parse_states(state)
-    listings = admin.list_groups(states or None)
+    types = None if group_type is None else tool.parse_types(group_type)
+    listings = admin.list_groups(states or None, types or None)
     if output_format == "json":
-        click.echo(json.dumps([{"group": g.group_id, "state": g.state} for g in listings]))
+        click.echo(
+            json.dumps(
+                [{"group": g.group_id, "state": g.state, "type": tool.group_type_name(g.group_type)} for g in listings]
+            )
+        )
+    elif group_type is not None:
+        if output_format == "table":
+            header = ["GROUP", "TYPE"] + (["STATE"] if state is not None else [])
+            rows = [
+                [g.group_id, tool.group_type_name(g.group_type)] + ([g.state] if state is not None else [])
+                for g in listings
+            ]
+            print_table(header, rows)
+        else:
+            _echo(tool.list_type_lines(listings, state is not None))
     elif state is None:
         if output_format == "table":
             print_table(["GROUP"], [[g.group_id] for g in listings])

@@ -7,6 +7,9 @@ Keys::
 
     version 0/1  OffsetCommitKey    group string, topic string, partition int32
     version 2    GroupMetadataKey   group string
+    version 3-8  ConsumerGroupKey   group string, member_id string (5, 7 and 8 only): a consumer-protocol group's
+                 metadata (3), partition metadata (4, read and ignored), member metadata (5), target assignment
+                 metadata (6) and member (7), current member assignment (8)
 
 Offset commit values (version 3 is written, version 1 when an expire timestamp is set; 0-3 are read)::
 
@@ -21,20 +24,48 @@ Group metadata values (version 3 is written; 0-3 are read)::
     members [member_id string, group_instance_id nullable string (v3+), client_id string, client_host string,
              rebalance_timeout int32 (v1+), session_timeout int32, subscription bytes, assignment bytes]
 
-A null value (tombstone) deletes the key's offset or group.
+Consumer-protocol group values are flexible (version 0 is written and read): compact strings (uvarint length + 1,
+0 = null), compact arrays (uvarint count + 1), 16-byte uuids, and a tagged-field section (read and skipped) closing
+each struct. Partitions are ``[topic_id uuid, partitions [int32], tags]``::
+
+    3  epoch int32
+    5  instance_id, rack_id nullable strings, client_id, client_host strings, subscribed_topic_names [string],
+       subscribed_topic_regex nullable string, rebalance_timeout_ms int32, server_assignor nullable string
+    6  assignment_epoch int32
+    7  topic_partitions [partitions]
+    8  member_epoch int32, previous_member_epoch int32, state int8, assigned [partitions],
+       pending_revocation [partitions]
+
+A null value (tombstone) deletes the key's offset, group or record.
 """
 
 from __future__ import annotations
 
 import functools
 import struct
+import uuid
 from dataclasses import dataclass
+
+from mq.records.varint import encode_unsigned_varint
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+_MEMBER_KEYED = (
+    CONSUMER_GROUP_MEMBER_METADATA,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+)
+
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -55,6 +86,58 @@ class OffsetCommitKey:
 @dataclass(frozen=True)
 class GroupMetadataKey:
     group: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupKey:
+    """A consumer-protocol group's record key; ``record`` is its key version (3-8)."""
+
+    record: int
+    group: str
+    member_id: str | None = None
+
+
+TopicIdPartitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+"""(topic id, partitions) pairs."""
+
+
+@dataclass(frozen=True)
+class ConsumerGroupEpochValue:
+    """Record 3 (the group epoch) or 6 (the target assignment's epoch)."""
+
+    epoch: int
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMemberValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True)
+class TargetAssignmentMemberValue:
+    partitions: TopicIdPartitions
+
+
+@dataclass(frozen=True)
+class CurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    """Kafka's MemberState: 0 stable, 1 unrevoked partitions, 2 unreleased partitions."""
+    assigned: TopicIdPartitions
+    pending_revocation: TopicIdPartitions
+
+
+ConsumerGroupValue = (
+    ConsumerGroupEpochValue | ConsumerGroupMemberValue | TargetAssignmentMemberValue | CurrentMemberAssignmentValue
+)
 
 
 @dataclass(frozen=True)
@@ -139,6 +222,41 @@ class _Reader:
         length = self.int32()
         return b"" if length < 0 else self._take(length)
 
+    def int8(self) -> int:
+        return int(_I8.unpack(self._take(1))[0])
+
+    def uvarint(self) -> int:
+        result = shift = 0
+        while True:
+            byte = self._take(1)[0]
+            result |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return result
+            shift += 7
+            if shift > 28:
+                raise FormatError(f"unsigned varint over 5 bytes at {self.position}")
+
+    def compact_nullable_string(self) -> str | None:
+        length = self.uvarint() - 1
+        return None if length < 0 else self._take(length).decode("utf-8")
+
+    def compact_string(self) -> str:
+        value = self.compact_nullable_string()
+        if value is None:
+            raise FormatError(f"null string at {self.position}")
+        return value
+
+    def compact_count(self) -> int:
+        return max(self.uvarint() - 1, 0)
+
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16))
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self._take(self.uvarint())
+
 
 # --- keys ----------------------------------------------------------------------------------------------------------
 
@@ -151,13 +269,21 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
     return _I16.pack(GROUP_METADATA_KEY_VERSION) + _string(key.group)
 
 
-def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey:
+def encode_consumer_group_key(key: ConsumerGroupKey) -> bytes:
+    member = _string(key.member_id) if key.record in _MEMBER_KEYED else b""
+    return _I16.pack(key.record) + _string(key.group) + member
+
+
+def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey:
     reader = _Reader(data)
     version = reader.int16()
     if version in (0, 1):
         return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
     if version == 2:
         return GroupMetadataKey(reader.string())
+    if CONSUMER_GROUP_METADATA <= version <= CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+        group = reader.string()
+        return ConsumerGroupKey(version, group, reader.string() if version in _MEMBER_KEYED else None)
     raise FormatError(f"unknown __consumer_offsets key version {version}")
 
 
@@ -269,6 +395,106 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
             )
         )
     return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members))
+
+
+# --- consumer-protocol group values -------------------------------------------------------------------------------
+
+_NO_TAGS = b"\x00"
+
+
+def _compact_string(value: str | None) -> bytes:
+    if value is None:
+        return b"\x00"
+    data = value.encode("utf-8")
+    return encode_unsigned_varint(len(data) + 1) + data
+
+
+def _compact_array(items: list[bytes]) -> bytes:
+    return encode_unsigned_varint(len(items) + 1) + b"".join(items)
+
+
+def _topic_partitions(partitions: TopicIdPartitions) -> bytes:
+    return _compact_array(
+        [topic_id.bytes + _compact_array([_I32.pack(p) for p in ps]) + _NO_TAGS for topic_id, ps in partitions]
+    )
+
+
+def _read_topic_partitions(reader: _Reader) -> TopicIdPartitions:
+    result = []
+    for _ in range(reader.compact_count()):
+        topic_id = reader.uuid()
+        ps = tuple(reader.int32() for _ in range(reader.compact_count()))
+        reader.skip_tags()
+        result.append((topic_id, ps))
+    return tuple(result)
+
+
+def encode_consumer_group_value(value: ConsumerGroupValue) -> bytes:
+    """Version 0 of the value's record."""
+    if isinstance(value, ConsumerGroupEpochValue):
+        body = _I32.pack(value.epoch)
+    elif isinstance(value, ConsumerGroupMemberValue):
+        body = b"".join(
+            [
+                _compact_string(value.instance_id),
+                _compact_string(value.rack_id),
+                _compact_string(value.client_id),
+                _compact_string(value.client_host),
+                _compact_array([_compact_string(t) for t in value.subscribed_topic_names]),
+                _compact_string(value.subscribed_topic_regex),
+                _I32.pack(value.rebalance_timeout_ms),
+                _compact_string(value.server_assignor),
+            ]
+        )
+    elif isinstance(value, TargetAssignmentMemberValue):
+        body = _topic_partitions(value.partitions)
+    else:
+        body = b"".join(
+            [
+                _I32.pack(value.member_epoch),
+                _I32.pack(value.previous_member_epoch),
+                _I8.pack(value.state),
+                _topic_partitions(value.assigned),
+                _topic_partitions(value.pending_revocation),
+            ]
+        )
+    return _I16.pack(0) + body + _NO_TAGS
+
+
+def decode_consumer_group_value(record: int, data: bytes) -> ConsumerGroupValue | None:
+    """The value of a record 3-8 key (None for record 4, which this broker does not use)."""
+    reader = _Reader(data)
+    version = reader.int16()
+    if version != 0:
+        raise FormatError(f"unknown consumer group record {record} value version {version}")
+    value: ConsumerGroupValue
+    if record in (CONSUMER_GROUP_METADATA, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA):
+        value = ConsumerGroupEpochValue(reader.int32())
+    elif record == CONSUMER_GROUP_MEMBER_METADATA:
+        value = ConsumerGroupMemberValue(
+            reader.compact_nullable_string(),
+            reader.compact_nullable_string(),
+            reader.compact_string(),
+            reader.compact_string(),
+            tuple(reader.compact_string() for _ in range(reader.compact_count())),
+            reader.compact_nullable_string(),
+            reader.int32(),
+            reader.compact_nullable_string(),
+        )
+    elif record == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+        value = TargetAssignmentMemberValue(_read_topic_partitions(reader))
+    elif record == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+        value = CurrentMemberAssignmentValue(
+            reader.int32(),
+            reader.int32(),
+            reader.int8(),
+            _read_topic_partitions(reader),
+            _read_topic_partitions(reader),
+        )
+    else:
+        return None
+    reader.skip_tags()
+    return value
 
 
 # --- partitioning --------------------------------------------------------------------------------------------------

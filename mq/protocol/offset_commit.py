@@ -106,8 +106,8 @@ def offset_commit_of(body: Any) -> OffsetCommit:
     retention = getattr(body, "retention_time", None)
     return OffsetCommit(
         body.group_id,
-        body.generation_id_or_member_epoch,
-        body.member_id,
+        getattr(body, "generation_id_or_member_epoch", -1),  # v1+
+        getattr(body, "member_id", ""),  # v1+
         getattr(body, "group_instance_id", None),
         -1 if retention is None else retention // datetime.timedelta(milliseconds=1),
         [

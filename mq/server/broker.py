@@ -65,6 +65,7 @@ from mq.server.handlers.client_metrics import client_metrics_apis
 from mq.server.handlers.client_quotas import client_quota_apis
 from mq.server.handlers.cluster import cluster_apis
 from mq.server.handlers.configs import configs_apis
+from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_apis
 from mq.server.handlers.controller_requests import controller_apis
 from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.group_offsets import group_offset_apis
@@ -121,6 +122,7 @@ from mq.topic_partition import TopicPartition, topic_name_error
 from mq.zk import paths
 from mq.zk.admin_zk_client import DEFAULT_BROKER_ENTITY, AdminZkClient
 from mq.zk.codecs import BrokerRegistration, decode_config_change
+from mq.zk.consumer_groups import ZkConsumerGroups
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
 from mq.zk.store import MetadataStore, NodeExistsError, StoreError
@@ -560,7 +562,8 @@ class KafkaServer:
                 transactions.manager.partition_for,
             ),
             *transaction_apis(transactions, coordinator, self.cache, config, acl),
-            *group_offset_apis(coordinator, self.cache, config, acl=acl),
+            *group_offset_apis(coordinator, self.cache, config, ZkConsumerGroups(self.store), acl=acl),
+            *consumer_group_protocol_apis(coordinator, self.cache, acl),
             *(
                 []
                 if config.standalone

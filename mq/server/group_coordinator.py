@@ -16,6 +16,10 @@ heartbeat in the heartbeat purgatory; every timeout reads the broker's clock.
 Offsets committed in a transaction (TxnOffsetCommit) are written at once but kept pending per producer until the
 transaction's marker reaches the group's partition (``complete_txn``): a COMMIT makes them the group's offsets, an
 ABORT drops them.
+
+Consumer-protocol groups (``consumer_groups``, KIP-848) are loaded and unloaded with their partition like classic
+ones; ``store_consumer_group`` writes what changed in one, and each of their members has a session in the heartbeat
+purgatory until its ``deadline_ms``, so a silent member is removed without another member's heartbeat.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, partition_for
 from mq.server.clock import Clock, SystemClock
+from mq.server.consumer_groups import ConsumerGroups
 from mq.server.group_metadata import (
     CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
@@ -86,11 +91,18 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loads: dict[int, asyncio.Task[Any]] = {}
         """Partition -> its running load."""
+        self.consumer_groups: ConsumerGroups | None = None
+        """The groups of the KIP-848 consumer protocol (None: not served); their members commit at their epoch."""
+        self._consumer_sessions: dict[tuple[str, str], Watch] = {}
 
     # --- ownership -----------------------------------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.manager.partition_count())
+
+    def status(self, group_id: str | None) -> ErrorCode:
+        """Whether this coordinator may act on ``group_id`` now (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS...)."""
+        return self._status(group_id)
 
     def _status(self, group_id: str | None, allow_empty: bool = False) -> ErrorCode:
         """Kafka's validateGroupStatus: whether this coordinator may act on ``group_id`` now."""
@@ -184,6 +196,10 @@ class GroupCoordinator:
             self.groups[group_id] = group
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
+        if self.consumer_groups is not None:
+            for group_id, records in loaded.consumer_groups.items():
+                self.consumer_groups.install(group_id, records, now)
+                self.watch_consumer_members(group_id)
 
     def _unload(self, partition: int) -> None:
         self.loading_partitions.discard(partition)
@@ -198,6 +214,10 @@ class GroupCoordinator:
                 continue
             del self.groups[group_id]
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        if self.consumer_groups is not None:
+            for group_id in [g for g in self.consumer_groups.groups if self.partition_for(g) == partition]:
+                del self.consumer_groups.groups[group_id]
+                self.watch_consumer_members(group_id)
         log.info("Unloaded groups of %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
 
     def _fail_all(self, group: GroupMetadata, error: ErrorCode) -> None:
@@ -218,6 +238,61 @@ class GroupCoordinator:
             self._unload(partition)
         for task in self._tasks:
             task.cancel()
+
+    # --- consumer-protocol groups --------------------------------------------------------------------------------
+
+    async def store_consumer_group(self, group_id: str) -> ErrorCode:
+        """Write the records of a consumer-protocol group that changed; a failed write is retried by the next."""
+        if self.consumer_groups is None:
+            return ErrorCode.NONE
+        records = self.consumer_groups.unwritten(group_id)
+        if not records:
+            return ErrorCode.NONE
+        error = await self.manager.store_records(self.partition_for(group_id), records)
+        if error != ErrorCode.NONE:
+            self.consumer_groups.not_written(group_id, records)
+        return error
+
+    async def delete_consumer_group(self, group_id: str) -> ErrorCode:
+        """Forget an (empty) consumer-protocol group, tombstoning its records."""
+        if self.consumer_groups is None:
+            return ErrorCode.NONE
+        records = self.consumer_groups.delete(group_id)
+        self.watch_consumer_members(group_id)
+        if not records:
+            return ErrorCode.NONE
+        return await self.manager.store_records(self.partition_for(group_id), records)
+
+    def watch_consumer_members(self, group_id: str) -> None:
+        """(Re)arm the session of every member of the group; drop those of members it no longer has."""
+        groups = self.consumer_groups
+        group = None if groups is None else groups.groups.get(group_id)
+        members = set() if group is None else set(group.members)
+        for key in [k for k in self._consumer_sessions if k[0] == group_id and k[1] not in members]:
+            self._consumer_sessions.pop(key).cancel()
+        for member_id in members:
+            self.watch_consumer_member(group_id, member_id)
+
+    def watch_consumer_member(self, group_id: str, member_id: str) -> None:
+        """(Re)arm a consumer-protocol member's session: at its deadline its group expires silent members."""
+        previous = self._consumer_sessions.pop((group_id, member_id), None)
+        if previous is not None:
+            previous.cancel()
+        deadline = None if self.consumer_groups is None else self.consumer_groups.deadline_ms(group_id, member_id)
+        if deadline is None:
+            return
+        session = DelayedCall(
+            max(deadline - self.time_ms(), 0), lambda: False, lambda _: self._consumer_session_expired(group_id)
+        )
+        watch = self.heartbeat_purgatory.watch(session, [(group_id, member_id)])
+        if watch is not None:
+            self._consumer_sessions[(group_id, member_id)] = watch
+
+    def _consumer_session_expired(self, group_id: str) -> None:
+        if self.consumer_groups is not None and self.consumer_groups.expire(group_id, self.time_ms()):
+            log.info("Removed expired members of consumer group %s", group_id)
+            self._spawn(self.store_consumer_group(group_id))
+        self.watch_consumer_members(group_id)
 
     # --- answers and timers ------------------------------------------------------------------------------------
 
@@ -417,6 +492,12 @@ class GroupCoordinator:
         error = self._status(request.group_id)
         if error != ErrorCode.NONE:
             return JoinResult(error, request.member_id)
+        if self.consumer_groups is not None and request.group_id in self.consumer_groups.groups:
+            if self.consumer_groups.has_members(request.group_id):
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+            error = await self.delete_consumer_group(request.group_id)  # an empty one becomes a classic group
+            if error != ErrorCode.NONE:
+                return JoinResult(error, request.member_id)
         if not (
             self.config.group_min_session_timeout_ms
             <= request.session_timeout_ms
@@ -716,6 +797,15 @@ class GroupCoordinator:
         error = self._status(group_id, allow_empty=True)
         if error != ErrorCode.NONE:
             return answer(error)
+        member_error = (
+            None
+            if self.consumer_groups is None
+            else self.consumer_groups.member_epoch_error(group_id, member_id, generation_id)
+        )
+        if member_error is not None and generation_id >= 0:
+            if member_error != ErrorCode.NONE:
+                return answer(member_error)
+            generation_id = -1  # a consumer-protocol member at its epoch: stored as a commit outside any generation
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -791,12 +881,22 @@ class GroupCoordinator:
                 group.offsets.update(pending)
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetCommitValue | None]]:
-        """Committed offsets of ``partitions`` (None: every partition with one); None where nothing is committed."""
+        """Committed offsets of ``partitions`` (None: every partition with one); None where nothing is committed.
+        A fetch naming a member (OffsetFetch v9+) of a consumer-protocol group must name one at its epoch
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); one with neither is an admin's."""
         error = self._status(group_id, allow_empty=True)
         if error != ErrorCode.NONE:
             return error, {}
+        if self.consumer_groups is not None and (member_id or member_epoch >= 0):
+            member_error = self.consumer_groups.member_epoch_error(group_id, member_id or "", member_epoch)
+            if member_error is not None and member_error != ErrorCode.NONE:
+                return member_error, {}
         group = self.groups.get(group_id)
         stored = {} if group is None or group.is_in(GroupState.DEAD) else group.offsets
         if partitions is None:
@@ -813,7 +913,15 @@ class GroupCoordinator:
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartition, ErrorCode] = {}
-        if group.is_in(GroupState.EMPTY):
+        subscribed = frozenset() if self.consumer_groups is None else self.consumer_groups.subscribed_topics(group_id)
+        if subscribed:
+            deletable = []
+            for tp in partitions:
+                if tp.topic in subscribed:
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    deletable.append(tp)
+        elif group.is_in(GroupState.EMPTY):
             deletable = partitions
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
             deletable = []
@@ -855,8 +963,15 @@ class GroupCoordinator:
         for group_id in group_ids:
             error = self._status(group_id, allow_empty=True)
             group = self.groups.get(group_id)
+            consumer = self.consumer_groups is not None and group_id in self.consumer_groups.groups
             if error != ErrorCode.NONE:
                 results[group_id] = error
+            elif consumer and self.consumer_groups is not None and self.consumer_groups.has_members(group_id):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            elif consumer and (error := await self.delete_consumer_group(group_id)) != ErrorCode.NONE:
+                results[group_id] = error
+            elif consumer and (group is None or group.is_in(GroupState.DEAD)):
+                results[group_id] = ErrorCode.NONE  # a consumer-protocol group without offsets
             elif group is None or group.is_in(GroupState.DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif not group.is_in(GroupState.EMPTY):
@@ -877,7 +992,10 @@ class GroupCoordinator:
             return value.commit_timestamp + retention_ms <= now
 
         if group.protocol_type is None:
-            return [tp for tp, v in group.offsets.items() if commit_expired(v)]
+            subscribed = (
+                frozenset() if self.consumer_groups is None else self.consumer_groups.subscribed_topics(group.group_id)
+            )  # a consumer-protocol group's members keep the offsets of the topics they subscribe to
+            return [tp for tp, v in group.offsets.items() if tp.topic not in subscribed and commit_expired(v)]
         if group.is_in(GroupState.EMPTY):
             if group.state_timestamp_ms + retention_ms <= now:
                 return list(group.offsets)

@@ -23,12 +23,15 @@ from typing import TypeVar
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import (
+    ConsumerGroupKey,
+    ConsumerGroupValue,
     FormatError,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    decode_consumer_group_value,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -69,6 +72,13 @@ def group_append_error(code: ErrorCode) -> ErrorCode:
     return COORDINATOR_APPEND_ERRORS.get(code, code)
 
 
+def consumer_group_append_error(code: ErrorCode) -> ErrorCode:
+    """The error a consumer-protocol group's records write reports (ConsumerGroupHeartbeat, DeleteGroups)."""
+    if code in _TOO_LARGE:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return COORDINATOR_APPEND_ERRORS.get(code, code)
+
+
 def offset_append_error(code: ErrorCode) -> ErrorCode:
     """The error an offset commit write reports."""
     if code in _TOO_LARGE:
@@ -84,6 +94,8 @@ class LoadedPartition:
     offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = field(default_factory=dict)
     pending: dict[int, dict[str, dict[TopicPartition, OffsetCommitValue]]] = field(default_factory=dict)
     """Producer id -> group -> offsets committed in its open transaction."""
+    consumer_groups: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = field(default_factory=dict)
+    """Consumer-protocol groups: the live records of each."""
 
 
 def replay_batches(log_: Log, buffer_bytes: int) -> Iterator[tuple[bytes, BatchHeader, int]]:
@@ -123,12 +135,15 @@ def read_partition(log_: Log, buffer_bytes: int) -> LoadedPartition:
             target = LoadedPartition(offsets=loaded.pending.setdefault(header.producer_id, {}))
         for record in iter_batch_records(data, header):
             if record.offset >= offset and record.key is not None:
-                _apply(target, record.key, record.value)
+                apply_record(target, record.key, record.value)
     loaded.offsets = {group: offsets for group, offsets in loaded.offsets.items() if offsets}
+    loaded.consumer_groups = {group: records for group, records in loaded.consumer_groups.items() if records}
     return loaded
 
 
-def _apply(loaded: LoadedPartition, key_bytes: bytes, value: bytes | None) -> None:
+def apply_record(loaded: LoadedPartition, key_bytes: bytes, value: bytes | None) -> None:
+    """Replay one record: the last value of a key wins, a tombstone removes it; a record this broker cannot read is
+    skipped."""
     try:
         key = decode_key(key_bytes)
         if isinstance(key, OffsetCommitKey):
@@ -137,6 +152,12 @@ def _apply(loaded: LoadedPartition, key_bytes: bytes, value: bytes | None) -> No
                 loaded.offsets.get(key.group, {}).pop(tp, None)
             else:
                 loaded.offsets.setdefault(key.group, {})[tp] = decode_offset_commit_value(value)
+        elif isinstance(key, ConsumerGroupKey):
+            decoded = None if value is None else decode_consumer_group_value(key.record, value)
+            if decoded is None:
+                loaded.consumer_groups.get(key.group, {}).pop(key, None)
+            else:
+                loaded.consumer_groups.setdefault(key.group, {})[key] = decoded
         elif value is None:
             loaded.groups.pop(key.group, None)
         else:
@@ -229,6 +250,10 @@ class GroupMetadataManager:
 
     async def _append(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> ErrorCode:
         return await settled(self.append_now(partition, records, lambda code: code))
+
+    async def store_records(self, partition: int, records: Iterable[tuple[bytes, bytes | None]]) -> ErrorCode:
+        """Write a consumer-protocol group's records (tombstones too)."""
+        return consumer_group_append_error(await self._append(partition, records))
 
     async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> ErrorCode:
         key = encode_group_metadata_key(GroupMetadataKey(group.group_id))

@@ -39,7 +39,10 @@ OFFSETS_HEADER = (
     "HOST",
     "CLIENT-ID",
 )
-GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
+"""Kafka's group states: the classic protocol's, then those of KIP-848 consumer groups."""
+GROUP_TYPES = ("Consumer", "Classic")
+"""The group types ``--list --type`` takes (Kafka's ``GroupType`` names)."""
 RESET_SPECS = (
     "to_datetime",
     "by_duration",
@@ -63,7 +66,9 @@ class GroupCommandError(Exception):
 class GroupAdmin(Protocol):
     """What the consumer group tools need from an admin connection (blocking)."""
 
-    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]: ...
+    def list_groups(
+        self, states: Iterable[str] | None = None, types: Iterable[str] | None = None
+    ) -> list[GroupListing]: ...
 
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]: ...
 
@@ -94,8 +99,12 @@ class ClientGroupAdmin:
     def __init__(self, sync: SyncAdmin) -> None:
         self.sync = sync
 
-    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
-        return self.sync.call(AsyncAdmin.list_groups, None if states is None else list(states))
+    def list_groups(
+        self, states: Iterable[str] | None = None, types: Iterable[str] | None = None
+    ) -> list[GroupListing]:
+        return self.sync.call(
+            AsyncAdmin.list_groups, None if states is None else list(states), None if types is None else list(types)
+        )
 
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
         return self.sync.call(AsyncAdmin.describe_groups, list(group_ids))
@@ -416,6 +425,31 @@ def state_lines(state: GroupState) -> list[str]:
 def list_state_lines(listings: Sequence[GroupListing]) -> list[str]:
     width = max(15, *(len(g.group_id) for g in listings)) if listings else 15
     return [f"{'GROUP':<{width}} STATE"] + [f"{g.group_id:<{width}} {g.state}" for g in listings]
+
+
+def list_type_lines(listings: Sequence[GroupListing], include_state: bool) -> list[str]:
+    """Kafka 3.8+'s ``--list --type`` table: GROUP (10 wider than the longest id, at least 15), TYPE, [STATE]."""
+    width = max([15, *(len(g.group_id) for g in listings)]) + 10
+    header = [f"{'GROUP':<{width}} {'TYPE':<20}" + (f" {'STATE':<20}" if include_state else "")]
+    return header + [
+        f"{g.group_id:<{width}} {group_type_name(g.group_type):<20}"
+        + (f" {g.state or 'Unknown':<20}" if include_state else "")
+        for g in listings
+    ]
+
+
+def group_type_name(group_type: str) -> str:
+    """Kafka's name of a ListGroups ``group_type`` (``Unknown`` for a broker that does not say)."""
+    return next((t for t in GROUP_TYPES if t.lower() == group_type.lower()), "Unknown")
+
+
+def parse_types(text: str) -> list[str]:
+    """A ``--type`` list (case-insensitive, comma-separated) as ListGroups' filter values; empty means every type."""
+    types = [item.strip().lower() for item in text.split(",") if item.strip()]
+    if any(t not in (name.lower() for name in GROUP_TYPES) for t in types):
+        valid = ", ".join(GROUP_TYPES)
+        raise GroupCommandError(f"Invalid types list '{text}'. Valid types are: {valid}", usage=True)
+    return types
 
 
 def parse_states(text: str) -> list[str]:

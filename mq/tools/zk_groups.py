@@ -27,7 +27,12 @@ class ZkGroupAdmin(ClientGroupAdmin):
         super().__init__(sync)
         self.groups = groups
 
-    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+    def list_groups(
+        self, states: Iterable[str] | None = None, types: Iterable[str] | None = None
+    ) -> list[GroupListing]:
+        """ZooKeeper-coordinated groups are of none of the broker's group types: ``types`` keeps none of them."""
+        if types:
+            return []
         listings = [GroupListing(g, PROTOCOL_TYPE, self._state(g)) for g in self.groups.groups()]
         wanted = None if states is None else {s.lower() for s in states}
         return [g for g in listings if wanted is None or g.state.lower() in wanted]

@@ -13,7 +13,8 @@ Fetch v0-v3 clients read message sets: each partition's first batch is read whol
 down-converted (``mq.records.convert``) to magic 0 (v0-v1) or 1 (v2-v3) within each partition's
 ``partition_max_bytes`` (and v3's response ``max_bytes``), ending with a partial message when not even one fits, as
 Kafka's brokers answer. The conversion runs on a worker thread once the fetch is answered; the v4+ path is unchanged
-(file slices, sendfile).
+(file slices, sendfile). A partition of a topic with ``message.downconversion.enable=false`` that has records to
+convert answers UNSUPPORTED_VERSION (high watermark -1) to a client, as Kafka 2.x does; followers never convert.
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
@@ -65,6 +66,10 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             return {topic for topic, _ in request.topics} if allowed else set()
         names = (topic for topic, partitions in request.topics for _ in partitions)
         return allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, names)
+
+    def convertible(topic: str, replica_id: int) -> bool:
+        """Whether a client's fetch of ``topic`` may be down-converted (``message.downconversion.enable``)."""
+        return replica_id >= 0 or replica_manager.topic_config(topic).message_downconversion_enable
 
     def answer(
         version: int,
@@ -120,6 +125,9 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                 for p in partitions:
                     r = results[TopicPartition(topic, p[0])]
                     records: bytes | FileSlice = r.records if r.records is not None and r.records.length else b""
+                    if version < TRANSACTIONS_FROM and records and not convertible(topic, request.replica_id):
+                        answered.append(FetchPartition(p[0], ErrorCode.UNSUPPORTED_VERSION, -1, -1, -1, None, -1, b""))
+                        continue
                     if version < TRANSACTIONS_FROM and records:
                         assert isinstance(records, FileSlice)
                         magic = 0 if version < 2 else 1

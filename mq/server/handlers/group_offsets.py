@@ -7,6 +7,10 @@ A partition without a committed offset fetches as offset -1 with empty metadata 
 a transaction count from its COMMIT marker on, and OffsetFetch v7+ with ``require_stable`` answers
 UNSTABLE_OFFSET_COMMIT for a partition that has one pending.
 
+Version 0 of both keeps offsets where Kafka 0.8.1 kept them, in the metadata tree (``/consumers/<group>/offsets/
+<topic>/<partition>``, the ZooKeeper-coordinated consumers' place), written and read off the loop; those offsets are
+not the coordinator's, and a v0 fetch of a partition of an unknown topic answers offset -1 without an error.
+
 OffsetCommit has an immediate path: the frames group members send are read by ``read_offset_commit`` (no entity),
 the offsets are appended at once and the answer, written by ``encode_offset_commit_response``, leaves now or, while
 the write waits for the ISR, when the produce purgatory completes it. Frames it does not read, and commits outside
@@ -35,6 +39,9 @@ from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.consumer_offsets import OffsetCommitValue
 from mq.protocol.offset_commit import (
+    MIN_VERSION as OFFSET_COMMIT_READ_FROM,
+)
+from mq.protocol.offset_commit import (
     OffsetCommit,
     encode_offset_commit_response,
     offset_commit_of,
@@ -50,6 +57,7 @@ from mq.server.metadata_cache import MetadataCache
 from mq.server.network import ClientAddress
 from mq.server.purgatory import settled
 from mq.topic_partition import TopicPartition
+from mq.zk.consumer_groups import ZkConsumerGroups
 
 NO_OFFSET = -1
 NO_METADATA = ""
@@ -57,6 +65,10 @@ UNAUTHORIZED_PARTITION = (None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 """A named partition of a topic the client may not describe: no offset, TOPIC_AUTHORIZATION_FAILED."""
 AUDITED_COMMITTERS = 4096
 """How many (connection, group) pairs that committed outside a generation are remembered, so as to audit each once."""
+
+
+def _zookeeper_value(offset: int | None) -> OffsetCommitValue | None:
+    return None if offset is None else OffsetCommitValue(offset=offset, metadata=NO_METADATA, commit_timestamp=-1)
 
 
 def _partition_answers(
@@ -69,29 +81,25 @@ def group_offset_apis(
     coordinator: GroupCoordinator,
     cache: MetadataCache,
     config: BrokerConfig,
+    zk_offsets: ZkConsumerGroups,
     time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     acl: AclCache | None = None,
 ) -> list[Api]:
-    """The offset APIs over ``coordinator``, authorized by ``acl`` (None: no authorizer)."""
+    """The offset APIs over ``coordinator`` (v0 over the offsets ``zk_offsets`` keeps in the metadata tree),
+    authorized by ``acl`` (None: no authorizer)."""
 
     # --- OffsetCommit --------------------------------------------------------------------------------------------
 
-    def commit(
-        version: int,
-        correlation_id: int,
-        request: OffsetCommit,
-        context: RequestContext | None,
-        committed: Callable[[Mapping[TopicPartition, OffsetCommitValue]], None] | None = None,
-    ) -> bytes | asyncio.Future[bytes]:
-        """The response to ``request``: now, or a future while the write waits for the ISR. A topic named twice is
-        answered once, with all its partitions. ``context`` is None only without an authorizer; ``committed`` hears
-        the offsets that were stored."""
+    def checked(
+        request: OffsetCommit, context: RequestContext | None
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetCommitValue]]:
+        """The partitions refused (with their error) and the offsets to commit. ``context`` is None only without an
+        authorizer; a group the client may not read refuses every partition."""
         readable: set[str] | None = None
         if context is not None:
             if not allows(acl, context, AclOperation.READ, ResourceType.GROUP, request.group_id):
                 refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
-                everything = {TopicPartition(n, p[0]): refused for n, partitions in request.topics for p in partitions}
-                return commit_response(version, correlation_id, request, everything)
+                return {TopicPartition(n, p[0]): refused for n, partitions in request.topics for p in partitions}, {}
             names = (name for name, _ in request.topics)
             readable = allowed_names(acl, context, AclOperation.READ, ResourceType.TOPIC, names)
         now = time_ms()
@@ -116,6 +124,19 @@ def group_offset_apis(
                         leader_epoch=leader_epoch,
                         expire_timestamp=now + retention_ms if retention_ms >= 0 else -1,
                     )
+        return errors, valid
+
+    def commit(
+        version: int,
+        correlation_id: int,
+        request: OffsetCommit,
+        context: RequestContext | None,
+        committed: Callable[[Mapping[TopicPartition, OffsetCommitValue]], None] | None = None,
+    ) -> bytes | asyncio.Future[bytes]:
+        """The response to ``request``: now, or a future while the write waits for the ISR. A topic named twice is
+        answered once, with all its partitions. ``context`` is None only without an authorizer; ``committed`` hears
+        the offsets that were stored."""
+        errors, valid = checked(request, context)
 
         def answered(code: ErrorCode) -> bytes:
             if code == ErrorCode.NONE and committed is not None:
@@ -139,6 +160,8 @@ def group_offset_apis(
         return encode_offset_commit_response(version, correlation_id, list(topics.items()))
 
     def offset_commit_now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
+        if version < OFFSET_COMMIT_READ_FROM:
+            return LATER
         request = read_offset_commit(frame, version)
         if request is None or request.generation_id < 0:
             return LATER
@@ -147,8 +170,25 @@ def group_offset_apis(
 
     audited: OrderedDict[tuple[int, str], None] = OrderedDict()
 
+    async def commit_to_zookeeper(context: RequestContext, request: OffsetCommit) -> bytes:
+        """OffsetCommit v0: the offsets go to ``/consumers/<group>/offsets/<topic>/<partition>`` (metadata is checked
+        for size, then dropped, as Kafka 0.8 keeps none there), outside any group generation."""
+        errors, valid = checked(request, None if acl is None else context)
+        offsets = {tp: value.offset for tp, value in valid.items()}
+
+        def write() -> None:
+            for tp, offset in offsets.items():
+                zk_offsets.set_offset(request.group_id, tp, offset)
+
+        if offsets:
+            await asyncio.to_thread(write)
+            errors.update(dict.fromkeys(offsets, ErrorCode.NONE))
+        return commit_response(context.version, context.header.correlation_id, request, errors)
+
     async def offset_commit(context: RequestContext, request: Any) -> bytes:
         everything = offset_commit_of(request)
+        if context.version == 0:
+            return await commit_to_zookeeper(context, everything)
         committer = (context.client.connection_id, everything.group_id)
 
         def committed_outside_generation(offsets: Mapping[TopicPartition, OffsetCommitValue]) -> None:
@@ -171,12 +211,29 @@ def group_offset_apis(
 
     # --- OffsetFetch ---------------------------------------------------------------------------------------------
 
+    def zookeeper_offsets(group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offsets ZooKeeper keeps for those of ``partitions`` of known topics (blocking: off the loop)."""
+        found = {}
+        for tp in partitions:
+            offset = zk_offsets.offset(group_id, tp) if tp.topic in cache.topics else None
+            if offset is not None:
+                found[tp] = offset
+        return found
+
     def fetch_group(
-        context: RequestContext, group_id: str, topics: Any, per_partition_errors: bool, require_stable: bool = False
+        context: RequestContext,
+        group_id: str,
+        topics: Any,
+        per_partition_errors: bool,
+        require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+        kept: Mapping[TopicPartition, int] | None = None,
     ) -> dict[str, Any]:
         """One group's answer: ``error_code`` and ``topics``. A group's error lists no partition, except in answers
         per partition (v0-v1), where every partition asked about carries it. With ``require_stable`` (v7+) a
-        partition with an offset committed in an open transaction answers UNSTABLE_OFFSET_COMMIT."""
+        partition with an offset committed in an open transaction answers UNSTABLE_OFFSET_COMMIT. ``kept``: the
+        offsets of the group's partitions kept in ZooKeeper, answered in place of the coordinator's (v0)."""
         partitions = (
             None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
         )
@@ -190,7 +247,10 @@ def group_offset_apis(
                     acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp.topic for tp in partitions)
                 )
                 asked = [tp for tp in partitions if tp.topic in described]
-            code, offsets = coordinator.fetch_offsets(group_id, asked)
+            if kept is None:
+                code, offsets = coordinator.fetch_offsets(group_id, asked, member_id, member_epoch)
+            else:
+                code, offsets = ErrorCode.NONE, {tp: _zookeeper_value(kept.get(tp)) for tp in asked or ()}
             if acl is not None and partitions is None:
                 committed = (tp.topic for tp in offsets)  # a listing: refusals logged at DEBUG only
                 described = allowed_names(
@@ -220,9 +280,24 @@ def group_offset_apis(
     async def offset_fetch(context: RequestContext, request: Any) -> dict[str, Any]:
         require_stable = bool(getattr(request, "require_stable", False))
         if context.version >= 8:
-            groups = [fetch_group(context, g.group_id, g.topics, False, require_stable) for g in request.groups]
+            groups = [
+                fetch_group(
+                    context,
+                    g.group_id,
+                    g.topics,
+                    False,
+                    require_stable,
+                    getattr(g, "member_id", None),  # v9+
+                    int(getattr(g, "member_epoch", -1)),
+                )
+                for g in request.groups
+            ]
             return {"throttle_time": 0, "groups": groups}
-        answer = fetch_group(context, request.group_id, request.topics, context.version < 2, require_stable)
+        kept = None
+        if context.version == 0:
+            asked = [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
+            kept = await asyncio.to_thread(zookeeper_offsets, request.group_id, asked)
+        answer = fetch_group(context, request.group_id, request.topics, context.version < 2, require_stable, kept=kept)
         return {"throttle_time": 0, "error_code": answer["error_code"], "topics": answer["topics"]}
 
     def offset_fetch_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
@@ -270,7 +345,7 @@ def group_offset_apis(
         return {"error_code": code, "throttle_time": 0, "topics": []}
 
     return [
-        Api(ApiKey.OFFSET_COMMIT, 2, 9, offset_commit, offset_commit_error, now=offset_commit_now),
-        Api(ApiKey.OFFSET_FETCH, 1, 9, offset_fetch, offset_fetch_error),
+        Api(ApiKey.OFFSET_COMMIT, 0, 9, offset_commit, offset_commit_error, now=offset_commit_now),
+        Api(ApiKey.OFFSET_FETCH, 0, 9, offset_fetch, offset_fetch_error),
         Api(ApiKey.OFFSET_DELETE, 0, 0, offset_delete, offset_delete_error),
     ]

@@ -37,7 +37,7 @@ from mq.server.authorization import (
     authorized_operations,
 )
 from mq.server.group_coordinator import GroupCoordinator, JoinRequest
-from mq.server.group_metadata import GroupState, JoinResult, SyncResult
+from mq.server.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupState, JoinResult, SyncResult
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mq.server.metadata_cache import MetadataCache
 from mq.server.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
+"""ListGroups v5 group types: the classic protocol's groups and KIP-848's."""
 AUTHORIZED_OPERATIONS_FROM = 3
 """The first DescribeGroups version that may ask for the groups' authorized operations."""
 
@@ -317,27 +319,39 @@ def group_apis(
 
     async def list_groups(context: RequestContext, request: Any) -> dict[str, Any]:
         types = {t.lower() for t in getattr(request, "types_filter", ())}
-        code, groups = coordinator.list_groups(getattr(request, "states_filter", ()))
+        states = getattr(request, "states_filter", ())
+        code, groups = coordinator.list_groups(states)
+        consumer_groups = coordinator.consumer_groups.groups if coordinator.consumer_groups is not None else {}
+        listed = [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type or "",
+                "group_state": g.state.value,
+                "group_type": CLASSIC_GROUP_TYPE,
+            }
+            for g in groups
+            if g.group_id not in consumer_groups  # where a consumer-protocol group's offsets are kept
+        ]
         if types and CLASSIC_GROUP_TYPE not in types:
-            groups = []
-        if not allows_cluster(acl, context, AclOperation.DESCRIBE):
-            described = allowed_names(
-                acl, context, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups), audit=False
-            )
-            groups = [g for g in groups if g.group_id in described]
-        return {
-            "throttle_time": 0,
-            "error_code": code,
-            "groups": [
+            listed = []
+        if not types or CONSUMER_GROUP_TYPE in types:
+            wanted = {state.lower() for state in states}
+            listed += [
                 {
                     "group_id": g.group_id,
-                    "protocol_type": g.protocol_type or "",
-                    "group_state": g.state.value,
-                    "group_type": CLASSIC_GROUP_TYPE,
+                    "protocol_type": CONSUMER_PROTOCOL_TYPE,
+                    "group_state": g.state(),
+                    "group_type": CONSUMER_GROUP_TYPE,
                 }
-                for g in groups
-            ],
-        }
+                for g in consumer_groups.values()
+                if coordinator.status(g.group_id) == ErrorCode.NONE and (not wanted or g.state().lower() in wanted)
+            ]
+        if not allows_cluster(acl, context, AclOperation.DESCRIBE):
+            described = allowed_names(
+                acl, context, AclOperation.DESCRIBE, ResourceType.GROUP, (g["group_id"] for g in listed), audit=False
+            )
+            listed = [g for g in listed if g["group_id"] in described]
+        return {"throttle_time": 0, "error_code": code, "groups": listed}
 
     def list_groups_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "groups": []}
@@ -357,11 +371,16 @@ def group_apis(
         code, group = coordinator.describe_group(group_id)
         if code != ErrorCode.NONE:
             return {**empty, "error_code": code, "group_state": ""}
+        not_classic = coordinator.consumer_groups is not None and group_id in coordinator.consumer_groups.groups
+        if not_classic:
+            group = None  # its classic entry only keeps its offsets
         if group is None and context.version >= 6:
             return {
                 **empty,
                 "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} not found.",
+                "error_message": f"Group {group_id} is not a classic group."
+                if not_classic
+                else f"Group {group_id} not found.",
                 "group_state": GroupState.DEAD.value,
             }
         if with_operations:

@@ -17,7 +17,8 @@ answered the same way.
 
 Produce v0-v2 bring message sets (magic 0 and 1): the general path takes them, and up-converts each partition's set
 to one v2 batch (``mq.records.convert``) on a worker thread before it is appended, so the log holds v2 batches only;
-a set that does not convert (a partial message, a CRC mismatch) answers CORRUPT_MESSAGE for its partition.
+a set that does not convert (a partial message, a CRC mismatch) answers CORRUPT_MESSAGE for its partition, and so
+does a set refused with INVALID_RECORD (a keyless record on a compacted topic): those clients predate that code.
 """
 
 from __future__ import annotations
@@ -68,6 +69,15 @@ def _refusal(
     return None
 
 
+def _refused_as(version: int, code: ErrorCode) -> ErrorCode:
+    """The code a refused append answers at ``version``: INVALID_RECORD came with Kafka 2.5, so Produce v0-v2 clients
+    (0.8-0.10) get CORRUPT_MESSAGE, the code their brokers gave for an invalid message (a keyless record on a
+    compacted topic, a bad inner message)."""
+    if code == ErrorCode.INVALID_RECORD and version < TRANSACTIONAL_FROM:
+        return ErrorCode.CORRUPT_MESSAGE
+    return code
+
+
 def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> Api:
     """Produce over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
@@ -96,7 +106,10 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
             return None
         if isinstance(result, ProduceResult):
             answer = PartitionResponse(
-                index, result.error, error_message=result.message, record_errors=result.record_errors
+                index,
+                _refused_as(version, result.error),
+                error_message=result.message,
+                record_errors=result.record_errors,
             )
             return encode_produce_response(version, correlation_id, [(topic, [answer])])
         base_offset, log_append_time_ms, log_start_offset = result
@@ -154,7 +167,10 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
                         answer = PartitionResponse(p.index, r)
                     elif isinstance(r, ProduceResult):
                         answer = PartitionResponse(
-                            p.index, r.error, error_message=r.message, record_errors=r.record_errors
+                            p.index,
+                            _refused_as(version, r.error),
+                            error_message=r.message,
+                            record_errors=r.record_errors,
                         )
                     else:
                         answer = PartitionResponse(

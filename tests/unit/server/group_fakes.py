@@ -26,6 +26,7 @@ class FakeManager:
         self.groups: list[tuple[str, int, dict[str, bytes]]] = []
         self.offsets: list[dict[TopicPartition, OffsetCommitValue]] = []
         self.tombstones: list[tuple[str, list[TopicPartition], bool]] = []
+        self.records: list[tuple[bytes, bytes | None]] = []
         self.loaded = LoadedPartition()
 
     def partition_count(self) -> int:
@@ -36,6 +37,10 @@ class FakeManager:
 
     async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> ErrorCode:
         self.groups.append((group.group_id, group.generation_id, dict(assignment)))
+        return self.error
+
+    async def store_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        self.records.extend(records)
         return self.error
 
     def store_offsets(

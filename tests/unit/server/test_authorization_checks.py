@@ -62,6 +62,7 @@ from mq.server.network import ClientAddress, Response
 from mq.topic_partition import TopicPartition
 from mq.zk.admin_zk_client import AdminZkClient
 from mq.zk.codecs import BrokerRegistration
+from mq.zk.consumer_groups import ZkConsumerGroups
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.local_store import LocalStore
 from tests.produce_frames import produce_frame
@@ -288,7 +289,7 @@ def test_group_apis_need_their_group_operation_and_offsets_their_topic_operation
     dispatcher = ApiDispatcher(
         [
             *group_apis(coordinator, cache, lambda: True, acl),
-            *group_offset_apis(coordinator, cache, coordinator.config, acl=acl),
+            *group_offset_apis(coordinator, cache, coordinator.config, ZkConsumerGroups(LocalStore(None)), acl=acl),
         ],
         acl,
     )

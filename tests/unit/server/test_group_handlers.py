@@ -5,6 +5,7 @@ answers (and error answers) decoded with the response schema of that version. Cl
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import pytest
@@ -23,6 +24,8 @@ from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInf
 from mq.server.network import ClientAddress
 from mq.server.partition import AppendResult
 from mq.topic_partition import TopicPartition
+from mq.zk.consumer_groups import ZkConsumerGroups
+from mq.zk.local_store import LocalStore
 from tests.unit.server.group_fakes import make
 
 CLIENT = ClientAddress("127.0.0.1", 5555, 1)
@@ -69,11 +72,17 @@ def cache() -> MetadataCache:
     return metadata
 
 
+@functools.cache
+def zookeeper_offsets(coordinator: GroupCoordinator) -> ZkConsumerGroups:
+    """The metadata tree beside ``coordinator`` (one per coordinator, so that v0 commits are there to fetch)."""
+    return ZkConsumerGroups(LocalStore(None))
+
+
 def apis(coordinator: GroupCoordinator) -> list[Api]:
     metadata = cache()
     return [
         *group_apis(coordinator, metadata, lambda: True),
-        *group_offset_apis(coordinator, metadata, coordinator.config),
+        *group_offset_apis(coordinator, metadata, coordinator.config, zookeeper_offsets(coordinator)),
     ]
 
 
@@ -160,6 +169,51 @@ def test_commit_then_fetch_all_partitions_and_list_groups() -> None:
     listed = call(coordinator, ApiKey.LIST_GROUPS, 5, {"states_filter": ["empty"]})
     assert [(g.group_id, g.group_state, g.group_type) for g in listed.groups] == [(GROUP, "Empty", "classic")]
     assert call(coordinator, ApiKey.LIST_GROUPS, 4, {"states_filter": ["Stable"]}).groups == ()
+
+
+def test_version_0_commits_and_fetches_the_offsets_kept_in_zookeeper() -> None:
+    coordinator, _, _ = make(offset_metadata_max_bytes=3)
+    topics = [
+        {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 42, "committed_metadata": "m"}]},
+        {"name": "nope", "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]},
+    ]
+    response = call(coordinator, ApiKey.OFFSET_COMMIT, 0, {"group_id": GROUP, "topics": topics})
+    codes = {t.name: t.partitions[0].error_code for t in response.topics}
+    assert codes == {"t": ErrorCode.NONE, "nope": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert zookeeper_offsets(coordinator).offsets(GROUP) == {TopicPartition("t", 0): 42}
+    long = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 7, "committed_metadata": "long"}]}]
+    response = call(coordinator, ApiKey.OFFSET_COMMIT, 0, {"group_id": GROUP, "topics": long})
+    assert response.topics[0].partitions[0].error_code == ErrorCode.OFFSET_METADATA_TOO_LARGE
+
+    asked = {
+        "group_id": GROUP,
+        "topics": [{"name": "t", "partition_indexes": [0, 1]}, {"name": "nope", "partition_indexes": [0]}],
+    }
+    fetched = call(coordinator, ApiKey.OFFSET_FETCH, 0, asked)
+    answers = {
+        (t.name, p.partition_index): (p.committed_offset, p.metadata, p.error_code)
+        for t in fetched.topics
+        for p in t.partitions
+    }
+    assert answers == {
+        ("t", 0): (42, "", ErrorCode.NONE),
+        ("t", 1): (-1, "", ErrorCode.NONE),
+        ("nope", 0): (-1, "", ErrorCode.NONE),
+    }
+    # the coordinator keeps other offsets: version 1 does not see those in ZooKeeper, nor version 0 the coordinator's
+    assert call(coordinator, ApiKey.OFFSET_FETCH, 1, asked).topics[0].partitions[0].committed_offset == -1
+    v1 = [
+        {
+            "name": "t",
+            "partitions": [
+                {"partition_index": 1, "committed_offset": 9, "commit_timestamp": -1, "committed_metadata": ""}
+            ],
+        }
+    ]
+    body = {"group_id": GROUP, "generation_id_or_member_epoch": -1, "member_id": "", "topics": v1}
+    assert call(coordinator, ApiKey.OFFSET_COMMIT, 1, body).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert call(coordinator, ApiKey.OFFSET_FETCH, 1, asked).topics[0].partitions[1].committed_offset == 9
+    assert call(coordinator, ApiKey.OFFSET_FETCH, 0, asked).topics[0].partitions[1].committed_offset == -1
 
 
 def test_unknown_topic_and_large_metadata_fail_only_their_partition() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from mq.config import BrokerConfig
+from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import MAX_TIMESTAMP
@@ -23,6 +23,7 @@ from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import legacy_offsets, offsets_apis
 from mq.server.handlers.produce import produce_api
 from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 from tests.unit.server.test_authorization_checks import decoded, request_frame
 from tests.unit.server.test_metadata_handler import context
@@ -207,3 +208,46 @@ def test_old_fetches_cut_each_set_to_the_fetch_size_and_v3_to_the_response_limit
         assert await sets(3, 1 << 20, 4 * message) == [whole[0], whole[1][:message]]
 
     asyncio.run(run())
+
+
+def test_a_topic_without_down_conversion_refuses_old_fetches_with_records(tmp_path: Path) -> None:
+    async def run() -> list[tuple[int, int, bytes]]:
+        rm = manager(tmp_path, 2, ManualClock())
+        rm.topic_config = lambda topic: TopicConfig(message_downconversion_enable=False)
+        await rm.append_records({TopicPartition("t", 0): batch([1, 2])}, 1, 1000)
+        dispatcher = ApiDispatcher([fetch_api(rm)])
+        answers = []
+        for version in (3, 4):
+            values = {"replica_id": -1, "max_wait": datetime.timedelta(0), "min_bytes": 0, "max_bytes": 1 << 20,
+                      "isolation_level": 0, "topics": [{"topic": "t", "partitions": [
+                          {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20} for p in range(2)]}]}  # fmt: skip
+            wire = await dispatcher(request_frame(ApiKey.FETCH, version, values), context().client)
+            frame = b"".join(piece if isinstance(piece, bytes) else piece.read() for piece in wire)  # type: ignore[union-attr]
+            partitions = decoded(ApiKey.FETCH, version, frame).responses[0].partitions
+            answers += [(p.error_code, p.high_watermark, len(bytes(p.records or b""))) for p in partitions]
+        return answers
+
+    # v3: the partition with records to convert is refused, the empty one answered; v4 reads them as stored
+    first, empty, stored, empty_again = asyncio.run(run())
+    assert first == (ErrorCode.UNSUPPORTED_VERSION, -1, 0) and empty == (0, 0, 0) == empty_again
+    assert stored[:2] == (0, 2) and stored[2] > 0
+
+
+def test_a_keyless_record_on_a_compacted_topic_answers_each_era_its_own_code(tmp_path: Path) -> None:
+    async def run() -> list[int]:
+        rm = manager(tmp_path, 1, ManualClock())
+        compacted = TopicConfig(cleanup_policy="compact")
+        partition = rm.partitions[TopicPartition("t", 0)]
+        partition.log = Log(tmp_path / "compacted", compacted)
+        dispatcher = ApiDispatcher([produce_api(rm)])
+        codes = []
+        for version in (0, 2, 3):
+            records = encode_message(0, 1 if version else 0, 0, 1000, None, b"v") if version < 3 else batch([1])
+            values = {"acks": 1, "timeout": datetime.timedelta(seconds=1), "transactional_id": None,
+                      "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]}  # fmt: skip
+            wire = await dispatcher(request_frame(ApiKey.PRODUCE, version, values), context().client)
+            codes.append(decoded(ApiKey.PRODUCE, version, wire).responses[0].partition_responses[0].error_code)
+        return codes
+
+    # Kafka 0.8-0.10 answered CORRUPT_MESSAGE (InvalidMessageException); INVALID_RECORD exists from 2.5 on
+    assert asyncio.run(run()) == [ErrorCode.CORRUPT_MESSAGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.INVALID_RECORD]

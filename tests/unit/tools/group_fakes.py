@@ -24,6 +24,8 @@ def group(group_id: str, state: str, *members: MemberDescription, protocol: str 
 @dataclass
 class FakeGroupAdmin:
     groups: dict[str, GroupDescription] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
+    """Group id -> ListGroups type (``classic`` when absent)."""
     committed: dict[str, dict[TP, int]] = field(default_factory=dict)
     starts: dict[TP, int] = field(default_factory=dict)
     ends: dict[TP, int] = field(default_factory=dict)
@@ -35,12 +37,16 @@ class FakeGroupAdmin:
     altered: list[tuple[str, dict[TP, int]]] = field(default_factory=list)
     timestamp_requests: list[dict[TP, int]] = field(default_factory=list)
 
-    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+    def list_groups(
+        self, states: Iterable[str] | None = None, types: Iterable[str] | None = None
+    ) -> list[GroupListing]:
         wanted = None if states is None else set(states)
+        kinds = None if types is None else set(types)
         return [
-            GroupListing(g.group_id, "consumer", g.state)
+            GroupListing(g.group_id, "consumer", g.state, self.types.get(g.group_id, "classic"))
             for g in sorted(self.groups.values(), key=lambda g: g.group_id)
-            if wanted is None or g.state in wanted
+            if (wanted is None or g.state in wanted)
+            and (kinds is None or self.types.get(g.group_id, "classic") in kinds)
         ]
 
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:

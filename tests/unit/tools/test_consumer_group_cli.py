@@ -110,7 +110,30 @@ def test_list_and_list_with_states(admin: FakeGroupAdmin) -> None:
     result = run("consumer-groups", *BOOT, "--list", "--state", "Empty", "--format", "text")
     assert result.output == "GROUP           STATE\nidle            Empty\n"
     result = run("consumer-groups", *BOOT, "--list", "--state", "--format", "json")
-    assert json.loads(result.stdout) == [{"group": "active", "state": "Stable"}, {"group": "idle", "state": "Empty"}]
+    assert json.loads(result.stdout) == [
+        {"group": "active", "state": "Stable", "type": "Classic"},
+        {"group": "idle", "state": "Empty", "type": "Classic"},
+    ]
+
+
+def test_list_with_types_is_kafkas_group_type_table(admin: FakeGroupAdmin) -> None:
+    admin.types["active"] = "consumer"
+    result = run("consumer-groups", *BOOT, "--list", "--type", "--format", "text")
+    assert result.output.splitlines() == [
+        f"{'GROUP':<25} {'TYPE':<20}",
+        f"{'active':<25} {'Consumer':<20}",
+        f"{'idle':<25} {'Classic':<20}",
+    ]
+    result = run("consumer-groups", *BOOT, "--list", "--type", "CONSUMER", "--state", "--format", "text")
+    assert result.output.splitlines() == [
+        f"{'GROUP':<25} {'TYPE':<20} {'STATE':<20}",
+        f"{'active':<25} {'Consumer':<20} {'Stable':<20}",
+    ]
+    result = run("consumer-groups", *BOOT, "--list", "--type", "share-ish")
+    assert result.exit_code == 2
+    assert "Invalid types list 'share-ish'. Valid types are: Consumer, Classic" in result.output
+    result = run("consumer-groups", *BOOT, "--describe", "--group", "idle", "--type")
+    assert result.exit_code == 2 and "Option [type] needs [list]" in result.output
 
 
 def test_describe_text_is_kafkas_and_missing_group_fails(admin: FakeGroupAdmin) -> None:
