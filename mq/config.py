@@ -247,7 +247,7 @@ class BrokerConfig:
         "listeners", "PLAINTEXT://:9092", "NAME://host:port listeners to bind", shipped="PLAINTEXT://127.0.0.1:9092"
     )
     advertised_listeners: str | None = _key(
-        "advertised.listeners", None, "listeners given to clients; default: listeners"
+        "advertised.listeners", None, "listeners given to clients; default: listeners", update=PER_BROKER
     )
     listener_security_protocol_map: str = _key(
         "listener.security.protocol.map",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from typing import Any
@@ -33,7 +34,7 @@ from mq.tools.console import (
     zookeeper_consumer_properties,
 )
 from mq.tools.old_client_keys import current_consumer_keys
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicFilter, TopicPartition
 from mq.zk.store import StoreError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -170,6 +171,7 @@ def _lines(prompt: bool) -> Any:
 )
 @click.option("--topic", help="The topic to consume.")
 @click.option("--whitelist", "--include", "whitelist", help="Regular expression of the topics to consume.")
+@click.option("--blacklist", help="With --zookeeper: regular expression of the topics not to consume (0.8's flag).")
 @click.option("--group", help="Consume as a member of this consumer group (committing offsets).")
 @click.option("--partition", type=int, help="Consume only this partition.")
 @click.option("--offset", default="latest", show_default=True, help="earliest, latest or an offset (with --partition).")
@@ -201,6 +203,7 @@ def console_consumer(
     delete_consumer_offsets: bool,
     topic: str | None,
     whitelist: str | None,
+    blacklist: str | None,
     group: str | None,
     partition: int | None,
     offset: str,
@@ -223,16 +226,19 @@ def console_consumer(
     ZooKeeper-coordinated group as Kafka 0.8's console consumer: the group is --group or group.id, else a generated
     console-consumer-<n> whose /consumers/<group> is deleted at exit; with --from-beginning a group that has offsets
     in ZooKeeper is refused unless --delete-consumer-offsets; consumer.timeout.ms stops it as --timeout-ms does.
-    Consumer keys are Kafka 0.8's (auto.offset.reset smallest|largest, auto.commit.enable, offsets.storage, ...);
-    --partition, --offset and --whitelist are not available in this mode.
-    Exit codes: 0 normally (also after --timeout-ms or --max-messages), 1 on a failed fetch, 2 for bad usage.
+    Consumer keys are Kafka 0.8's (auto.offset.reset smallest|largest, auto.commit.enable, offsets.storage, ...).
+    --whitelist or --blacklist (this mode only) subscribe the member to a regex, as Kafka 0.8 registers it: every
+    existing and later created topic it matches (--blacklist: does not match), internal topics only with
+    exclude.internal.topics=false. --partition and --offset are not available in this mode.
+    Exit codes: 0 normally (also after --timeout-ms, --max-messages, ^C or SIGTERM: the records in hand are printed
+    and counted first), 1 on a failed fetch, 2 for bad usage.
     """
     from mq.client.admin import AsyncAdmin
     from mq.client.consumer import AsyncConsumer
     from mq.client.sync import SyncAdmin, SyncConsumer, SyncGroupConsumer
 
-    if (topic is None) == (whitelist is None):
-        _fail("Exactly one of whitelist/topic is required.", EXIT_USAGE)
+    if sum(option is not None for option in (topic, whitelist, blacklist)) != 1:
+        _fail("Exactly one of whitelist/blacklist/topic is required.", EXIT_USAGE)
     try:
         formatter = Formatter.from_properties(parse_properties(properties))
         config = read_properties_file(consumer_config) if consumer_config else {}
@@ -241,13 +247,22 @@ def console_consumer(
         _fail(str(exc), EXIT_USAGE)
     printer = _Printer(formatter, max_messages, timeout_ms)
     if bootstrap is None and (zookeeper is not None or "zookeeper.connect" in config):
-        if whitelist is not None or partition is not None or offset != "latest":
-            _fail("--whitelist, --partition and --offset are not available with --zookeeper.", EXIT_USAGE)
-        assert topic is not None
-        _consume_from_zookeeper(zookeeper, topic, group, config, from_beginning, delete_consumer_offsets, printer)
+        if partition is not None or offset != "latest":
+            _fail("--partition and --offset are not available with --zookeeper.", EXIT_USAGE)
+        try:
+            subscription: list[str] | TopicFilter = (
+                [topic] if topic is not None else TopicFilter(whitelist or blacklist or "", blacklist is not None)
+            )
+        except ValueError as exc:
+            _fail(str(exc), EXIT_USAGE)
+        _consume_from_zookeeper(
+            zookeeper, subscription, group, config, from_beginning, delete_consumer_offsets, printer
+        )
         return
     if bootstrap is None:
         _fail("Exactly one of --bootstrap-server and --zookeeper is required.", EXIT_USAGE)
+    if blacklist is not None:
+        _fail("--blacklist is only available with --zookeeper.", EXIT_USAGE)
     assert bootstrap is not None
     try:
         config = current_consumer_keys(config, _warn)
@@ -317,14 +332,14 @@ def console_consumer(
 
 def _consume_from_zookeeper(
     zookeeper: str | None,
-    topic: str,
+    subscription: list[str] | TopicFilter,
     group: str | None,
     config: dict[str, str],
     from_beginning: bool,
     delete_offsets: bool,
     printer: _Printer,
 ) -> None:
-    """Kafka 0.8's console consumer: a member of a ZooKeeper-coordinated group."""
+    """Kafka 0.8's console consumer: a member of a ZooKeeper-coordinated group subscribed to a topic or a filter."""
     from mq.client.zk_consumer import ConsumerRebalanceFailedError, ZkConsumerConfig, ZookeeperConsumer
     from mq.zk import paths
     from mq.zk.consumer_groups import ConsumerIdTakenError, ZkConsumerGroups
@@ -348,7 +363,7 @@ def _consume_from_zookeeper(
             )
     try:
         try:
-            with ZookeeperConsumer(zk_config, [topic], security=security) as consumer:
+            with ZookeeperConsumer(zk_config, subscription, security=security) as consumer:
                 printer.run(consumer)
         except KeyboardInterrupt:
             pass
@@ -362,8 +377,13 @@ def _consume_from_zookeeper(
     click.echo(f"Processed a total of {printer.processed} messages", err=True)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Printer:
-    """Polls a consumer and prints each record until --max-messages or --timeout-ms says stop."""
+    """Polls a consumer and prints each record until --max-messages or --timeout-ms says stop, or SIGINT (^C) or
+    SIGTERM does: as Kafka's shutdown hook, a signal ends the loop once the records in hand are printed (a poll waits
+    at most 200 ms), so every printed record is counted and the consumer closes (and commits) normally."""
 
     def __init__(self, formatter: Formatter, max_messages: int | None, timeout_ms: int | None) -> None:
         self.formatter = formatter
@@ -372,9 +392,18 @@ class _Printer:
         self.processed = 0
 
     def run(self, consumer: Any) -> None:
+        stopping: list[int] = []
+        previous = {signum: signal.signal(signum, lambda s, _: stopping.append(s)) for signum in STOP_SIGNALS}
+        try:
+            self._print(consumer, stopping)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _print(self, consumer: Any, stopping: list[int]) -> None:
         idle_since = time.monotonic()
         out = sys.stdout
-        while self.max_messages is None or self.processed < self.max_messages:
+        while not stopping and (self.max_messages is None or self.processed < self.max_messages):
             wanted = 500 if self.max_messages is None else min(500, self.max_messages - self.processed)
             records = consumer.poll(timeout_ms=200, max_records=wanted)
             if not records:

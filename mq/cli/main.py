@@ -12,6 +12,8 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("mq.cli.server:server", "Start, stop or check the status of an mq broker."),
     "topics": ("mq.cli.topics:topics", "Create, delete, describe, or change a topic."),
+    "create-topic": ("mq.cli.topics:create_topic", "Create a topic (Kafka 0.8.0's kafka-create-topic.sh)."),
+    "list-topic": ("mq.cli.topics:list_topic", "List topics' partitions (Kafka 0.8.0's kafka-list-topic.sh)."),
     "configs": ("mq.cli.configs:configs", "Describe or alter the dynamic config of topics, brokers, clients, users."),
     "acls": ("mq.cli.acls:acls", "Add, remove or list ACLs (the rules of the broker's authorizer)."),
     "console-producer": ("mq.cli.console:console_producer", "Read lines from standard input and produce them."),

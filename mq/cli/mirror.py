@@ -19,6 +19,7 @@ from mq.cli.common import (
     handle_errors,
     verbose_option,
 )
+from mq.client.zk_consumer import ConsumerRebalanceFailedError
 from mq.errors import KafkaError
 from mq.tools.mirror_maker import (
     MirrorError,
@@ -26,12 +27,16 @@ from mq.tools.mirror_maker import (
     MirrorOptions,
     MirrorStats,
     SendFailure,
+    ZkSourceConfig,
     load_handler,
     load_rebalance_listener,
     source_config,
     target_config,
+    topic_filter,
     topic_pattern,
 )
+from mq.zk.consumer_groups import ConsumerIdTakenError
+from mq.zk.store import StoreError
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -53,7 +58,8 @@ def _flag(value: str) -> bool:
     multiple=True,
     required=True,
     metavar="FILE",
-    help="Source cluster consumer properties (bootstrap.servers, group.id, ...); repeat for several sources.",
+    help="Source cluster consumer properties (bootstrap.servers, group.id, ...; or Kafka 0.8's zookeeper.connect, "
+    "group.id, ...); repeat for several sources.",
 )
 @click.option("--producer.config", "producer_config", required=True, metavar="FILE", help="Target producer properties.")
 @click.option("--whitelist", "--include", "whitelist", help="Regex of the topics to mirror (commas separate too).")
@@ -64,7 +70,7 @@ def _flag(value: str) -> bool:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Group consumers per source cluster.",
+    help="Group consumers per source cluster (a ZooKeeper source: threads of its registration).",
 )
 @click.option(
     "--offset.commit.interval.ms",
@@ -146,6 +152,12 @@ def mirror(
     deleted records, a recreated topic) are reported on stderr as GAP lines and counted. SIGTERM or SIGINT stops
     cleanly. A summary line ends on stderr.
 
+    A --consumer.config naming zookeeper.connect and no bootstrap.servers (Kafka 0.8's consumer.properties) makes
+    that source a ZooKeeper-coordinated consumer as Kafka 0.8's MirrorMaker ran: registered in /consumers/<group>/ids
+    with the --whitelist or --blacklist regex and --num.streams threads, offsets in ZooKeeper (offsets.storage=kafka:
+    in the brokers), auto.commit.enable forced off; a position out of range is reset by its auto.offset.reset
+    (smallest|largest) without a GAP line.
+
     --check reads every partition of the matching topics in the source and the target and prints one line per
     partition: record count and sha256 over length-prefixed keys and values in offset order on each side.
     Partition p is compared with partition p, so a target topic with fewer partitions (records placed by key)
@@ -160,7 +172,7 @@ def mirror(
         _report("Note: --queue.size is not needed: each mq mirror stream holds at most max.poll.records records.")
     try:
         pattern = topic_pattern(whitelist, blacklist)
-        sources = [source_config(_source_properties(path), _report) for path in consumer_configs]
+        sources = [source_config(client_properties_file(path), _report) for path in consumer_configs]
         target = target_config(client_properties_file(producer_config), _report)
         handler = load_handler(message_handler, message_handler_args) if message_handler else None
         if message_handler_args is not None and message_handler is None:
@@ -173,7 +185,11 @@ def mirror(
     if check:
         if len(sources) != 1:
             raise ToolError("--check compares one --consumer.config source with the target", EXIT_USAGE)
-        _check(sources[0].consumer, target, pattern)
+        source = sources[0]
+        if isinstance(source, ZkSourceConfig):
+            _check({"bootstrap_servers": bootstrap_from_zookeeper(source.consumer.zookeeper_connect)}, target, pattern)
+        else:
+            _check(source.consumer, target, pattern)
         return
     options = MirrorOptions(
         sources,
@@ -186,22 +202,9 @@ def mirror(
         rebalance_listener=listener,
         create_topics=not no_create_topics,
         target_replication_factor=replication_factor,
+        topic_filter=topic_filter(whitelist, blacklist),
     )
     _run(options)
-
-
-def _source_properties(path: str) -> dict[str, str]:
-    """A source's consumer properties; a 0.8 file naming only ``zookeeper.connect`` gets the brokers registered
-    there as ``bootstrap.servers`` (the group then keeps its offsets in the brokers, not in ZooKeeper)."""
-    properties = client_properties_file(path)
-    connect = properties.pop("zookeeper.connect", None)
-    if connect is not None and "bootstrap.servers" not in properties:
-        properties["bootstrap.servers"] = bootstrap_from_zookeeper(connect.strip())
-        _report(
-            f"Note: {path} names zookeeper.connect, so the source is the brokers registered there "
-            f"({properties['bootstrap.servers']}); the group's offsets are committed to them, not to ZooKeeper."
-        )
-    return properties
 
 
 def _check(source: dict[str, Any], target: dict[str, Any], pattern: Any) -> None:
@@ -229,7 +232,14 @@ def _run(options: MirrorOptions) -> None:
             _report(f"ERROR: a record could not be mirrored: {exc}")
             _report("Exiting on send failure, skip committing offsets.")
             failure = True
-        except (KafkaError, MirrorError, OSError) as exc:
+        except (
+            KafkaError,
+            MirrorError,
+            OSError,
+            StoreError,
+            ConsumerIdTakenError,
+            ConsumerRebalanceFailedError,
+        ) as exc:
             _report(f"ERROR: {exc}")
             _report("Mirror maker thread exited abnormally, stopping the whole mirror maker.")
             failure = True

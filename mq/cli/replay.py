@@ -47,7 +47,11 @@ REPLAY_PRODUCER_DEFAULTS = {"acks": -1, "enable_idempotence": True, "linger_ms":
     metavar="HOST:PORT[,...]",
     help="The brokers: the source (and the target unless --target-bootstrap-server); with --zookeeper the target.",
 )
-@click.option("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="Find the source brokers in this ZooKeeper.")
+@click.option(
+    "--zookeeper",
+    metavar="HOST:PORT[/CHROOT]",
+    help="Find the source brokers in this ZooKeeper (read directly: no group is registered).",
+)
 @click.option("--inputtopic", required=True, help="The topic to read.")
 @click.option("--outputtopic", required=True, help="The topic to write (created like the input when missing).")
 @click.option("--messages", default=-1, show_default=True, help="Records each thread copies at most; -1: all.")
@@ -81,6 +85,10 @@ def replay_log_producer(**options: Any) -> None:
     record has a timestamp at or after it, per partition; a time after every record for the log end offset.
     Output partition = input partition when the output topic has it, else by key.
 
+    \b
+    With --zookeeper the input is read from the brokers registered there, partition by partition, as without it:
+    Kafka 0.8's tool ran a throw-away ZooKeeper group (its /consumers node deleted before each run, so its offsets
+    were never reused); here the window and the state file say where to read, so no group is registered.
     \b
     Progress is saved in the state file (atomically, after the target acknowledged the records). --resume
     continues the saved window from there; when every input partition has its own output partition and nothing

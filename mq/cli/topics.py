@@ -1,4 +1,5 @@
-"""``mq topics``: create, alter, delete, list or describe topics, with Kafka's kafka-topics flags and output."""
+"""``mq topics``: create, alter, delete, list or describe topics, with Kafka's kafka-topics flags and output; and
+``mq create-topic`` / ``mq list-topic``, Kafka 0.8.0's kafka-create-topic.sh and kafka-list-topic.sh."""
 
 from __future__ import annotations
 
@@ -17,8 +18,19 @@ from mq.cli.common import (
     admin_settings,
     default_format,
     format_option,
+    handle_errors,
+    zookeeper_store,
 )
-from mq.tools.topics import ClientTopicAdmin, TopicCommandError, TopicsOutcome, ZkTopicAdmin, run_topics
+from mq.tools.topics import (
+    CREATION_SUCCEEDED,
+    ClientTopicAdmin,
+    TopicCommandError,
+    TopicsOutcome,
+    ZkTopicAdmin,
+    list_topic_lines,
+    parse_replica_assignment,
+    run_topics,
+)
 
 
 @click.command("topics", context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,4 +147,53 @@ def _render(outcome: TopicsOutcome, output_format: str, describe: bool) -> None:
         Console().print(table)
         return
     for line in outcome.lines:
+        click.echo(line)
+
+
+@click.command("create-topic", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--zookeeper", required=True, metavar="HOST:PORT[,...][/CHROOT]")
+@click.option("--topic", required=True, help="The topic to be created.")
+@click.option("--partition", "partitions", type=int, default=1, show_default=True, help="Number of partitions.")
+@click.option("--replica", "replicas", type=int, default=1, show_default=True, help="Replication factor.")
+@click.option(
+    "--replica-assignment-list", default="", metavar="B1:B2,B3:B4", help="Replica lists per partition (manual)."
+)
+def create_topic(zookeeper: str, topic: str, partitions: int, replicas: int, replica_assignment_list: str) -> None:
+    """Create a topic in ZooKeeper (Kafka 0.8.0's kafka-create-topic.sh; kafka-topics --create since 0.8.1).
+
+    Prints "creation succeeded!" or "creation failed because of <message>".
+    Exit codes: 0 success, 1 the creation failed, 2 bad usage.
+    """
+    try:
+        manual = parse_replica_assignment(replica_assignment_list) if replica_assignment_list else None
+        with zookeeper_store(zookeeper) as store:
+            ZkTopicAdmin(store).create_topic(topic, partitions, replicas, manual, {})
+    except Exception as exc:
+        click.echo(f"creation failed because of {exc}")
+        sys.exit(EXIT_FAILED)
+    click.echo(CREATION_SUCCEEDED)
+
+
+@click.command("list-topic", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--zookeeper", required=True, metavar="HOST:PORT[,...][/CHROOT]")
+@click.option("--topic", help="The topic to list (default: every topic).")
+@click.option("--under-replicated-partitions", is_flag=True, help="Only partitions whose ISR is smaller.")
+@click.option("--unavailable-partitions", is_flag=True, help="Only partitions without a live leader.")
+@handle_errors
+def list_topic(
+    zookeeper: str, topic: str | None, under_replicated_partitions: bool, unavailable_partitions: bool
+) -> None:
+    """List topics' partitions with leader, replicas and ISR (Kafka 0.8.0's kafka-list-topic.sh; kafka-topics
+    --describe since 0.8.1): one "topic: T<TAB>partition: P<TAB>leader: L<TAB>replicas: R<TAB>isr: I" line each.
+
+    Exit codes: 0 success, 1 the operation failed, 2 bad usage.
+    """
+    with zookeeper_store(zookeeper) as store:
+        lines = list_topic_lines(
+            ZkTopicAdmin(store),
+            topic,
+            under_replicated=under_replicated_partitions,
+            unavailable=unavailable_partitions,
+        )
+    for line in lines:
         click.echo(line)

@@ -2,18 +2,25 @@
 ``/consumers/<group>`` and every member computes the same partition assignment from what it reads there.
 
 A consumer registers ``/consumers/<g>/ids/<consumer id>`` (ephemeral; id ``<group>_<host>-<ms>-<uuid8>``, or
-``<group>_<consumer.id>``) with ``{topic: streams}``, and rebalances when the children of ``/consumers/<g>/ids`` or a
-subscribed topic's ``/brokers/topics/<t>`` change: it commits its positions (with ``auto.commit.enable``), stops
-fetching and deletes its ``/consumers/<g>/owners/<t>/<p>`` nodes, computes the assignment (``range`` or
-``roundrobin`` over the sorted consumer *thread* ids ``<consumer id>-<n>``), reads the committed offsets of its new
-partitions and claims their owner nodes (ephemeral, data the thread id). A claim that finds another owner undoes the
-claims made so far; the whole attempt is retried after ``rebalance.backoff.ms``, at most ``rebalance.max.retries``
-times. Offsets are the next offset to consume, in ``/consumers/<g>/offsets/<t>/<p>`` (``offsets.storage=zookeeper``)
-or committed to the broker (``kafka``; ``dual.commit.enabled`` writes ZooKeeper too and reads the larger of both).
+``<group>_<consumer.id>``) with ``{topic: streams}`` (``static``) or, subscribed with a ``TopicFilter``, with
+``{regex: streams}`` and the pattern ``white_list``/``black_list`` (Kafka's ``createMessageStreamsByFilter``: the
+topics of ``/brokers/topics`` the filter allows, internal ones only without ``exclude.internal.topics``). It
+rebalances when the children of ``/consumers/<g>/ids`` or a subscribed topic's ``/brokers/topics/<t>`` change, and a
+wildcard consumer also when the set of allowed topics changes (a watch on ``/brokers/topics``): it calls
+``on_revoked`` with the partitions it owns, commits its positions (with ``auto.commit.enable``), stops fetching and
+deletes its ``/consumers/<g>/owners/<t>/<p>`` nodes, computes the assignment (``range`` or ``roundrobin`` over the
+sorted consumer *thread* ids ``<consumer id>-<n>``, every member's wildcard registration applied to the existing
+topics), reads the committed offsets of its new partitions, claims their owner nodes (ephemeral, data the thread id)
+and calls ``on_assigned``. A claim that finds another owner undoes the claims made so far; the whole attempt is
+retried after ``rebalance.backoff.ms``, at most ``rebalance.max.retries`` times. Offsets are the next offset to
+consume, in ``/consumers/<g>/offsets/<t>/<p>`` (``offsets.storage=zookeeper``) or committed to the broker
+(``kafka``; ``dual.commit.enabled`` writes ZooKeeper too and reads the larger of both).
 
 Fetching is ``AsyncConsumer``'s (from the brokers registered in ``/brokers/ids``), driven through ``SyncConsumer``.
 Rebalances and automatic commits run on one background thread; ``poll`` runs on the caller's. Both hold ``_lock``
-while they touch the fetcher, and a turnstile lets a waiting rebalance in between two polls.
+while they touch the fetcher, and a turnstile lets a waiting rebalance in between two polls. Offset writes hold
+``_commit_lock`` only, so ``commit`` (explicit offsets, e.g. acknowledged ones) may run while a rebalance waits in
+``on_revoked`` for it.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -33,7 +40,7 @@ from mq.client.consumer import ConsumerRecord
 from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.client.sync import SyncAdmin, SyncConsumer
 from mq.errors import KafkaError
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicFilter, TopicPartition
 from mq.zk import paths
 from mq.zk.codecs import ConsumerRegistration
 from mq.zk.consumer_groups import ZkConsumerGroups
@@ -158,6 +165,7 @@ class ZkConsumerConfig:
     rebalance_max_retries: int = 4
     rebalance_backoff_ms: int = 2000
     partition_assignment_strategy: str = "range"
+    exclude_internal_topics: bool = True
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> ZkConsumerConfig:
@@ -194,6 +202,7 @@ class ZkConsumerConfig:
             partition_assignment_strategy=_choice(
                 "partition.assignment.strategy", get("partition.assignment.strategy", "range"), tuple(ASSIGNMENTS)
             ),
+            exclude_internal_topics=_flag("exclude.internal.topics", get("exclude.internal.topics", "true")),
         )
 
 
@@ -204,19 +213,29 @@ def new_consumer_id(group: str, consumer_id: str | None = None) -> str:
     return f"{group}_{consumer_id}"
 
 
+PartitionsListener = Callable[[list[TopicPartition]], None]
+"""Called on the rebalance thread with sorted partitions: before they are released, after they are claimed."""
+
+
 class ZookeeperConsumer:
-    """A member of a ZooKeeper-coordinated group consuming ``topics`` (one stream each). ``store`` is opened on
-    ``zookeeper.connect`` when not given and closed by ``close`` either way. Raises ConsumerIdTakenError when the
-    id is registered already and ConsumerRebalanceFailedError when the first rebalance fails."""
+    """A member of a ZooKeeper-coordinated group consuming ``topics`` (names, or a filter) with ``streams`` consumer
+    threads, which share one fetcher. ``store`` is opened on ``zookeeper.connect`` when not given and closed by
+    ``close`` either way. Raises ConsumerIdTakenError when the id is registered already and
+    ConsumerRebalanceFailedError when the first rebalance fails."""
 
     def __init__(
         self,
         config: ZkConsumerConfig,
-        topics: Sequence[str],
+        topics: Sequence[str] | TopicFilter,
         *,
+        streams: int = 1,
         store: MetadataStore | None = None,
         security: ClientSecurity = PLAINTEXT,
+        on_revoked: PartitionsListener | None = None,
+        on_assigned: PartitionsListener | None = None,
     ) -> None:
+        if streams < 1:
+            raise ValueError("a consumer needs at least one stream")
         if store is None:
             from mq.zk.zk_store import ZooKeeperStore
 
@@ -231,11 +250,18 @@ class ZookeeperConsumer:
         self.zk = KafkaZkClient(store)
         self.group = config.group_id
         self.consumer_id = new_consumer_id(config.group_id, config.consumer_id)
-        self.topics = list(dict.fromkeys(topics))
-        self.threads = [ConsumerThreadId(self.consumer_id, 0)]
+        self.filter = topics if isinstance(topics, TopicFilter) else None
+        self.topics = [] if isinstance(topics, TopicFilter) else list(dict.fromkeys(topics))
+        """The subscribed topics; a wildcard consumer's as of its last rebalance."""
+        self.threads = [ConsumerThreadId(self.consumer_id, n) for n in range(streams)]
+        self.on_revoked = on_revoked
+        self.on_assigned = on_assigned
         self._owned: dict[TopicPartition, ConsumerThreadId] = {}
         self._committed: dict[TopicPartition, int] = {}
+        self._watched: set[str] = set()
+        """Topics with a data watch (ZooKeeper's event thread only, after the constructor)."""
         self._lock = threading.Lock()
+        self._commit_lock = threading.Lock()
         self._turnstile = threading.Lock()
         self._wanted = threading.Event()
         self._closed = threading.Event()
@@ -260,8 +286,10 @@ class ZookeeperConsumer:
                 self._admin = SyncAdmin(bootstrap, security=security)
             self._register()
             self.store.watch_children(paths.consumer_ids(self.group), self._changed)
-            for topic in self.topics:
-                self.store.watch_data(paths.topic(topic), lambda *_: self._changed([]))
+            if self.filter is None:
+                self._watch_topics(self.topics)
+            else:
+                self.store.watch_children(paths.BROKER_TOPICS, self._topics_changed)
             on_new_session = getattr(store, "on_new_session", None)
             if on_new_session is not None:
                 on_new_session(self._session_renewed)
@@ -275,11 +303,43 @@ class ZookeeperConsumer:
 
     # --- membership ----------------------------------------------------------------------------------------------
 
+    def registration(self) -> ConsumerRegistration:
+        """What this consumer registers (the timestamp is now)."""
+        now = int(time.time() * 1000)
+        if self.filter is not None:
+            return ConsumerRegistration({self.filter.regex: len(self.threads)}, self.filter.pattern, now)
+        return ConsumerRegistration({topic: len(self.threads) for topic in self.topics}, "static", now)
+
     def _register(self) -> None:
-        registration = ConsumerRegistration(
-            {topic: len(self.threads) for topic in self.topics}, "static", int(time.time() * 1000)
-        )
-        self.groups.register(self.group, self.consumer_id, registration)
+        self.groups.register(self.group, self.consumer_id, self.registration())
+
+    def _watch_topics(self, topics: Sequence[str]) -> None:
+        """Rebalance when a topic's partitions change; a topic no longer subscribed stops being watched."""
+        for topic in topics:
+            if topic in self._watched:
+                continue
+            self._watched.add(topic)
+
+            def changed(data: bytes | None, _stat: object, topic: str = topic) -> bool:
+                if topic not in self._watched:
+                    return False
+                if data is None and self.filter is not None:
+                    self._watched.discard(topic)
+                    self._changed([])
+                    return False
+                return self._changed([])
+
+            self.store.watch_data(paths.topic(topic), changed)
+
+    def _topics_changed(self, children: list[str]) -> bool:
+        """Watch callback of ``/brokers/topics`` (wildcard consumers): rebalance when the allowed topics change."""
+        assert self.filter is not None
+        allowed = {t for t in children if self.filter.allows(t, self.config.exclude_internal_topics)}
+        if allowed == self._watched:
+            return not self._closed.is_set()
+        self._watched &= allowed
+        self._watch_topics(sorted(allowed))
+        return self._changed([])
 
     def _changed(self, _children: list[str]) -> bool:
         """Watch callback (ZooKeeper's thread): ask the worker for a rebalance; stops watching once closed."""
@@ -321,6 +381,8 @@ class ZookeeperConsumer:
                 self._renewed.clear()
                 self._owned.clear()
                 self._register()
+            if self.on_revoked is not None and self._owned:
+                self.on_revoked(sorted(self._owned))
             self._release()
             decision = self._assignment()
             mine = {tp: thread for tp, thread in decision.items() if thread in self.threads}
@@ -340,12 +402,19 @@ class ZookeeperConsumer:
             for tp, offset in offsets.items():
                 fetcher.seek(tp, offset)
             log.info("%s: owns %s", self.consumer_id, ", ".join(map(str, sorted(mine))) or "nothing")
+            if self.on_assigned is not None:
+                self.on_assigned(sorted(mine))
             return True
 
     def _assignment(self) -> dict[TopicPartition, ConsumerThreadId]:
+        """Kafka's assignment over the topics this consumer subscribes to (as of now, for a wildcard one)."""
+        exclude_internal = self.config.exclude_internal_topics
+        subscriptions = self.groups.subscriptions(self.group, exclude_internal)
+        if self.filter is not None:
+            self.topics = sorted(t for t in self.zk.get_all_topics() if self.filter.allows(t, exclude_internal))
         threads: dict[str, list[ConsumerThreadId]] = {}
-        for consumer_id, registration in self.groups.registrations(self.group).items():
-            for topic, streams in registration.subscription.items():
+        for consumer_id, subscription in subscriptions.items():
+            for topic, streams in subscription.items():
                 threads.setdefault(topic, []).extend(ConsumerThreadId(consumer_id, n) for n in range(streams))
         mine = {t: threads.get(t, []) for t in self.topics}
         partitions: dict[str, list[int]] = {}
@@ -384,24 +453,37 @@ class ZookeeperConsumer:
         return offsets
 
     def _commit(self) -> None:
-        """Store the positions of owned partitions that moved since the last commit."""
-        if self._fetcher is None:
-            return
-        positions = self._fetcher.consumer.known_positions()
-        changed = {tp: o for tp, o in positions.items() if tp in self._owned and self._committed.get(tp) != o}
-        if not changed:
-            return
-        if self._admin is not None:
-            self._admin.call(AsyncAdmin.alter_group_offsets, self.group, changed)
-        if self._admin is None or self.config.dual_commit_enabled:
-            for tp, offset in sorted(changed.items()):
-                self.groups.set_offset(self.group, tp, offset)
-        self._committed.update(changed)
+        """Store the positions of owned partitions (caller holds ``_lock``)."""
+        if self._fetcher is not None:
+            self._store(self._fetcher.consumer.known_positions())
+
+    def _store(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Write the offsets of owned partitions that changed since the last commit."""
+        with self._commit_lock:
+            owned = self._owned
+            changed = {tp: o for tp, o in offsets.items() if tp in owned and self._committed.get(tp) != o}
+            if not changed:
+                return
+            if self._admin is not None:
+                self._admin.call(AsyncAdmin.alter_group_offsets, self.group, changed)
+            if self._admin is None or self.config.dual_commit_enabled:
+                for tp, offset in sorted(changed.items()):
+                    self.groups.set_offset(self.group, tp, offset)
+            self._committed.update(changed)
 
     def commit_offsets(self) -> None:
         """Commit the position of every owned partition now (Kafka's ``commitOffsets``)."""
         with self._exclusive():
             self._commit()
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit these next offsets to consume; partitions this consumer does not own (any more) are skipped. Does
+        not wait for a poll, so an ``on_revoked`` listener may have it called from another thread."""
+        self._store(offsets)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark of ``tp`` as of the last fetch that returned it."""
+        return self._require_fetcher().consumer.highwater(tp)
 
     # --- consuming -----------------------------------------------------------------------------------------------
 

@@ -321,6 +321,8 @@ class KafkaServer:
         assert self.replica_manager is not None
         if dynamic is not None:
             self._reload_tls(self.dynamic_config, dynamic)
+            if dynamic.advertised() != self.dynamic_config.advertised() and self.server is not None:
+                self._readvertise(dynamic)
             self.dynamic_config = dynamic
             self._topic_configs.clear()
             if self.server is not None:
@@ -598,24 +600,8 @@ class KafkaServer:
         )
         self.server.request_stats = self.request_stats
         await self.server.start()
-        bound = {b.name: (b.port, port) for b, port in zip(listeners, self.server.bound_ports, strict=True)}
-        self.advertised = [
-            dataclasses.replace(
-                a,
-                host=a.host or socket.gethostname(),
-                port=bound[a.name][1] if a.name in bound and a.port in (0, bound[a.name][0]) else a.port,
-            )
-            for a in config.advertised()
-        ]
-        self.bound = self.advertised[0]
-        port = self.server.bound_ports[0]
-        self._registration = BrokerRegistration(
-            self.broker_id,
-            [str(a) for a in self.advertised],
-            config.broker_rack,
-            int(time.time() * 1000),
-            {a.name: a.protocol for a in self.advertised},
-        )
+        self._registration = self._advertise(self.dynamic_config)
+        bound, port = self.advertised[0], self.server.bound_ports[0]
         self.zk.register_broker(self._registration)
         if isinstance(self.store, ZooKeeperStore):
             self.store.on_new_session(lambda: self._submit_metadata_work(self._on_new_session))
@@ -643,8 +629,42 @@ class KafkaServer:
         self._start_background_tasks()
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
         self.ready = True
-        log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, self.bound.host, port, cluster_id)
-        return self.bound
+        log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, bound.host, port, cluster_id)
+        return bound
+
+    def _advertise(self, config: BrokerConfig) -> BrokerRegistration:
+        """Set ``advertised`` and ``bound`` from ``config``'s advertised listeners (an empty host: this host's name;
+        port 0 or the configured port of a bound listener: its bound port) and return the registration they make."""
+        assert self.server is not None
+        listeners = config.bound_listeners()
+        bound = {b.name: (b.port, port) for b, port in zip(listeners, self.server.bound_ports, strict=True)}
+        self.advertised = [
+            dataclasses.replace(
+                a,
+                host=a.host or socket.gethostname(),
+                port=bound[a.name][1] if a.name in bound and a.port in (0, bound[a.name][0]) else a.port,
+            )
+            for a in config.advertised()
+        ]
+        self.bound = self.advertised[0]
+        return BrokerRegistration(
+            self.broker_id,
+            [str(a) for a in self.advertised],
+            config.broker_rack,
+            int(time.time() * 1000),
+            {a.name: a.protocol for a in self.advertised},
+        )
+
+    def _readvertise(self, config: BrokerConfig) -> None:
+        """On the loop: new advertised listeners (a dynamic ``advertised.listeners``) rewrite this broker's
+        registration, whose change the controller sends to every broker's metadata."""
+        zk = self.zk
+        assert zk is not None
+        registration = self._registration = self._advertise(config)
+        if self.registration_keeper is not None:
+            self.registration_keeper.registration = registration
+        log.info("broker %d now advertises %s", self.broker_id, ",".join(registration.endpoints))
+        self._submit_metadata_work(lambda: zk.update_broker_info(registration))
 
     async def _start_metrics(self, listener: str) -> None:
         """Serve /metrics, /health and /ready on ``metrics.listener`` (ConfigError when it cannot be bound)."""

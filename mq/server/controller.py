@@ -10,7 +10,8 @@ until every new replica is in the ISR, moves leadership into the new set and dro
 (broker failure, preferred, unclean, controlled shutdown, automatic rebalance) follow ``mq.server.election``; a
 ``/log_dir_event_notification`` node (a broker's log dir failed) makes the controller send that broker LeaderAndIsr
 for all its replicas, and those it answers KAFKA_STORAGE_ERROR for go offline: they lose leadership and leave the
-ISR, and are not chosen again until the broker re-registers.
+ISR, and are not chosen again until the broker re-registers. A live broker that rewrites its registration (a
+dynamic ``advertised.listeners``) has its new endpoints sent to every broker in UpdateMetadata.
 Brokers learn everything through ``ControllerChannel``: in standalone mode it calls into the same process, in cluster
 mode it sends Kafka's inter-broker requests. A controller that loses its session resigns; its watches stay
 registered but do nothing until it is elected again.
@@ -100,6 +101,7 @@ class Controller(Reassignments, TopicDeletion):
 
     def _on_failover(self) -> None:
         self.context.live_brokers = self.zk.get_all_brokers()
+        self._watch_brokers()
         for topic in self.zk.get_all_topics():
             self._load_topic(topic)
         self._watch()
@@ -180,9 +182,36 @@ class Controller(Reassignments, TopicDeletion):
         self.context.assignments[topic] = assignment
         self._start_new_partitions(self._partitions_without_state())
 
+    def _watch_brokers(self) -> None:
+        """Watch the registration of every live broker (once per process while it stays registered): a broker that
+        rewrites its endpoints (a dynamic ``advertised.listeners``) is ``_on_broker_modification``."""
+        for broker in set(self.context.live_brokers) - self._watched_brokers:
+            self._watched_brokers.add(broker)
+
+            def on_change(data: bytes | None, stat: object, broker: int = broker) -> bool:
+                if data is None:
+                    self._watched_brokers.discard(broker)
+                    return False
+                return self._when_active(self._on_broker_modification)
+
+            self.zk.store.watch_data(paths.broker(broker), on_change)
+
+    def _on_broker_modification(self) -> None:
+        """Live brokers whose registered endpoints changed: every broker gets the new ones in UpdateMetadata."""
+        registered = self.zk.get_all_brokers()
+        live = self.context.live_brokers
+        changed = [b for b, r in registered.items() if b in live and r.endpoints != live[b].endpoints]
+        if not changed:
+            return
+        for broker in changed:
+            live[broker] = registered[broker]
+            log.info("broker %d now registers %s", broker, ",".join(registered[broker].endpoints))
+        self._send_update_metadata(list(self.context.states), live)
+
     def _on_broker_change(self) -> None:
         previous = set(self.context.live_brokers)
         self.context.live_brokers = self.zk.get_all_brokers()
+        self._watch_brokers()
         live = set(self.context.live_brokers)
         dead, born = previous - live, live - previous
         self.context.shutting_down &= live - born

@@ -131,6 +131,7 @@ class ControllerBase:
         """Leader elections timed and unclean ones counted here, on the controller thread."""
         self._watching = False
         self._watched_topics: set[str] = set()
+        self._watched_brokers: set[int] = set()
         self._events: deque[Callable[[], None]] = deque()
         self._draining = False
         self._retired = False

@@ -20,6 +20,7 @@ from typing import Any
 from mq.client.security import SECURITY_KEYS, client_security
 from mq.config import parse_properties as parse_java_properties
 from mq.errors import ConfigError
+from mq.topic_partition import TopicFilter
 
 TRUE = ("true", "1", "yes")
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
@@ -279,8 +280,7 @@ def read_properties_file(path: str) -> dict[str, str]:
 def topic_filter(text: str) -> re.Pattern[str]:
     """Kafka's topic whitelist: a regular expression matched against whole topic names, where "," also separates
     alternatives and spaces and surrounding quotes are dropped."""
-    cleaned = text.strip().replace(",", "|").replace(" ", "").strip("\"'")
     try:
-        return re.compile(cleaned)
-    except re.error as exc:
-        raise ConsoleError(f"{text} is an invalid regex: {exc}") from None
+        return TopicFilter(text).compiled
+    except ValueError as exc:
+        raise ConsoleError(str(exc)) from None

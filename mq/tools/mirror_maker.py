@@ -1,15 +1,21 @@
 """MirrorMaker (v1): copy topics from one or more source clusters to a target cluster without losing records.
 
-Each ``--consumer.config`` names a source cluster; ``num_streams`` group consumers per source subscribe to the
-topic pattern (whitelist minus blacklist, matched against whole names, new topics picked up every
-``metadata.max.age.ms``). All streams share one producer to the target. A stream polls, passes each record through
-the message handler (default: the record unchanged) and queues it on the producer without waiting for the
-acknowledgement; the producer batches per partition.
+Each ``--consumer.config`` names a source cluster; ``num_streams`` group consumers per source subscribe to the topic
+pattern (whitelist minus blacklist, matched against whole names, new topics picked up every ``metadata.max.age.ms``).
+A config naming ``zookeeper.connect`` and no ``bootstrap.servers`` (Kafka 0.8's consumer.properties) makes the source
+one ZooKeeper-coordinated consumer instead, as Kafka 0.8's MirrorMaker ran it: registered in
+``/consumers/<group>/ids`` with the whitelist or blacklist regex (both: a whitelist of the topics the first matches
+and the second does not) and ``num_streams`` threads, new topics picked up by its watch on ``/brokers/topics``,
+offsets kept where its ``offsets.storage`` says (ZooKeeper by default); its fetcher resets an out-of-range position
+by ``auto.offset.reset`` without a GAP report. All streams share one producer to the target. A stream polls, passes
+each record through the message handler (default: the record unchanged) and queues it on the producer without waiting
+for the acknowledgement; the producer batches per partition.
 
 Invariant (no loss): a stream commits a source offset only after every record before it was acknowledged by the
 target (``acks=all`` by default). Commits happen every ``offset_commit_interval_ms``, when partitions are revoked by
-a rebalance, and at shutdown; a crash therefore re-sends records (duplicates) but never skips one. A failed send
-(after the producer's retries) stops the mirror without committing when ``abort_on_send_failure``.
+a rebalance (a ZooKeeper consumer's rebalance waits for it before releasing them), and at shutdown; a crash therefore
+re-sends records (duplicates) but never skips one. A failed send (after the producer's retries) stops the mirror
+without committing when ``abort_on_send_failure``.
 
 Placement: the target partition is the source partition number when the target topic has that partition, else the
 producer's partitioner (by key). Key, value, headers and timestamp are copied. Missing target topics are created
@@ -39,12 +45,14 @@ from mq.client.consumer import ConsumerRecord, list_offsets
 from mq.client.consumer_coordinator import CommitFailedError
 from mq.client.group_consumer import AsyncGroupConsumer
 from mq.client.producer import AsyncProducer
+from mq.client.zk_consumer import ZkConsumerConfig, ZookeeperConsumer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.client_properties import consumer_settings, producer_settings
 from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
 from mq.tools.record_copy import record_size, send_copies, target_partition
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicFilter, TopicPartition, java_topic_regex
+from mq.zk.store import StoreError
 
 Handler = Callable[[ConsumerRecord], Iterable[ConsumerRecord]]
 Report = Callable[[str], None]
@@ -61,6 +69,7 @@ MIRROR_CONSUMER_KEYS = frozenset({"max.poll.records", "enable.auto.commit", "aut
 """Consumer keys the mirror interprets itself instead of passing them to the group consumer."""
 
 NO_DATA_LOSS_CONSUMER = {"enable.auto.commit": "false"}
+NO_DATA_LOSS_ZK_CONSUMER = {"auto.commit.enable": "false"}
 NO_DATA_LOSS_PRODUCER = {
     "acks": "all",
     "max.in.flight.requests.per.connection": "1",
@@ -86,21 +95,25 @@ class SendFailure(Exception):
 # -- flags and configs ----------------------------------------------------------------------------------------------
 
 
-def java_topic_regex(text: str) -> str:
-    """Kafka's whitelist normalisation: trimmed, surrounding quotes dropped, spaces removed, commas as alternation."""
-    return text.strip().strip("\"'").replace(" ", "").replace(",", "|")
+def topic_filter(whitelist: str | None, blacklist: str | None) -> TopicFilter:
+    """The mirrored topics as Kafka 0.8's filter: the whitelist or the blacklist; both: a whitelist of the topics
+    the first matches and the second does not."""
+    if whitelist is None and blacklist is None:
+        raise MirrorError("Exactly one of whitelist or blacklist is required.", usage=True)
+    try:
+        if whitelist is None:
+            return TopicFilter(blacklist or "", blacklist=True)
+        if blacklist is None:
+            return TopicFilter(whitelist)
+        return TopicFilter(f"(?!(?:{java_topic_regex(blacklist)})\\Z)(?:{java_topic_regex(whitelist)})")
+    except ValueError as exc:
+        raise MirrorError(f"invalid topic regex: {exc}", usage=True) from None
 
 
 def topic_pattern(whitelist: str | None, blacklist: str | None) -> re.Pattern[str]:
     """One pattern a topic name must match entirely: the whitelist (default: every topic) and not the blacklist."""
-    if whitelist is None and blacklist is None:
-        raise MirrorError("Exactly one of whitelist or blacklist is required.", usage=True)
-    include = java_topic_regex(whitelist) if whitelist is not None else ".*"
-    text = include if blacklist is None else f"(?!(?:{java_topic_regex(blacklist)})\\Z)(?:{include})"
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise MirrorError(f"invalid topic regex {text!r}: {exc}", usage=True) from None
+    found = topic_filter(whitelist, blacklist)
+    return re.compile(f"(?!(?:{found.regex})\\Z).*") if found.blacklist else found.compiled
 
 
 def _load(spec: str, args: str | None, flag: str, what: str) -> Any:
@@ -170,8 +183,26 @@ class SourceConfig:
     auto_offset_reset: str = "latest"
 
 
-def source_config(properties: Mapping[str, str], report: Report) -> SourceConfig:
-    """A source cluster's consumer properties: Kafka's no-loss defaults forced, keys mapped onto the group consumer."""
+@dataclass(frozen=True)
+class ZkSourceConfig:
+    """A source cluster named by ``zookeeper.connect``: a ZooKeeper-coordinated consumer, auto commit off."""
+
+    consumer: ZkConsumerConfig
+    max_poll_records: int = 500
+
+
+def source_config(properties: Mapping[str, str], report: Report) -> SourceConfig | ZkSourceConfig:
+    """A source cluster's consumer properties: Kafka's no-loss defaults forced, keys mapped onto the group consumer;
+    a ZooKeeper consumer's with ``zookeeper.connect`` and no ``bootstrap.servers``."""
+    if "bootstrap.servers" not in properties and "zookeeper.connect" in properties:
+        try:
+            zk_props = forced_settings(properties, NO_DATA_LOSS_ZK_CONSUMER, report)
+            return ZkSourceConfig(
+                ZkConsumerConfig.from_properties(zk_props), int(zk_props.get("max.poll.records", "500"))
+            )
+        except ValueError as exc:
+            raise MirrorError(str(exc), usage=True) from None
+    properties = {k: v for k, v in properties.items() if k != "zookeeper.connect"}
     try:
         props = forced_settings(current_consumer_keys(properties, report), NO_DATA_LOSS_CONSUMER, report)
         settings = consumer_settings(props, report, MIRROR_CONSUMER_KEYS)
@@ -273,7 +304,7 @@ class MirrorStats:
 
 @dataclass
 class MirrorOptions:
-    sources: Sequence[SourceConfig]
+    sources: Sequence[SourceConfig | ZkSourceConfig]
     target: Mapping[str, Any]
     pattern: re.Pattern[str]
     num_streams: int = 1
@@ -284,6 +315,8 @@ class MirrorOptions:
     create_topics: bool = True
     target_replication_factor: int = -1
     """-1: the target broker's default.replication.factor."""
+    topic_filter: TopicFilter | None = None
+    """What ZooKeeper sources register (the filter ``pattern`` came from); default: a whitelist of ``pattern``."""
 
 
 class _Targets:
@@ -315,21 +348,23 @@ class _Targets:
                 raise
 
 
-class _Stream:
-    """One group consumer feeding the shared producer; tracks what it may commit."""
+class _Forwarder:
+    """A source consumer feeding the shared producer; tracks what it may commit."""
 
-    def __init__(self, mirror: MirrorMaker, source: SourceConfig, index: int) -> None:
+    def __init__(self, mirror: MirrorMaker) -> None:
         self.mirror = mirror
-        self.source = source
-        settings = dict(source.consumer)
-        settings["client_id"] = f"{settings['group_id']}-{index}"
-        self.consumer = AsyncGroupConsumer(**settings)
         self.positions: dict[TopicPartition, int] = {}
         """Next offset per partition; every record before it has been queued on the producer."""
         self.committed: dict[TopicPartition, int] = {}
         self.sent: list[asyncio.Future[int]] = []
+        self._committing = asyncio.Lock()
+        """One commit at a time: a later one must not pass an earlier one still waiting for acknowledgements."""
+
+    async def run(self) -> None:
+        raise NotImplementedError
 
     async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        """Commit what was acknowledged from ``revoked`` and forget them, then tell the user's listener."""
         if self.mirror.aborted:
             return
         await self.commit(revoked)
@@ -339,6 +374,64 @@ class _Stream:
         listener = self.mirror.options.rebalance_listener
         if listener is not None:
             listener.on_partitions_revoked(revoked)
+
+    async def source_partitions(self, topic: str) -> int:
+        """How many partitions ``topic`` has in the source."""
+        raise NotImplementedError
+
+    async def store(self, offsets: dict[TopicPartition, int]) -> bool:
+        """Commit ``offsets`` to the source group; False (reported) when that failed."""
+        raise NotImplementedError
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        raise NotImplementedError
+
+    async def forward(self, records: list[ConsumerRecord]) -> None:
+        """Queue every record (through the handler) on the producer, one ``send_many`` per run of records bound for
+        the same partition (poll returns each partition's records together, in offset order)."""
+        mirror = self.mirror
+        stats = mirror.stats
+        handler = mirror.options.handler
+        for (topic, _), group in itertools.groupby(records, key=_PLACE):
+            run = list(group)
+            stats.records += len(run)
+            stats.bytes += sum(map(record_size, run))
+            source_count = await self.source_partitions(topic)
+            outputs = run if handler is None else [out for record in run for out in handler(record)]
+            for (target_topic, partition), out in itertools.groupby(outputs, key=_PLACE):
+                count = await mirror.targets.count(target_topic, source_count)
+                future = await send_copies(mirror.producer, target_topic, out, target_partition(partition, count))
+                future.add_done_callback(mirror.answered)
+                self.sent.append(future)
+
+    async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a
+        send failed with abort_on_send_failure)."""
+        async with self._committing:
+            waiting, self.sent = [f for f in self.sent if not f.done()], []
+            if waiting:
+                await asyncio.wait(waiting)
+            if self.mirror.aborted:
+                return
+            wanted = (
+                self.positions
+                if partitions is None
+                else {tp: self.positions[tp] for tp in partitions if tp in self.positions}
+            )
+            offsets = {tp: offset for tp, offset in wanted.items() if self.committed.get(tp) != offset}
+            if offsets and await self.store(offsets):
+                self.committed.update(offsets)
+
+
+class _Stream(_Forwarder):
+    """One group consumer."""
+
+    def __init__(self, mirror: MirrorMaker, source: SourceConfig, index: int) -> None:
+        super().__init__(mirror)
+        self.source = source
+        settings = dict(source.consumer)
+        settings["client_id"] = f"{settings['group_id']}-{index}"
+        self.consumer = AsyncGroupConsumer(**settings)
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         self.committed.update(self.consumer.fetcher.known_positions())
@@ -428,46 +521,92 @@ class _Stream:
                 raise  # this stream itself is being cancelled, not just its poll
         return []
 
-    async def forward(self, records: list[ConsumerRecord]) -> None:
-        """Queue every record (through the handler) on the producer, one ``send_many`` per run of records bound for
-        the same partition (poll returns each partition's records together, in offset order)."""
-        mirror = self.mirror
-        stats = mirror.stats
-        handler = mirror.options.handler
-        for (topic, _), group in itertools.groupby(records, key=_PLACE):
-            run = list(group)
-            stats.records += len(run)
-            stats.bytes += sum(map(record_size, run))
-            source_count = len((await self.consumer.cluster.topic(topic)).partitions)
-            outputs = run if handler is None else [out for record in run for out in handler(record)]
-            for (target_topic, partition), out in itertools.groupby(outputs, key=_PLACE):
-                count = await mirror.targets.count(target_topic, source_count)
-                future = await send_copies(mirror.producer, target_topic, out, target_partition(partition, count))
-                future.add_done_callback(mirror.answered)
-                self.sent.append(future)
+    async def source_partitions(self, topic: str) -> int:
+        return len((await self.consumer.cluster.topic(topic)).partitions)
 
-    async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a
-        send failed with abort_on_send_failure)."""
-        waiting, self.sent = [f for f in self.sent if not f.done()], []
-        if waiting:
-            await asyncio.wait(waiting)
-        if self.mirror.aborted:
-            return
-        wanted = (
-            self.positions
-            if partitions is None
-            else {tp: self.positions[tp] for tp in partitions if tp in self.positions}
-        )
-        offsets = {tp: offset for tp, offset in wanted.items() if self.committed.get(tp) != offset}
-        if not offsets:
-            return
+    async def store(self, offsets: dict[TopicPartition, int]) -> bool:
         try:
             await self.consumer.commit(offsets)
         except CommitFailedError as exc:
             self.mirror.report(f"WARNING: offset commit failed ({exc}); the records will be mirrored again")
-            return
-        self.committed.update(offsets)
+            return False
+        return True
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return self.consumer.highwater(tp)
+
+
+class _ZkStream(_Forwarder):
+    """A ZooKeeper-coordinated source: one ``ZookeeperConsumer`` (``num_streams`` threads) polled on worker threads.
+    Its rebalances call back from its own thread and wait here until the partitions they take away are committed;
+    the positions are those after the last forwarded record of each partition."""
+
+    def __init__(self, mirror: MirrorMaker, source: ZkSourceConfig) -> None:
+        super().__init__(mirror)
+        self.source = source
+        self.consumer: ZookeeperConsumer | None = None
+        self.partition_counts: dict[str, int] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        options = self.mirror.options
+        consumer = self.consumer = await asyncio.to_thread(
+            ZookeeperConsumer,
+            self.source.consumer,
+            options.topic_filter or TopicFilter(options.pattern.pattern),
+            streams=options.num_streams,
+            on_revoked=self._revoked,
+            on_assigned=self._assigned,
+        )
+        interval = options.offset_commit_interval_ms / 1000
+        next_commit = self._loop.time() + interval
+        try:
+            while not self.mirror.stopping.is_set():
+                records = await asyncio.to_thread(consumer.poll, 200, self.source.max_poll_records)
+                if records:
+                    await self.forward(records)
+                    self.positions.update({TopicPartition(r.topic, r.partition): r.offset + 1 for r in records})
+                    await asyncio.sleep(0)
+                if len(self.sent) >= UNCHECKED_SENDS:
+                    self.sent = [f for f in self.sent if not f.done()]
+                if self._loop.time() >= next_commit:
+                    await self.commit()
+                    next_commit = self._loop.time() + interval
+            await self.commit()
+        finally:
+            await asyncio.to_thread(consumer.close)
+
+    def _revoked(self, partitions: list[TopicPartition]) -> None:
+        """The consumer's rebalance thread: commit what was acknowledged from ``partitions`` before they go."""
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self.on_partitions_revoked(partitions), self._loop).result()
+
+    def _assigned(self, partitions: list[TopicPartition]) -> None:
+        self.partition_counts.clear()  # a rebalance follows every change of a topic's partitions
+        listener = self.mirror.options.rebalance_listener
+        if listener is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(listener.on_partitions_assigned, partitions)
+
+    async def source_partitions(self, topic: str) -> int:
+        count = self.partition_counts.get(topic)
+        if count is None:
+            assert self.consumer is not None
+            assignment = await asyncio.to_thread(self.consumer.zk.get_topic_assignment, topic)
+            count = self.partition_counts[topic] = len(assignment.partitions) if assignment is not None else 0
+        return count
+
+    async def store(self, offsets: dict[TopicPartition, int]) -> bool:
+        assert self.consumer is not None
+        try:
+            await asyncio.to_thread(self.consumer.commit, offsets)
+        except (StoreError, KafkaError, OSError) as exc:
+            self.mirror.report(f"WARNING: offset commit failed ({exc}); the records will be mirrored again")
+            return False
+        return True
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return None if self.consumer is None else self.consumer.highwater(tp)
 
 
 class MirrorMaker:
@@ -485,8 +624,10 @@ class MirrorMaker:
         self.producer = AsyncProducer(**settings)
         self.admin = AsyncAdmin(cluster=self.producer.cluster)
         self.targets = _Targets(self.producer, self.admin, options)
-        self.streams = [
-            _Stream(self, source, index) for source in options.sources for index in range(options.num_streams)
+        self.streams: list[_Forwarder] = [
+            _ZkStream(self, source) if isinstance(source, ZkSourceConfig) else _Stream(self, source, index)
+            for source in options.sources
+            for index in range(1 if isinstance(source, ZkSourceConfig) else options.num_streams)
         ]
 
     def stop(self) -> None:
@@ -517,7 +658,7 @@ class MirrorMaker:
         total = 0
         for stream in self.streams:
             for tp, position in stream.positions.items():
-                high = stream.consumer.highwater(tp)
+                high = stream.highwater(tp)
                 if high is not None and high > position:
                     total += high - position
         return total

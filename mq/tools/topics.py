@@ -262,6 +262,41 @@ def created_lines(name: str) -> list[str]:
     return lines
 
 
+CREATION_SUCCEEDED = "creation succeeded!"
+"""Kafka 0.8.0's kafka-create-topic.sh line on success; a failure prints ``creation failed because of <message>``."""
+
+
+def list_topic_lines(
+    admin: TopicAdmin, topic: str | None, *, under_replicated: bool = False, unavailable: bool = False
+) -> list[str]:
+    """Kafka 0.8.0's kafka-list-topic.sh: ``topic: T\tpartition: P\tleader: L\treplicas: R\tisr: I`` per partition
+    (topics sorted, leader ``none`` without a partition state), ``topic T doesn't exist!`` for a named topic that
+    does not, ``no topics exist!`` when there are none. With report flags only the partitions that match one of them:
+    ISR smaller than the replicas, or no leader / a leader that is not a live broker."""
+    names = [topic] if topic else sorted(admin.list_topic_names())
+    if not names:
+        return ["no topics exist!"]
+    live = admin.live_brokers()
+    described = {t.name: t for t in admin.describe_topics(names)}
+    lines = []
+    for name in names:
+        if name not in described:
+            lines.append(f"topic {name} doesn't exist!")
+            continue
+        for p in sorted(described[name].partitions, key=lambda p: p.partition):
+            matches = (under_replicated and len(p.isr) < len(p.replicas)) or (
+                unavailable and (p.leader is None or p.leader not in live)
+            )
+            if (under_replicated or unavailable) and not matches:
+                continue
+            leader = "none" if p.leader is None else str(p.leader)
+            lines.append(
+                f"topic: {name}\tpartition: {p.partition}\tleader: {leader}"
+                f"\treplicas: {','.join(map(str, p.replicas))}\tisr: {','.join(map(str, p.isr))}"
+            )
+    return lines
+
+
 @dataclass
 class TopicsOutcome:
     """What a topics command produced: Kafka's text lines, and the described topics for table/json output."""

@@ -1,7 +1,8 @@
 """``mq verify-consumer-rebalance``: Kafka's VerifyConsumerRebalance for a ZooKeeper-coordinated group.
 
 For every topic the registered consumers subscribe to and every partition of it, the owner node must exist and hold
-the thread id (``<consumer id>-<n>``) of a registered consumer. Problems are worded as Kafka logs them.
+the thread id (``<consumer id>-<n>``) of a registered consumer (a wildcard registration stands for every existing
+topic its filter allows, internal ones included, as Kafka's tool reads it). Problems are worded as Kafka logs them.
 """
 
 from __future__ import annotations
@@ -30,14 +31,12 @@ class RebalanceCheck:
 
 
 def verify(groups: ZkConsumerGroups, zk: KafkaZkClient, group: str) -> RebalanceCheck:
-    registrations = groups.registrations(group)
-    threads = {
-        f"{cid}-{n}" for cid, r in registrations.items() for streams in r.subscription.values() for n in range(streams)
-    }
+    subscriptions = groups.subscriptions(group, exclude_internal=False)
+    threads = {f"{cid}-{n}" for cid, s in subscriptions.items() for streams in s.values() for n in range(streams)}
     check = RebalanceCheck()
-    if not registrations:
+    if not subscriptions:
         check.problems.append(f"No consumers are registered in group {group}")
-    topics = sorted({topic for r in registrations.values() for topic in r.subscription})
+    topics = sorted({topic for s in subscriptions.values() for topic in s})
     for topic in topics:
         assignment = zk.get_topic_assignment(topic)
         for partition in sorted(assignment.partitions) if assignment is not None else []:

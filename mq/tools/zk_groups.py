@@ -3,7 +3,10 @@
 A group is described from ZooKeeper: one member per consumer thread that owns partitions (member id = the thread
 id, client id = the consumer id), state ``Stable`` while consumers are registered, else ``Empty``; protocol type
 ``zookeeper``. Committed offsets are the broker's where it has one (``offsets.storage=kafka``), else ZooKeeper's,
-as Kafka 0.8.2's ConsumerOffsetChecker reads them. Offsets and log ends are asked of the brokers as for any group.
+as Kafka 0.8.2's ConsumerOffsetChecker reads them. The broker is asked only once ``__consumer_offsets`` exists: before
+that it holds no offsets, and a cluster with fewer brokers than ``offsets.topic.replication.factor`` (3 in Kafka
+0.8's server.properties, which 0.8 capped at the live brokers) would answer COORDINATOR_NOT_AVAILABLE until the
+request timed out. Log ends are asked of the brokers as for any group.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from mq.client.admin import GroupDescription, GroupListing, MemberDescription
 from mq.client.cluster import BrokerMetadata
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode
+from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mq.tools.consumer_groups import ClientGroupAdmin
 from mq.topic_partition import TopicPartition
+from mq.zk import paths
 from mq.zk.consumer_groups import ZkConsumerGroups
 
 PROTOCOL_TYPE = "zookeeper"
@@ -57,7 +62,8 @@ class ZkGroupAdmin(ClientGroupAdmin):
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         offsets = self.groups.offsets(group_id)
-        offsets.update(super().list_group_offsets(group_id))
+        if self.groups.store.exists(paths.topic(GROUP_METADATA_TOPIC_NAME)) is not None:
+            offsets.update(super().list_group_offsets(group_id))
         return dict(sorted(offsets.items()))
 
     def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:

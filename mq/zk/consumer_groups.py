@@ -3,20 +3,47 @@
 ``/consumers/<g>/ids/<consumer id>`` (ephemeral) holds a ``ConsumerRegistration``; ``/consumers/<g>/owners/<t>/<p>``
 (ephemeral) the consumer *thread* id owning the partition; ``/consumers/<g>/offsets/<t>/<p>`` (persistent) the
 next offset to consume as decimal text. Used by the consumer, the offset tools and the group listings alike.
+
+A registration subscribes to topics by name (``static``) or, as Kafka 0.8's ``createMessageStreamsByFilter``, to
+one regular expression (``white_list``: the topics it matches, ``black_list``: the others); a wildcard subscription
+stands for the matching children of ``/brokers/topics`` at the time it is read, each with the registered streams.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicFilter, TopicPartition
 from mq.zk import paths
 from mq.zk.codecs import ConsumerRegistration
+from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.store import MetadataStore, NodeExistsError, NoNodeError
 
 
 class ConsumerIdTakenError(Exception):
     """A consumer id is already registered in its group."""
+
+
+def registration_filter(registration: ConsumerRegistration) -> TopicFilter | None:
+    """The topic filter of a wildcard registration (its one regex), None for a static one (Kafka reads a pattern
+    other than ``white_list``/``black_list``, or an empty subscription, as static)."""
+    if registration.pattern not in ("white_list", "black_list") or not registration.subscription:
+        return None
+    regex = next(iter(registration.subscription))
+    return TopicFilter(regex, blacklist=registration.pattern == "black_list")
+
+
+def topic_streams(
+    registration: ConsumerRegistration, topics: Sequence[str], exclude_internal: bool = True
+) -> dict[str, int]:
+    """Streams per topic a registration stands for: a static one as written, a wildcard one its streams for each
+    of ``topics`` (the existing topics) its filter allows (Kafka's ``WildcardTopicCount``)."""
+    topic_filter = registration_filter(registration)
+    if topic_filter is None:
+        return dict(registration.subscription)
+    streams = next(iter(registration.subscription.values()))
+    return {topic: streams for topic in sorted(topics) if topic_filter.allows(topic, exclude_internal)}
 
 
 class ZkConsumerGroups:
@@ -60,6 +87,11 @@ class ZkConsumerGroups:
             if data is not None:
                 found[consumer_id] = ConsumerRegistration.decode(data)
         return found
+
+    def subscriptions(self, group: str, exclude_internal: bool = True) -> dict[str, dict[str, int]]:
+        """Streams per topic of every registered consumer, wildcard registrations applied to the existing topics."""
+        topics = KafkaZkClient(self.store).get_all_topics()
+        return {cid: topic_streams(r, topics, exclude_internal) for cid, r in self.registrations(group).items()}
 
     # --- owners --------------------------------------------------------------------------------------------------
 

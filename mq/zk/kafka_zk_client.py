@@ -59,6 +59,10 @@ class KafkaZkClient:
             ) from None
         return self.store.get(path)[1].czxid
 
+    def update_broker_info(self, registration: BrokerRegistration) -> None:
+        """Rewrite this broker's own ``/brokers/ids/<id>`` (new advertised endpoints); it stays ephemeral."""
+        self.store.set(paths.broker(registration.broker_id), registration.encode())
+
     def get_all_brokers(self) -> dict[int, BrokerRegistration]:
         brokers: dict[int, BrokerRegistration] = {}
         with contextlib.suppress(NoNodeError):

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
+from waiting import wait_for
 
 from mq.client.admin import AsyncAdmin, ConfigEntry, NewTopic
 from mq.client.connection import BrokerConnection
@@ -145,6 +146,46 @@ def test_invalid_broker_config_changes_are_refused(admin, name: str, changes, co
     error = error_of(lambda: admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, name, changes))
     assert error.code == code
     assert described(admin, "") == {}
+
+
+def advertised_addresses(bootstrap: str) -> list[tuple[str, int]]:
+    """The brokers' addresses in the Metadata a new kafka-python client gets through ``bootstrap``."""
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    try:
+        return [(b["host"], b["port"]) for b in client.describe_cluster()["brokers"]]
+    finally:
+        client.close()
+
+
+def test_advertised_listeners_change_per_broker_and_clients_are_given_the_new_address(broker, admin) -> None:
+    """As in Kafka 2.8 (a per-broker dynamic key): the broker registers the new endpoints, every broker's metadata
+    follows, and the stored value is in force after a restart."""
+    node, key = str(broker_id(broker)), "advertised.listeners"
+    entry = described(admin, node)[key]
+    assert (entry.value, entry.source, entry.read_only) == (None, DEFAULT_CONFIG, False)  # unset: the listeners
+    assert advertised_addresses(broker.bootstrap) == [("127.0.0.1", broker.port)]
+
+    renamed = f"PLAINTEXT://localhost:{broker.port}"
+    refused = {
+        "": (renamed, ErrorCode.INVALID_REQUEST),  # per broker only, not a cluster default
+        node: (f"SSL://localhost:{broker.port}", ErrorCode.INVALID_CONFIG),  # no such listener
+    }
+    for name, (value, code) in refused.items():
+        change = {key: (AlterConfigOp.SET, value)}
+        error = error_of(
+            lambda n=name, c=change: admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, n, c)
+        )
+        assert error.code == code
+    assert described(admin, node)[key].source == DEFAULT_CONFIG
+
+    admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, node, {key: (AlterConfigOp.SET, renamed)})
+    entry = described(admin, node)[key]
+    assert (entry.value, entry.source) == (renamed, DYNAMIC_BROKER_CONFIG)
+    assert wait_for(lambda: advertised_addresses(broker.bootstrap) == [("localhost", broker.port)])
+
+    broker.stop()
+    broker.start()
+    assert advertised_addresses(broker.bootstrap) == [("localhost", broker.port)]
 
 
 def test_kafka_python_alters_a_broker_throttle(broker) -> None:

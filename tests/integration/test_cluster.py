@@ -12,6 +12,9 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaConnectionError
 from waiting import wait_for
 
+from mq.client.admin import AsyncAdmin
+from mq.client.sync import SyncAdmin
+from mq.protocol.configs import AlterConfigOp, ResourceType
 from mq.zk.codecs import ControllerInfo
 from mq.zk.kafka_zk_client import KafkaZkClient
 from mq.zk.zk_store import ZooKeeperStore
@@ -227,3 +230,34 @@ def test_preferred_election_restores_leadership(cluster, mq_command: list[str], 
     assert wait_for(lambda: zk.get_partition_state("pref", 0)[0].leader == 1)  # type: ignore[index]
     assert wait_for(lambda: store.exists("/admin/preferred_replica_election") is None)
     store.close()
+
+
+def test_a_brokers_new_advertised_listeners_reach_every_brokers_metadata(cluster) -> None:
+    """A dynamic ``advertised.listeners`` of a broker that is not the controller: it rewrites its registration, the
+    controller's watch sees it, and every broker's Metadata names the new address."""
+    connect, brokers = cluster
+    store = ZooKeeperStore(connect)
+    zk = KafkaZkClient(store)
+    assert wait_for(lambda: sorted(zk.get_all_brokers()) == [1, 2, 3])
+    controller = ControllerInfo.decode(store.get("/controller")[0]).broker_id
+    changed = next(b for b in (1, 2, 3) if b != controller)
+    port = brokers[changed - 1].port
+    admin = SyncAdmin(",".join(b.bootstrap for b in brokers))
+    try:
+        value = f"PLAINTEXT://localhost:{port}"
+        change = {"advertised.listeners": (AlterConfigOp.SET, value)}
+        admin.call(AsyncAdmin.incremental_alter_configs, ResourceType.BROKER, str(changed), change)
+    finally:
+        admin.close()
+    assert wait_for(lambda: zk.get_all_brokers()[changed].endpoints == [value])
+    store.close()
+
+    def addresses(bootstrap: str) -> dict[int, tuple[str, int]]:
+        client = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            return {b["broker_id"]: (b["host"], b["port"]) for b in client.describe_cluster()["brokers"]}
+        finally:
+            client.close()
+
+    for broker in brokers:
+        assert wait_for(lambda broker=broker: addresses(broker.bootstrap).get(changed) == ("localhost", port))

@@ -17,6 +17,8 @@ from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.consumer import AsyncConsumer
 from mq.client.sync import SyncAdmin, SyncConsumer, SyncProducer
 from mq.topic_partition import TopicPartition
+from mq.zk.consumer_groups import ZkConsumerGroups
+from mq.zk.zk_store import ZooKeeperStore
 
 pytestmark = pytest.mark.slow
 
@@ -153,7 +155,13 @@ def test_seed_files_in_console_tools_perf_and_mirror(
     assert mirror.returncode == 0, err
     assert "Note: --num.producers is not needed" in err
     assert "Note: --queue.size is not needed" in err
-    assert f"names zookeeper.connect, so the source is the brokers registered there ({source.bootstrap})" in err
+    # The 0.8 file makes the source a ZooKeeper-coordinated group; its auto.commit.enable=true wins, with Kafka's line.
+    assert "Property auto.commit.enable is overridden to true - data loss or message reordering is possible." in err
+    store = ZooKeeperStore(connect)
+    try:
+        assert ZkConsumerGroups(store).offsets("mirror") == {TopicPartition("s", 0): 5}
+    finally:
+        store.close()
 
 
 def test_simple_consumer_shell_and_get_offsets(broker: BrokerProcess, mq_command: list[str]) -> None:

@@ -1,5 +1,6 @@
 """The ZooKeeper-coordinated consumer (Kafka 0.8's design) against a ZooKeeper-mode broker: partitions split over a
-group's members, and taken over when a member closes or dies (its session expires)."""
+group's members, and taken over when a member closes or dies (its session expires); wildcard (whitelist/blacklist)
+members following new topics, in the console consumer and as the source of a mirror."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from waiting import wait_for
 from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.sync import SyncAdmin, SyncProducer
 from mq.client.zk_consumer import ConsumerTimeoutError, ZkConsumerConfig, ZookeeperConsumer
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicFilter, TopicPartition
+from mq.zk import paths
+from mq.zk.codecs import ConsumerRegistration
 from mq.zk.consumer_groups import ConsumerIdTakenError, ZkConsumerGroups
 from mq.zk.zk_store import ZooKeeperStore
 
@@ -279,3 +282,114 @@ def test_console_consumer_and_the_offset_tools(zk_broker, mq_command: list[str],
         assert result.returncode == 1 and result.stdout == "Rebalance operation failed !\n"
         assert "No owner for partition [kc,1]" in result.stderr
         assert member.owned() == [TopicPartition("kc", 0), TopicPartition("kc", 1)]
+
+
+def create_with_records(bootstrap: str, topics: dict[str, int], per_partition: int = 3) -> list[bytes]:
+    """Create ``topics`` (name: partitions) and write ``per_partition`` records to each partition; their values."""
+    with SyncAdmin(bootstrap) as admin:
+        admin.call(AsyncAdmin.create_topics, [NewTopic(t, n, 1) for t, n in topics.items()])
+    values = []
+    with SyncProducer(bootstrap) as producer:
+        for topic, partitions in topics.items():
+            for p in range(partitions):
+                for i in range(per_partition):
+                    values.append(f"{topic}-{p}-{i}".encode())
+                    producer.send(topic, values[-1], partition=p)
+        producer.flush()
+    return values
+
+
+def test_wildcard_members_split_the_matching_topics_and_pick_up_a_new_one(zk_broker, mq_command) -> None:
+    connect, broker, store = zk_broker
+    expected = create_with_records(broker.bootstrap, {"wa": 2, "wb": 2})
+    config = ZkConsumerConfig.from_properties(consumer_properties(connect, "wild"))
+    first = ZookeeperConsumer(config, TopicFilter("w.*"))
+    second = ZookeeperConsumer(config, TopicFilter("w.*"))
+    try:
+        low, high = sorted([first.consumer_id, second.consumer_id])
+        split = {TopicPartition(t, p): f"{low if p == 0 else high}-0" for t in ("wa", "wb") for p in (0, 1)}
+        assert wait_for(lambda: owners(store, "wild") == split, timeout=10)
+        registration = ConsumerRegistration.decode(store.get(paths.consumer_registration("wild", low))[0])
+        assert (registration.subscription, registration.pattern) == ({"w.*": 1}, "white_list")
+
+        expected += create_with_records(broker.bootstrap, {"wc": 2})
+        create_with_records(broker.bootstrap, {"other": 1})
+        split.update({TopicPartition("wc", 0): f"{low}-0", TopicPartition("wc", 1): f"{high}-0"})
+        assert wait_for(lambda: owners(store, "wild") == split, timeout=10)
+        verified = mq(mq_command, "verify-consumer-rebalance", "--zookeeper.connect", connect, "--group", "wild")
+        assert verified.returncode == 0 and verified.stdout == "Rebalance operation successful !\n", verified.stderr
+        described = mq(mq_command, "consumer-groups", "--zookeeper", connect, "--describe", "--group", "wild")
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith("wild ")]
+        assert {(row[1], int(row[2])): row[6] for row in rows} == {tuple(tp): owner for tp, owner in split.items()}
+
+        values: list[bytes] = []
+        assert wait_for(
+            lambda: values.extend(r.value for c in (first, second) for r in c.poll(100)) or len(values) >= 18,
+            timeout=20,
+        )
+        assert sorted(values) == sorted(expected)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_console_consumer_with_a_whitelist_or_blacklist(zk_broker, mq_command) -> None:
+    connect, broker, _ = zk_broker
+    expected = create_with_records(broker.bootstrap, {"wa": 2, "wb": 1}, per_partition=2)
+    read = ["console-consumer", "--zookeeper", connect, "--from-beginning", "--max-messages", "6"]
+    for flags in (["--whitelist", "wa, wb"], ["--blacklist", "t"]):
+        result = mq(mq_command, *read, *flags)
+        assert result.returncode == 0, result.stderr
+        assert sorted(result.stdout.encode().splitlines()) == sorted(expected)
+        assert "Processed a total of 6 messages" in result.stderr
+    refused = mq(mq_command, *read, "--whitelist", "wa", "--topic", "wa")
+    assert refused.returncode == 2 and "Exactly one of whitelist/blacklist/topic is required." in refused.stderr
+
+
+def test_mirror_from_a_zookeeper_source_keeps_the_group_offsets_in_zookeeper(
+    zk_broker, broker_factory, mq_command, tmp_path
+) -> None:
+    connect, source, store = zk_broker
+    create_with_records(source.bootstrap, {"wa": 2, "wb": 1}, per_partition=4)
+    target = broker_factory("target").start()
+    consumer_file = tmp_path / "consumer.properties"
+    consumer_file.write_text(
+        "".join(f"{k}={v}\n" for k, v in consumer_properties(connect, "mm", **{"auto.commit.enable": "false"}).items())
+    )
+    producer_file = tmp_path / "producer.properties"
+    producer_file.write_text(f"bootstrap.servers={target.bootstrap}\n")
+    mirror = subprocess.Popen(
+        [
+            *mq_command,
+            *("mirror", "--consumer.config", str(consumer_file), "--producer.config", str(producer_file)),
+            *("--whitelist", "w.*", "--num.streams", "2", "--offset.commit.interval.ms", "300"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    groups = ZkConsumerGroups(store)
+    done = {TopicPartition("wa", 0): 4, TopicPartition("wa", 1): 4, TopicPartition("wb", 0): 4}
+    try:
+        assert wait_for(lambda: len(groups.owners("mm")) == 3, timeout=20)
+        [member] = groups.consumer_ids("mm")
+        registration = groups.registrations("mm")[member]
+        assert (registration.subscription, registration.pattern) == ({"w.*": 2}, "white_list")
+        assert set(groups.owners("mm").values()) == {f"{member}-0", f"{member}-1"}
+        assert wait_for(lambda: groups.offsets("mm") == done, timeout=30)
+        copied = {}
+        with SyncAdmin(target.bootstrap) as admin:
+            for t in ("wa", "wb"):
+                [described] = admin.call(AsyncAdmin.describe_topics, [t])
+                copied[t] = len(described.partitions)
+        assert copied == {"wa": 2, "wb": 1}
+    finally:
+        mirror.send_signal(signal.SIGTERM)
+        _, err = mirror.communicate(timeout=60)
+    assert mirror.returncode == 0, err
+    assert "Mirrored 12 records" in err
+    assert groups.consumer_ids("mm") == []
+    checked = mq(mq_command, "consumer-offset-checker", "--zookeeper", connect, "--group", "mm")
+    assert checked.returncode == 0, checked.stderr
+    rows = [line.split() for line in checked.stdout.splitlines()[1:]]
+    assert rows == [["mm", tp.topic, str(tp.partition), "4", "4", "0", "none"] for tp in sorted(done)]

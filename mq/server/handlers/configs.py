@@ -10,7 +10,8 @@ of them; an empty ``cleanup.policy`` (SUBTRACT of its last value, as Kafka 4.1 a
 BROKER resources are named by a broker id, or ``""`` for the cluster-wide default. Only the dynamic keys can be
 altered: the replication throttle rates (``DynamicBrokerConfig``) and the broker keys whose update mode is not
 read-only; they live in ``/config/brokers/<id>`` and ``/config/brokers/<default>``, so any broker can answer for any
-broker id. A read-only key is refused with INVALID_REQUEST (``Cannot update these configs dynamically: Set(k)``), an
+broker id (the broker a resource names also checks the keys against its others, e.g. ``advertised.listeners``
+against its ``listeners``). A read-only key is refused with INVALID_REQUEST (``Cannot update these configs dynamically: Set(k)``), an
 unknown key or ill-typed value with INVALID_CONFIG, and nothing of a refused resource is written. Describing this
 broker lists every key (read-only unless its update mode lets it change); describing another broker lists the
 throttle rates and the dynamic keys set for it, and describing ``""`` lists the cluster defaults that are set.
@@ -331,6 +332,8 @@ def configs_apis(admin: AdminZkClient, broker: BrokerConfig, broker_id: int, acl
                 current = zk.get_entity_config("brokers", broker_entity(target))
                 updated = _altered(current, resource.configs, incremental, _DYNAMIC_FIELDS)
                 admin.validate_broker_config(updated, per_broker=target is not None)
+                if target == broker_id:  # the keys this broker would apply must suit its other keys (listeners)
+                    DynamicBrokerConfig.apply(broker, zk.get_entity_config("brokers", DEFAULT_BROKER_ENTITY), updated)
                 updated.update(_encoded_secrets(resource.configs, broker))
                 if not validate_only:
                     admin.change_broker_config(target, updated)

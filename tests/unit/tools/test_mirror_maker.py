@@ -14,17 +14,18 @@ from mq.tools.mirror_maker import (
     Gap,
     MirrorError,
     MirrorStats,
+    ZkSourceConfig,
     find_gaps,
     forced_settings,
-    java_topic_regex,
     load_handler,
     load_rebalance_listener,
     source_config,
     target_config,
+    topic_filter,
     topic_pattern,
 )
 from mq.tools.record_copy import target_partition
-from mq.topic_partition import TopicPartition
+from mq.topic_partition import TopicFilter, TopicPartition, java_topic_regex
 
 TP = TopicPartition("t", 0)
 
@@ -46,6 +47,30 @@ def test_whitelist_matches_whole_names_and_blacklist_removes() -> None:
     only_black = topic_pattern(None, "internal.*")
     assert only_black.fullmatch("a") and not only_black.fullmatch("internal-x")
     assert topic_pattern("foo.bar", None).fullmatch("fooXbar")  # a regex, as Kafka's
+
+
+def test_zookeeper_sources_register_kafka_0_8_filters() -> None:
+    assert topic_filter("orders.*, users", None) == TopicFilter("orders.*|users")
+    assert topic_filter(None, "internal.*") == TopicFilter("internal.*", blacklist=True)
+    both = topic_filter("orders.*", "orders-private")
+    assert both.pattern == "white_list"
+    assert [n for n in ("orders", "orders-eu", "orders-private", "users") if both.allows(n)] == ["orders", "orders-eu"]
+
+
+def test_a_config_naming_only_zookeeper_makes_a_zookeeper_source_without_auto_commit() -> None:
+    lines: list[str] = []
+    source = source_config(
+        {"zookeeper.connect": "zk:2181/c", "group.id": "g", "offsets.storage": "kafka"}, lines.append
+    )
+    assert isinstance(source, ZkSourceConfig)
+    config = source.consumer
+    assert (config.zookeeper_connect, config.group_id, config.offsets_storage) == ("zk:2181/c", "g", "kafka")
+    assert not config.auto_commit_enable and lines == []
+    with pytest.raises(MirrorError, match="Missing required configuration group.id") as missing:
+        source_config({"zookeeper.connect": "zk:2181"}, lines.append)
+    assert missing.value.usage
+    named = source_config({"zookeeper.connect": "zk:2181", "bootstrap.servers": "b:9092", "group.id": "g"}, print)
+    assert not isinstance(named, ZkSourceConfig) and named.consumer["bootstrap_servers"] == "b:9092"
 
 
 def test_topic_pattern_errors_are_usage_errors() -> None:

@@ -8,6 +8,7 @@ from mq.tools.topics import (
     TopicDescription,
     created_lines,
     describe_lines,
+    list_topic_lines,
     parse_configs,
     parse_replica_assignment,
     select,
@@ -96,3 +97,42 @@ def test_option_rules(options: dict[str, object], message: str) -> None:
 def test_created_lines() -> None:
     assert created_lines("plain") == ["Created topic plain."]
     assert created_lines("a.b")[0].startswith("WARNING: Due to limitations in metric names")
+
+
+class ListedTopics:
+    """The part of TopicAdmin that list-topic reads: topics, their descriptions and the live brokers."""
+
+    def __init__(self, topics: list[TopicDescription], live: set[int]) -> None:
+        self.topics = {t.name: t for t in topics}
+        self.live = live
+
+    def list_topic_names(self) -> list[str]:
+        return list(self.topics)
+
+    def describe_topics(self, names: list[str]) -> list[TopicDescription]:
+        return [self.topics[n] for n in names if n in self.topics]
+
+    def live_brokers(self) -> set[int]:
+        return self.live
+
+
+def test_list_topic_lines_as_kafka_0_8_0() -> None:
+    other = TopicDescription("a-topic", None, [PartitionDescription(0, None, (1,), ())])
+    admin = ListedTopics([TOPIC, other], {1, 2})
+    assert list_topic_lines(admin, None) == [  # type: ignore[arg-type]
+        "topic: a-topic\tpartition: 0\tleader: none\treplicas: 1\tisr: ",
+        "topic: my-topic\tpartition: 0\tleader: 1\treplicas: 1,2\tisr: 1,2",
+        "topic: my-topic\tpartition: 1\tleader: 2\treplicas: 2,3\tisr: 2",
+        "topic: my-topic\tpartition: 2\tleader: -1\treplicas: 3,1\tisr: ",
+    ]
+    assert list_topic_lines(admin, "nope") == ["topic nope doesn't exist!"]  # type: ignore[arg-type]
+    assert list_topic_lines(ListedTopics([], set()), None) == ["no topics exist!"]  # type: ignore[arg-type]
+    under = list_topic_lines(admin, "my-topic", under_replicated=True)  # type: ignore[arg-type]
+    assert [line.split("\t")[1] for line in under] == ["partition: 1", "partition: 2"]
+    unavailable = list_topic_lines(admin, None, unavailable=True)  # type: ignore[arg-type]
+    assert [line.split("\t")[:2] for line in unavailable] == [
+        ["topic: a-topic", "partition: 0"],
+        ["topic: my-topic", "partition: 2"],
+    ]
+    either = list_topic_lines(admin, "my-topic", under_replicated=True, unavailable=True)  # type: ignore[arg-type]
+    assert either == under
