@@ -6,9 +6,9 @@ known from their fetches. The last stable offset is the first offset of the olde
 watermark when that is lower (or no transaction is open); read_committed consumers read below it.
 
 Producer state (idempotence, open transactions) is rebuilt from the latest producer snapshot at or below the log end
-(``<offset>.snapshot``, written when a leader's append rolls the log and at a clean shutdown) and the batch headers after it, or from the log start without
-one; ABORT markers found there whose transaction index entry is missing (a follower's replicated markers, an
-unflushed index) get it.
+(``<offset>.snapshot``, written when a leader's append rolls the log and at a clean shutdown) and the batch headers
+after it, or from the log start without one; ABORT markers found there whose transaction index entry is missing (a
+follower's replicated markers, an unflushed index) get it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,13 @@ from mq.records.crc import Buffer
 from mq.records.default_batch import build_control_batch, read_end_txn_marker
 from mq.records.record import ABORT, COMMIT
 from mq.server.partition_state import PartitionStateInfo
-from mq.server.producer_state import BatchMetadata, CompletedTxn, ProducerEntry, ProducerStateManager
+from mq.server.producer_state import (
+    SEQUENCE_MODULUS,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerEntry,
+    ProducerStateManager,
+)
 from mq.storage.file_names import offset_from_file_name, snapshot_file_name
 from mq.storage.partition_log import FetchDataInfo, Log
 from mq.storage.producer_snapshot import (
@@ -173,7 +179,7 @@ class Partition:
                     entry.epoch,
                     last.last_sequence if last else -1,
                     last.last_offset if last else -1,
-                    (last.last_sequence - last.first_sequence) % 0x80000000 if last else 0,
+                    (last.last_sequence - last.first_sequence) % SEQUENCE_MODULUS if last else 0,
                     last.timestamp if last else -1,
                     entry.coordinator_epoch,
                     entry.current_txn_first_offset,

@@ -356,8 +356,11 @@ class ReplicaManager:
         self.snapshot_requested(directory, offset, entries)
 
     def write_producer_snapshots(self) -> None:
-        """Snapshot every hosted partition's producer state at its log end (a clean shutdown)."""
+        """Snapshot the producer state of every partition this broker leads at its log end (a clean shutdown);
+        followers keep no producer state, so theirs would be empty."""
         for partition in list(self.partitions.values()):
+            if not partition.is_leader:
+                continue
             try:
                 partition.write_producer_snapshot()
             except OSError:

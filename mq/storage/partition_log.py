@@ -61,9 +61,11 @@ from mq.storage.file_names import (
     TXN_INDEX_SUFFIX,
     file_name,
     offset_from_file_name,
+    snapshot_file_name,
 )
 from mq.storage.leader_epoch_cache import LeaderEpochFileCache
 from mq.storage.log_segment import INT_MAX, FileSlice, LogSegment
+from mq.storage.producer_snapshot import list_snapshot_offsets
 from mq.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -674,6 +676,10 @@ class Log:
             self._pending_deletes.append((due, segment))
 
     def _note_truncation(self, offset: int) -> None:
+        """Count a truncation to ``offset``; the producer snapshots above it no longer describe this log."""
+        for snapshot in list_snapshot_offsets(self.dir):
+            if snapshot > offset:
+                snapshot_file_name(self.dir, snapshot).unlink(missing_ok=True)
         self.truncations += 1
         self._truncated_to = offset if self._truncated_to is None else min(self._truncated_to, offset)
 

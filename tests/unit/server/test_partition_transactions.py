@@ -141,3 +141,14 @@ def test_a_roll_snapshots_the_producers_before_the_new_segment(tmp_path: Path) -
     again.rebuild_producer_state()
     assert again.last_stable_offset == 0
     assert again.producers.check(8, 0, 2, 3) is not None
+
+
+def test_a_truncation_drops_the_snapshots_above_the_new_log_end(tmp_path: Path) -> None:
+    p = leader(tmp_path / "t-0")
+    append(p, batch(7, 0, 0, txn=True))
+    p.write_producer_snapshot()
+    append(p, batch(7, 0, 2, txn=True))
+    p.write_producer_snapshot()
+    assert list_snapshot_offsets(tmp_path / "t-0") == [4]
+    p.log.truncate_to(2)
+    assert list_snapshot_offsets(tmp_path / "t-0") == []
