@@ -644,6 +644,39 @@ class BrokerConfig:
     transaction_state_log_min_isr: int = _key(
         "transaction.state.log.min.isr", 2, "min.insync.replicas of __transaction_state", shipped="1"
     )
+    transaction_state_log_num_partitions: int = _key(
+        "transaction.state.log.num.partitions", 50, "partitions of __transaction_state", minimum=1
+    )
+    transaction_state_log_segment_bytes: int = _key(
+        "transaction.state.log.segment.bytes", 104857600, "segment size of __transaction_state", minimum=1
+    )
+    transaction_state_log_load_buffer_size: int = _key(
+        "transaction.state.log.load.buffer.size",
+        5242880,
+        "read size when loading __transaction_state partitions",
+        minimum=1,
+    )
+    transaction_max_timeout_ms: int = _key(
+        "transaction.max.timeout.ms", 900000, "largest transaction timeout a producer may ask for", minimum=1
+    )
+    transactional_id_expiration_ms: int = _key(
+        "transactional.id.expiration.ms",
+        604800000,
+        "how long a transactional id with no transaction in progress is kept after its last update",
+        minimum=1,
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _key(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        10000,
+        "how often transactions past their timeout are aborted",
+        minimum=1,
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _key(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        3600000,
+        "how often expired transactional ids are removed",
+        minimum=1,
+    )
     broker_rack: str | None = _key("broker.rack", None, "rack of this broker, for rack-aware assignment")
     quota_window_num: int = _key("quota.window.num", 11, "samples kept to measure client quota rates", minimum=1)
     quota_window_size_seconds: int = _key(

@@ -56,6 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mq.cli.zk_offsets:verify_consumer_rebalance",
         "Check that every partition of a ZooKeeper group is owned by a registered consumer.",
     ),
+    "transactions": (
+        "mq.cli.transactions:transactions",
+        "List, describe, find hanging and abort transactions (Kafka's kafka-transactions).",
+    ),
     "mirror": ("mq.cli.mirror:mirror", "Continuously copy data between Kafka clusters."),
     "perf": ("mq.cli.perf:perf", "Measure producer or consumer throughput and latency (Kafka's perf tests)."),
     "replay-log-producer": (

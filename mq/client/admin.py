@@ -1,4 +1,5 @@
-"""Asyncio admin client: topics, partitions, configs, offsets, records deletion, leader election, cluster, groups.
+"""Asyncio admin client: topics, partitions, configs, offsets, records deletion, leader election, cluster, groups,
+transactions.
 
 Each method sends one request kind (to the controller where Kafka routes it there), retries retriable errors after a
 metadata refresh, and returns dataclasses. A failed topic or resource raises ``KafkaError`` carrying the wire code
@@ -19,7 +20,7 @@ from mq.client.connection import DEFAULT_CLIENT_ID, UnsupportedVersionError
 from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, list_offsets
 from mq.client.group_protocol import ConsumerProtocolError, decode_assignment
 from mq.client.security import PLAINTEXT, ClientSecurity
-from mq.errors import ErrorCode, KafkaError
+from mq.errors import ErrorCode, KafkaError, exception_for
 from mq.protocol.acls import binding_fields, binding_of, filter_fields
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.configs import AlterConfigOp, ResourceType
@@ -152,10 +153,71 @@ class GroupDescription:
     coordinator: BrokerMetadata
 
 
+@dataclass(frozen=True, slots=True)
+class TransactionListing:
+    """A transactional id a broker's transaction coordinator holds (ListTransactions)."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+    """Kafka's names: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead,
+    PrepareEpochFence."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    """A transactional id's state at its coordinator (DescribeTransactions)."""
+
+    coordinator_id: int
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int | None
+    """None when no transaction is open (the coordinator answers -1)."""
+    topic_partitions: frozenset[TopicPartition]
+    """The partitions of the open transaction; while it prepares to commit or abort, those still without a marker."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    """A producer a partition replica keeps state for (DescribeProducers)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int | None
+    """None when the replica knows none (the broker answers -1)."""
+    current_transaction_start_offset: int | None
+    """The first offset of the producer's open transaction on the partition; None when none is open."""
+
+
+@dataclass(frozen=True, slots=True)
+class AbortTransactionSpec:
+    """The open transaction of one partition to abort with an ABORT marker (WriteTxnMarkers to its leader)."""
+
+    topic_partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+
+    def __str__(self) -> str:
+        """Kafka's ``AbortTransactionSpec.toString``, which its tool and errors print."""
+        return (
+            f"AbortTransactionSpec(topicPartition={self.topic_partition}, producerId={self.producer_id}, "
+            f"producerEpoch={self.producer_epoch}, coordinatorEpoch={self.coordinator_epoch})"
+        )
+
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+"""FindCoordinator key types: a consumer group id, a transactional id."""
+
 COORDINATOR_MOVED = frozenset(
     {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 )
-"""Group request errors that mean: look the coordinator up again and retry."""
+"""Coordinator request errors (groups, transactional ids) that mean: look the coordinator up again and retry."""
 
 
 @dataclass(frozen=True)
@@ -527,13 +589,14 @@ class AsyncAdmin:
             for broker, dirs in descriptions.items()
         }
 
-    async def find_coordinator(self, group_id: str) -> BrokerMetadata:
-        """The broker coordinating ``group_id`` (FindCoordinator); known to the cluster's connections afterwards."""
-        body = {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
+    async def find_coordinator(self, key: str, key_type: int = GROUP_KEY) -> BrokerMetadata:
+        """The broker coordinating group ``key`` (or transactional id ``key`` with TRANSACTION_KEY; FindCoordinator);
+        known to the cluster's connections afterwards."""
+        body = {"key": key, "key_type": key_type, "coordinator_keys": [key]}
         response = await self.cluster.send(None, ApiKey.FIND_COORDINATOR, body)
         entry = response.coordinators[0] if getattr(response, "coordinators", None) else response
         if entry.error_code != ErrorCode.NONE:
-            raise kafka_error(entry.error_code, entry.error_message, f"find coordinator of group {group_id!r}")
+            raise kafka_error(entry.error_code, entry.error_message, f"find coordinator of {_key_name(key, key_type)}")
         broker = BrokerMetadata(int(entry.node_id), entry.host, int(entry.port), None)
         known = self.cluster.brokers.get(broker.node_id)
         if known is None or (known.host, known.port) != (broker.host, broker.port):
@@ -945,6 +1008,169 @@ class AsyncAdmin:
             _raise_for_responses(result.matching_acls, "delete ACLs")
         return [[binding_of(m, m) for m in result.matching_acls] for result in response.filter_results]
 
+    async def list_transactions(
+        self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), duration_ms: int = -1
+    ) -> dict[int, list[TransactionListing]]:
+        """The transactions of every broker's transaction coordinator (ListTransactions to each), by broker id;
+        ``states`` and ``producer_ids`` keep only those matching, ``duration_ms`` >= 0 only those running longer
+        (ListTransactions v1: a broker answering only v0 fails the call with UNSUPPORTED_VERSION, as Kafka's admin
+        client does). A loading coordinator is asked again; any other error fails the call."""
+        await self.cluster.with_retries(lambda: self.cluster.refresh_metadata([]))
+        body = {
+            "state_filters": list(states),
+            "producer_id_filters": list(producer_ids),
+            "duration_filter": duration_ms,
+        }
+        result: dict[int, list[TransactionListing]] = {}
+        for node in sorted(self.cluster.brokers):
+
+            async def attempt(node: int = node) -> Any:
+                if duration_ms >= 0:
+                    connection = self.cluster.connection(node)
+                    await connection.connect()
+                    if connection.version_for(ApiKey.LIST_TRANSACTIONS) < 1:
+                        raise UnsupportedVersionError(
+                            "Duration filter can be set only when using API version 1 or higher. If client is "
+                            "connected to an older broker, do not specify duration filter or set duration filter "
+                            "to -1."
+                        )
+                response = await self.cluster.send(node, ApiKey.LIST_TRANSACTIONS, body)
+                if response.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                    raise kafka_error(response.error_code, None, f"list transactions of broker {node}")
+                return response
+
+            response = await self.cluster.with_retries(attempt)
+            sent_to = f"ListTransactions request sent to broker {node} failed"
+            if response.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+                raise exception_for(response.error_code, f"{sent_to} because the coordinator is shutting down")
+            if response.error_code != ErrorCode.NONE:
+                raise exception_for(response.error_code, f"{sent_to} with an unexpected exception")
+            result[node] = [
+                TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
+                for t in response.transaction_states
+            ]
+        return result
+
+    async def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> dict[str, TransactionDescription | KafkaError]:
+        """Each transactional id's state at its coordinator (FindCoordinator for each id, then one
+        DescribeTransactions per coordinator for its ids; ids whose coordinator moved or is loading are looked up
+        again and retried), or the error for that id in Kafka's words (TRANSACTIONAL_ID_NOT_FOUND for an id the
+        coordinator does not know; the last retried error for ids still unanswered when retries ran out)."""
+        wanted = list(dict.fromkeys(transactional_ids))
+        result: dict[str, TransactionDescription | KafkaError] = {}
+
+        async def attempt() -> None:
+            by_coordinator: dict[int, list[str]] = defaultdict(list)
+            for transactional_id in wanted:
+                if transactional_id in result:
+                    continue
+                try:
+                    coordinator = await self.find_coordinator(transactional_id, TRANSACTION_KEY)
+                except KafkaError as exc:
+                    if exc.code.retriable:
+                        raise
+                    result[transactional_id] = exc
+                    continue
+                by_coordinator[coordinator.node_id].append(transactional_id)
+            retry: KafkaError | None = None
+            for node, ids in by_coordinator.items():
+                response = await self.cluster.send(node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": ids})
+                for state in response.transaction_states:
+                    if state.transactional_id not in ids:
+                        continue
+                    if state.error_code in COORDINATOR_MOVED:
+                        retry = kafka_error(state.error_code, None, _key_name(state.transactional_id, TRANSACTION_KEY))
+                    else:
+                        result[state.transactional_id] = _transaction_description(node, state)
+                left_out = [i for i in ids if i not in result]
+                if left_out and retry is None:
+                    retry = KafkaError(
+                        f"broker {node} did not describe transactionalId `{left_out[0]}`", ErrorCode.NOT_COORDINATOR
+                    )
+            if retry is not None:
+                raise retry
+
+        try:
+            await self.cluster.with_retries(attempt)
+        except KafkaError as exc:
+            for transactional_id in wanted:
+                result.setdefault(transactional_id, exc)
+        return {i: result[i] for i in wanted}
+
+    async def describe_producers(
+        self, partitions: Iterable[TopicPartition], broker_id: int | None = None
+    ) -> dict[TopicPartition, tuple[ProducerState, ...]]:
+        """The active producers of each partition (DescribeProducers to its leader, or to ``broker_id``'s replica).
+        A moved leader or an unknown partition is retried after a metadata refresh (NOT_LEADER_OR_FOLLOWER from
+        ``broker_id`` fails instead); the first other error fails the call, worded as Kafka's admin client words
+        it."""
+        wanted = list(dict.fromkeys(partitions))
+        result: dict[TopicPartition, tuple[ProducerState, ...]] = {}
+
+        async def attempt() -> KafkaError | None:
+            """The error that ends the call, or None; a retriable error is raised."""
+            by_broker: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in wanted:
+                if tp in result:
+                    continue
+                if broker_id is None:
+                    by_broker[await self.cluster.leader_for(tp)].append(tp)
+                else:
+                    by_broker[broker_id].append(tp)
+            if broker_id is not None and broker_id not in self.cluster.brokers:
+                await self.cluster.refresh_metadata([])
+            retry: KafkaError | None = None
+            for node, tps in by_broker.items():
+                body = {"topics": _by_topic(tps, "partition_indexes")}
+                response = await self.cluster.send(node, ApiKey.DESCRIBE_PRODUCERS, body)
+                for topic in response.topics:
+                    for part in topic.partitions:
+                        tp = TopicPartition(topic.name, int(part.partition_index))
+                        if tp not in tps:
+                            continue
+                        if part.error_code == ErrorCode.NONE:
+                            result[tp] = tuple(_producer_state(p) for p in part.active_producers)
+                            continue
+                        error, again = _producers_error(tp, ErrorCode(part.error_code), part.error_message, broker_id)
+                        if not again:
+                            return error
+                        retry = error
+                for tp in tps:
+                    if tp not in result and retry is None:
+                        retry = KafkaError(f"broker {node} did not describe the producers of {tp}", code=_RETRY)
+            if retry is not None:
+                raise retry
+            return None
+
+        failed = await self.cluster.with_retries(attempt, {tp.topic for tp in wanted})
+        if failed is not None:
+            raise failed
+        return {tp: result[tp] for tp in wanted}
+
+    async def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        """Write an ABORT marker for the spec's producer id, epoch and coordinator epoch to its partition's leader
+        (WriteTxnMarkers), as Kafka's admin client aborts a hanging transaction. A moved leader is looked up again
+        and retried; another error fails the call in Kafka's words."""
+        tp = spec.topic_partition
+        marker = {
+            "producer_id": spec.producer_id,
+            "producer_epoch": spec.producer_epoch,
+            "transaction_result": False,
+            "topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}],
+            "coordinator_epoch": spec.coordinator_epoch,
+        }
+
+        async def attempt() -> KafkaError | None:
+            leader = await self.cluster.leader_for(tp)
+            response = await self.cluster.send(leader, ApiKey.WRITE_TXN_MARKERS, {"markers": [marker]})
+            return _abort_outcome(spec, response)
+
+        failed = await self.cluster.with_retries(attempt, [tp.topic])
+        if failed is not None:
+            raise failed
+
 
 def _group_error(response: Any) -> int:
     """The error a group response reports for the whole group (or its first group entry)."""
@@ -953,6 +1179,114 @@ def _group_error(response: Any) -> int:
         if entries:
             return int(entries[0].error_code)
     return int(getattr(response, "error_code", ErrorCode.NONE))
+
+
+_RETRY = ErrorCode.NOT_LEADER_OR_FOLLOWER
+"""The code of an error raised only to look a partition's leader up again and retry."""
+_LEADER_MOVED = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.BROKER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
+"""WriteTxnMarkers errors after which Kafka's admin client looks the leader up again and retries."""
+
+
+def _transaction_description(coordinator_id: int, state: Any) -> TransactionDescription | KafkaError:
+    """A DescribeTransactions entry as a description, or its error in Kafka's words."""
+    transactional_id = state.transactional_id
+    code = ErrorCode(state.error_code)
+    request = f"DescribeTransactions request for transactionalId `{transactional_id}`"
+    if code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        return exception_for(code, f"{request} failed due to authorization failure")
+    if code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+        return exception_for(code, f"{request} failed because the ID could not be found")
+    if code != ErrorCode.NONE:
+        return exception_for(code, f"{request} failed due to unexpected error")
+    start = state.transaction_start_time
+    return TransactionDescription(
+        coordinator_id,
+        transactional_id,
+        state.transaction_state,
+        int(state.producer_id),
+        int(state.producer_epoch),
+        round(state.transaction_timeout.total_seconds() * 1000),
+        None if start is None else round(start.timestamp() * 1000),
+        frozenset(TopicPartition(t.topic, int(p)) for t in state.topics for p in t.partitions),
+    )
+
+
+def _producer_state(state: Any) -> ProducerState:
+    coordinator_epoch, start_offset = int(state.coordinator_epoch), int(state.current_txn_start_offset)
+    return ProducerState(
+        int(state.producer_id),
+        int(state.producer_epoch),
+        int(state.last_sequence),
+        int(state.last_timestamp),
+        None if coordinator_epoch < 0 else coordinator_epoch,
+        None if start_offset < 0 else start_offset,
+    )
+
+
+def _producers_error(
+    tp: TopicPartition, code: ErrorCode, message: str | None, broker_id: int | None
+) -> tuple[KafkaError, bool]:
+    """DescribeProducers' error for one partition as Kafka's admin client words it, and whether to ask again (a
+    moved leader, an unknown partition; NOT_LEADER_OR_FOLLOWER from a chosen broker is final)."""
+    failed = f"Failed to describe active producers for partition {tp}"
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and broker_id is not None:
+        return exception_for(code, f"{failed} on brokerId {broker_id}"), False
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        return exception_for(code, message or f"{failed}: {code.name}"), True
+    if code == ErrorCode.INVALID_TOPIC_EXCEPTION:
+        detail = message or code.name
+        return exception_for(
+            code, f"Failed to fetch metadata for partition {tp} due to invalid topic error: {detail}"
+        ), False
+    if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+        return exception_for(code, f"{failed} due to authorization failure on topic `{tp.topic}`"), False
+    return exception_for(code, f"{failed} due to unexpected error"), False
+
+
+def _abort_outcome(spec: AbortTransactionSpec, response: Any) -> KafkaError | None:
+    """The error of a WriteTxnMarkers answer to ``spec``'s ABORT marker in Kafka's words, or None when it was
+    written; a moved leader (or a leader not yet known) is raised to retry."""
+    tp = spec.topic_partition
+    unexpected = "WriteTxnMarkers response included unexpected"
+    markers = response.markers
+    if len(markers) != 1 or markers[0].producer_id != spec.producer_id:
+        return KafkaError(f"{unexpected} marker entries (expected exactly one with producerId {spec.producer_id})")
+    topics = markers[0].topics
+    if len(topics) != 1 or topics[0].name != tp.topic:
+        return KafkaError(f"{unexpected} topic entries (expected exactly one with topic partition {tp})")
+    partitions = topics[0].partitions
+    if len(partitions) != 1 or partitions[0].partition_index != tp.partition:
+        return KafkaError(
+            f"{unexpected} partition entries for topic {tp.topic} (expected exactly one with partition {tp.partition})"
+        )
+    code = ErrorCode(partitions[0].error_code)
+    request = f"WriteTxnMarkers request with {spec}"
+    if code == ErrorCode.NONE:
+        return None
+    if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        return exception_for(code, f"{request} failed due to cluster authorization error")
+    if code == ErrorCode.INVALID_PRODUCER_EPOCH:
+        return exception_for(code, f"{request} failed due an invalid producer epoch")
+    if code == ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+        return exception_for(
+            code,
+            f"{request} failed since the provided coordinator epoch {spec.coordinator_epoch} has been fenced by the "
+            "active coordinator",
+        )
+    if code in _LEADER_MOVED:
+        raise KafkaError(f"{request} failed due to {code.name}", _RETRY)
+    return exception_for(code, f"{request} failed due to unexpected error: {code.name}")
+
+
+def _key_name(key: str, key_type: int) -> str:
+    return f"transactional id {key!r}" if key_type == TRANSACTION_KEY else f"group {key!r}"
 
 
 def _assignment(data: bytes) -> tuple[TopicPartition, ...]:

@@ -14,10 +14,19 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
-from mq.client.admin import AsyncAdmin, ClientQuotaEntry
+from mq.client.admin import (
+    AbortTransactionSpec,
+    AsyncAdmin,
+    ClientQuotaEntry,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
+from mq.client.cluster import TopicMetadata
 from mq.client.consumer import AsyncConsumer, ConsumerRecord
 from mq.client.group_consumer import AsyncGroupConsumer, RebalanceListener
 from mq.client.producer import AsyncProducer, Headers, RecordMetadata
+from mq.errors import KafkaError
 from mq.topic_partition import TopicPartition
 
 T = TypeVar("T")
@@ -97,6 +106,9 @@ class SyncAdmin(_Sync[AsyncAdmin]):
     def list_topics(self, include_internal: bool = True) -> list[str]:
         return self.call(AsyncAdmin.list_topics, include_internal)
 
+    def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicMetadata]:
+        return self.call(AsyncAdmin.describe_topics, None if names is None else list(names))
+
     def describe_client_quotas(
         self, components: Sequence[tuple[str, int, str | None]], strict: bool = False
     ) -> list[ClientQuotaEntry]:
@@ -110,6 +122,22 @@ class SyncAdmin(_Sync[AsyncAdmin]):
         validate_only: bool = False,
     ) -> None:
         self.call(AsyncAdmin.alter_client_quotas, entity, add, remove, validate_only)
+
+    def list_transactions(
+        self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), duration_ms: int = -1
+    ) -> dict[int, list[TransactionListing]]:
+        return self.call(AsyncAdmin.list_transactions, list(states), list(producer_ids), duration_ms)
+
+    def describe_transactions(self, transactional_ids: Iterable[str]) -> dict[str, TransactionDescription | KafkaError]:
+        return self.call(AsyncAdmin.describe_transactions, list(transactional_ids))
+
+    def describe_producers(
+        self, partitions: Iterable[TopicPartition], broker_id: int | None = None
+    ) -> dict[TopicPartition, tuple[ProducerState, ...]]:
+        return self.call(AsyncAdmin.describe_producers, list(partitions), broker_id)
+
+    def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        self.call(AsyncAdmin.abort_transaction, spec)
 
 
 class SyncProducer(_Sync[AsyncProducer]):

@@ -32,6 +32,7 @@ from mq.protocol.inter_broker import SCHEMAS as INTER_BROKER_SCHEMAS
 from mq.protocol.legacy_schemas import SCHEMAS as LEGACY_SCHEMAS
 from mq.protocol.length_guard import check_lengths
 from mq.protocol.list_offsets import SCHEMAS as LIST_OFFSETS_V0_SCHEMAS
+from mq.protocol.transactions import SCHEMAS as TRANSACTION_SCHEMAS
 
 _HEADER_FIXED = struct.Struct(">hhih")
 _CORRELATION_ID = struct.Struct(">i")
@@ -59,8 +60,14 @@ class RequestHeader:
     """Bytes the header occupies in the frame; the body starts there."""
 
 
-DECLARED_SCHEMAS = {**INTER_BROKER_SCHEMAS, **ACL_V0_SCHEMAS, **LIST_OFFSETS_V0_SCHEMAS, **LEGACY_SCHEMAS}
-"""(api_key, version) -> (request, response) schemas mq declares where kio has none."""
+DECLARED_SCHEMAS = {
+    **INTER_BROKER_SCHEMAS,
+    **ACL_V0_SCHEMAS,
+    **LIST_OFFSETS_V0_SCHEMAS,
+    **LEGACY_SCHEMAS,
+    **TRANSACTION_SCHEMAS,
+}
+"""(api_key, version) -> (request, response) schemas mq declares where kio has none (or reads a field unlike Kafka)."""
 
 SAME_LAYOUT = {(35, 0): 1, (9, 0): 1}
 """Versions kio has no schema for whose request and response bytes are those of another version: DescribeLogDirs
@@ -70,7 +77,7 @@ coordinator, v0 those kept in ZooKeeper)."""
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type[Any] | None:
-    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs, ACL APIs v0, ListOffsets v0, Produce v0-v2, Fetch v0-v3 and OffsetCommit v0-v1); None when
+    """kio's request class for (api_key, api_version) (or mq's, for the inter-broker APIs, ACL APIs v0, ListOffsets v0, Produce v0-v2, Fetch v0-v3, OffsetCommit v0-v1 and WriteTxnMarkers v0); None when
     there is none."""
     if (api_key, api_version) in DECLARED_SCHEMAS:
         return DECLARED_SCHEMAS[api_key, api_version][0]

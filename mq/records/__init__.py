@@ -22,15 +22,16 @@ from mq.records.batch_header import (
 )
 from mq.records.compression import compress, decompress
 from mq.records.crc import Buffer, crc32, crc32c
-from mq.records.default_batch import RecordBatchBuilder, build_control_batch, iter_batch_records
+from mq.records.default_batch import RecordBatchBuilder, build_control_batch, iter_batch_records, read_end_txn_marker
 from mq.records.legacy import LegacyBatchBuilder, assign_offsets_compressed, iter_legacy_records
-from mq.records.record import ABORT, COMMIT, Record, parse_control_key, parse_end_txn_marker
+from mq.records.record import ABORT, COMMIT, EndTxnMarker, Record, parse_control_key, parse_end_txn_marker
 
 __all__ = [
     "ABORT",
     "COMMIT",
     "BatchHeader",
     "Codec",
+    "EndTxnMarker",
     "LegacyBatchBuilder",
     "Record",
     "RecordBatchBuilder",
@@ -48,6 +49,7 @@ __all__ = [
     "parse_control_key",
     "parse_end_txn_marker",
     "parse_header",
+    "read_end_txn_marker",
     "validate",
 ]
 

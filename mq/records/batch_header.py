@@ -137,6 +137,11 @@ class BatchHeader:
         return self.position + (V2_CRC_START if self.magic >= 2 else LEGACY_CRC_START)
 
 
+def is_transactional_batch(buf: Buffer) -> bool:
+    """Whether ``buf`` starts with a v2 batch marked transactional (its attributes' low byte is at offset 22)."""
+    return len(buf) > V2_CRC_START + 1 and buf[MAGIC_OFFSET] >= 2 and bool(buf[V2_CRC_START + 1] & TRANSACTIONAL_BIT)
+
+
 def peek_size(buf: Buffer, position: int = 0) -> int | None:
     """Total size of the entry at ``position``, or None if fewer than 12 bytes remain."""
     if len(buf) - position < LOG_OVERHEAD:

@@ -29,7 +29,16 @@ from mq.records.batch_header import (
 )
 from mq.records.compression import compress, decompress
 from mq.records.crc import Buffer, crc32c
-from mq.records.record import Record, control_key, end_txn_marker
+from mq.records.record import (
+    ABORT,
+    COMMIT,
+    EndTxnMarker,
+    Record,
+    control_key,
+    end_txn_marker,
+    parse_control_key,
+    parse_end_txn_marker,
+)
 from mq.records.varint import decode_varint, encode_varint
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -174,18 +183,39 @@ def build_control_batch(
     coordinator_epoch: int,
     base_offset: int = 0,
     timestamp: int | None = None,
+    partition_leader_epoch: int = -1,
 ) -> bytes:
-    """A transaction marker: a transactional control batch holding one ABORT (0) or COMMIT (1) record."""
+    """A transaction marker: a transactional control batch (attributes 0x30: uncompressed, CreateTime) holding one
+    ABORT (0) or COMMIT (1) record at offset delta 0, with no base sequence (-1), as Kafka writes it."""
     builder = RecordBatchBuilder(
         base_offset=base_offset,
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         is_transactional=True,
         is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
     )
     now = int(time.time() * 1000) if timestamp is None else timestamp
     builder.append(now, control_key(kind), end_txn_marker(coordinator_epoch))
     return builder.build()
+
+
+def read_end_txn_marker(buf: Buffer, header: BatchHeader) -> EndTxnMarker | None:
+    """The transaction marker the batch at ``header`` holds; None for a data batch or a control batch of another
+    type. CorruptRecordError for a control batch that is not one well-formed control record (or, for an ABORT or
+    COMMIT record, whose value is not an end-transaction marker)."""
+    if not header.is_control:
+        return None
+    records = list(iter_batch_records(buf, header))
+    if len(records) != 1:
+        raise CorruptRecordError(
+            f"control batch at position {header.position} holds {len(records)} records, expected exactly 1"
+        )
+    kind = parse_control_key(records[0].key)
+    if kind not in (ABORT, COMMIT):
+        return None
+    coordinator_epoch = parse_end_txn_marker(records[0].value)
+    return EndTxnMarker(header.producer_id, header.producer_epoch, coordinator_epoch, kind == COMMIT)
 
 
 def batch_codec(header: BatchHeader) -> Codec:

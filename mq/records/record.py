@@ -1,7 +1,8 @@
 """One record as read by deep iteration, and the control records that mark transaction ends.
 
 A control record's key is ``int16 version (0), int16 type`` (0 ABORT, 1 COMMIT); an end-transaction marker's value
-is ``int16 version (0), int32 coordinator epoch``.
+is ``int16 version (0), int32 coordinator epoch``. Readers take any non-negative version and read the version-0
+fields at their fixed positions (a later version may only append fields); a negative version is corrupt.
 """
 
 from __future__ import annotations
@@ -15,6 +16,22 @@ ABORT = 0
 COMMIT = 1
 _KEY = struct.Struct(">hh")
 _MARKER = struct.Struct(">hi")
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnMarker:
+    """What a transaction marker batch says: producer ``producer_id`` at ``producer_epoch`` committed (or aborted)
+    its transaction on this partition, as coordinator epoch ``coordinator_epoch`` decided."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+
+    @property
+    def kind(self) -> int:
+        """COMMIT (1) or ABORT (0): the control record type of the marker."""
+        return COMMIT if self.commit else ABORT
 
 
 @dataclass(slots=True)
@@ -51,11 +68,19 @@ def parse_control_key(key: bytes | None) -> int:
     """The control type of a control record's key: ABORT (0), COMMIT (1), or any other type as stored."""
     if key is None or len(key) < _KEY.size:
         raise CorruptRecordError("control record key is shorter than 4 bytes")
-    return int(_KEY.unpack_from(key)[1])
+    version, kind = _KEY.unpack_from(key)
+    if version < 0:
+        raise CorruptRecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
+    return int(kind)
 
 
 def parse_end_txn_marker(value: bytes | None) -> int:
     """The coordinator epoch of an end-transaction marker's value."""
     if value is None or len(value) < _MARKER.size:
         raise CorruptRecordError("end transaction marker is shorter than 6 bytes")
-    return int(_MARKER.unpack_from(value)[1])
+    version, coordinator_epoch = _MARKER.unpack_from(value)
+    if version < 0:
+        raise CorruptRecordError(
+            f"Invalid version found for end transaction marker: {version}. May indicate data corruption"
+        )
+    return int(coordinator_epoch)

@@ -16,7 +16,7 @@ lookup once cached (per principal, host, operation and resource; the cache empti
 is in force for the next request of every connection).
 
 Brokers send each other requests as their inter-broker principal (User:ANONYMOUS on a PLAINTEXT inter-broker
-listener): LeaderAndIsr, UpdateMetadata, StopReplica and ControlledShutdown need CLUSTER_ACTION, and so does a
+listener): LeaderAndIsr, UpdateMetadata, StopReplica, ControlledShutdown and WriteTxnMarkers need CLUSTER_ACTION, and so does a
 follower's Fetch, so ``super.users`` must include that principal, as in Kafka.
 """
 
@@ -38,6 +38,7 @@ CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     ApiKey.STOP_REPLICA: AclOperation.CLUSTER_ACTION,
     ApiKey.UPDATE_METADATA: AclOperation.CLUSTER_ACTION,
     ApiKey.CONTROLLED_SHUTDOWN: AclOperation.CLUSTER_ACTION,
+    ApiKey.WRITE_TXN_MARKERS: AclOperation.CLUSTER_ACTION,
     ApiKey.ELECT_LEADERS: AclOperation.ALTER,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,

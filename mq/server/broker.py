@@ -69,16 +69,18 @@ from mq.server.handlers.consumer_group_protocol import consumer_group_protocol_a
 from mq.server.handlers.controller_requests import controller_apis
 from mq.server.handlers.fetch import fetch_api
 from mq.server.handlers.group_offsets import group_offset_apis
-from mq.server.handlers.groups import group_apis, offsets_topic_creator
+from mq.server.handlers.groups import group_apis, offsets_topic_creator, transaction_topic_creator
 from mq.server.handlers.inter_broker import inter_broker_apis
 from mq.server.handlers.leader_epoch import leader_epoch_apis
 from mq.server.handlers.log_dirs import log_dirs_apis
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
+from mq.server.handlers.producers import producers_api
 from mq.server.handlers.reassignments import reassignment_apis
 from mq.server.handlers.sasl import sasl_apis
 from mq.server.handlers.topic_partitions import describe_topic_partitions_api
+from mq.server.handlers.transactions import transaction_apis
 from mq.server.handlers.user_scram_credentials import user_scram_credential_apis
 from mq.server.isr_updates import IsrChangeWriter
 from mq.server.listener_security import inter_broker_security, jaas_key, listener_security, listener_tls_settings
@@ -88,6 +90,7 @@ from mq.server.metadata_cache import BrokerEndpoint, MetadataCache
 from mq.server.metrics import BrokerCollector, RequestStats, Timer, registry_for
 from mq.server.metrics_http import CONTROLLER_WAIT_S, MetricsServer
 from mq.server.network import ConnectionLimits, Endpoint, SocketServer
+from mq.server.partition import write_roll_snapshot
 from mq.server.producer_id_manager import ProducerIdManager
 from mq.server.quotas import (
     ClientQuotas,
@@ -107,6 +110,9 @@ from mq.server.scram_credentials import (
     read_all_credentials,
     read_user_credentials,
 )
+from mq.server.transaction_coordinator import TransactionCoordinator
+from mq.server.transaction_marker_channel import TransactionMarkerChannelManager
+from mq.server.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME, TransactionStateManager
 from mq.storage.checkpoints import OffsetCheckpointFile
 from mq.storage.log_cleaner import LogCleaner
 from mq.storage.log_dir_lock import LogDirLocks
@@ -192,6 +198,9 @@ class KafkaServer:
         self.log_cleaner: LogCleaner | None = None
         self.log_dir_mover: LogDirMover | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
+        self.marker_channel: TransactionMarkerChannelManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
         self.clock: Clock = SystemClock()
         self.scheduler: Scheduler | None = None
         self.zk_executor = ThreadPoolExecutor(1, thread_name_prefix="mq-metadata")
@@ -435,6 +444,9 @@ class KafkaServer:
         self.replica_manager.known_partition = lambda tp: self.cache.partition(tp) is not None
         self.log_dir_mover = LogDirMover(log_manager, self.replica_manager.partitions.get)
         scheduler = self.scheduler = Scheduler(self.clock, config.background_threads, loop)
+        self.replica_manager.snapshot_requested = lambda directory, offset, entries: scheduler.submit(
+            "producer-snapshot", functools.partial(write_roll_snapshot, directory, offset, entries)
+        )
         self.replica_manager.flush_requested = lambda partition: scheduler.submit(
             "flush", functools.partial(log_manager.flush, partition.log), key=partition.log
         )
@@ -458,8 +470,24 @@ class KafkaServer:
             GroupMetadataManager(config, self.replica_manager, self._offsets_topic_partitions, self.clock.time_ms),
             self.clock,
         )
-        self.replica_manager.leadership_listener = coordinator.on_leadership_change
         self.cache.topic_removed_listener = coordinator.schedule_topic_removal
+        producer_ids = self.producer_ids = ProducerIdManager(self.store, self.broker_id)
+        replica_manager = self.replica_manager
+        transactions = self.transaction_coordinator = TransactionCoordinator(
+            config,
+            TransactionStateManager(config, replica_manager, self._transaction_topic_partitions, self.clock.time_ms),
+            self._next_producer_id,
+            self._write_txn_marker,
+            replica_manager.leads,
+            self.clock,
+        )
+
+        def leadership_changed(tp: TopicPartition, is_leader: bool) -> None:
+            coordinator.on_leadership_change(tp, is_leader)
+            partition = replica_manager.partitions.get(tp)
+            transactions.on_leadership_change(tp, is_leader, -1 if partition is None else partition.leader_epoch)
+
+        self.replica_manager.leadership_listener = leadership_changed
 
         channel: ControllerChannel
         if config.standalone:
@@ -482,6 +510,10 @@ class KafkaServer:
                 quota=self.replica_manager.quotas.follower,
                 security=self.inter_broker_security,
             )
+            markers = self.marker_channel = TransactionMarkerChannelManager(
+                self.broker_id, self.cache, self._cached_endpoint, self.inter_broker_security
+            )
+            transactions.send_markers = markers.send
             isr_writer = IsrChangeWriter(
                 self.zk, self.broker_id, self.zk_executor, self._post, self.replica_manager.isr_change_done
             )
@@ -509,6 +541,7 @@ class KafkaServer:
             produce_api(self.replica_manager, acl),
             fetch_api(self.replica_manager, acl),
             *offsets_apis(self.replica_manager, acl),
+            producers_api(self.replica_manager, self.cache, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),
@@ -519,11 +552,19 @@ class KafkaServer:
             *client_metrics_apis(acl),
             *user_scram_credential_apis(self.zk),
             *acl_apis(acl),
-            *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id), acl),
+            *cluster_apis(self.cache, producer_ids, acl, transactions),
             *controller_apis(self.controller),
             *sasl_apis(),
             *reassignment_apis(self.zk),
-            *group_apis(coordinator, self.cache, offsets_topic_creator(admin, self.cache, config), acl),
+            *group_apis(
+                coordinator,
+                self.cache,
+                offsets_topic_creator(admin, self.cache, config),
+                acl,
+                transaction_topic_creator(admin, self.cache, config),
+                transactions.manager.partition_for,
+            ),
+            *transaction_apis(transactions, coordinator, self.cache, config, acl),
             *group_offset_apis(coordinator, self.cache, config, ZkConsumerGroups(self.store), acl=acl),
             *consumer_group_protocol_apis(coordinator, self.cache, acl),
             *(
@@ -677,6 +718,31 @@ class KafkaServer:
             else self.config.offsets_topic_num_partitions
         )
 
+    def _transaction_topic_partitions(self) -> int:
+        """Partitions of ``__transaction_state``: the topic's own count once it exists, else the configured one."""
+        topic = self.cache.topics.get(TRANSACTION_STATE_TOPIC_NAME)
+        return (
+            len(topic.partitions)
+            if topic is not None and topic.partitions
+            else self.config.transaction_state_log_num_partitions
+        )
+
+    async def _next_producer_id(self) -> int:
+        """A new producer id (a block may be claimed in the metadata tree: off the loop)."""
+        assert self.producer_ids is not None
+        return await asyncio.to_thread(self.producer_ids.next_id)
+
+    async def _write_txn_marker(
+        self, tp: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> ErrorCode:
+        """Append a transaction marker to a partition this broker leads; one on ``__consumer_offsets`` also settles
+        the transaction's offset commits in the group coordinator."""
+        assert self.replica_manager is not None
+        code = await self.replica_manager.write_txn_marker(tp, producer_id, producer_epoch, coordinator_epoch, commit)
+        if code == ErrorCode.NONE and tp.topic == GROUP_METADATA_TOPIC_NAME and self.group_coordinator is not None:
+            self.group_coordinator.complete_txn(tp.partition, producer_id, commit)
+        return code
+
     def _reload_tls(self, before: BrokerConfig, after: BrokerConfig) -> None:
         """Give the TLS listeners whose key or trust stores changed (settings, or a store file rewritten) a new
         context for their next connections, as Kafka reloads them on a dynamic update; a store that cannot be loaded
@@ -797,6 +863,18 @@ class KafkaServer:
         if coordinator is not None:
             scheduler.schedule_on_loop(
                 "offset-expiration", config.offsets_retention_check_interval_ms, coordinator.schedule_offset_expiration
+            )
+        transactions = self.transaction_coordinator
+        if transactions is not None:
+            scheduler.schedule_on_loop(
+                "transaction-abort",
+                config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                transactions.abort_timed_out,
+            )
+            scheduler.schedule_on_loop(
+                "transactionalId-expiration",
+                config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                transactions.remove_expired,
             )
         scheduler.schedule(
             "recovery-point-checkpoint",
@@ -927,6 +1005,10 @@ class KafkaServer:
         await self._hand_over_controller()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()  # members waiting on a rebalance are answered before the drain
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
+        if self.marker_channel is not None:
+            await self.marker_channel.close()
         if self.server is not None:
             await self.server.stop()
         if self.replica_manager is not None and self.replica_manager.fetchers is not None:
@@ -943,6 +1025,8 @@ class KafkaServer:
             self.replica_manager.fetch_purgatory.complete_all()
             self.replica_manager.produce_purgatory.complete_all()
         self.write_high_watermarks(self.high_watermarks_by_dir())
+        if self.replica_manager is not None:
+            await loop.run_in_executor(None, self.replica_manager.write_producer_snapshots)
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.store is not None:

@@ -14,6 +14,10 @@ member id is fenced (FENCED_INSTANCE_ID). A rebalance waiting for members is a d
 (keyed by group id: a member's join, leave or expiry checks only its own group); each member's session is a delayed
 heartbeat in the heartbeat purgatory; every timeout reads the broker's clock.
 
+Offsets committed in a transaction (TxnOffsetCommit) are written at once but kept pending per producer until the
+transaction's marker reaches the group's partition (``complete_txn``): a COMMIT makes them the group's offsets, an
+ABORT drops them.
+
 Consumer-protocol groups (``consumer_groups``, KIP-848) are loaded and unloaded with their partition like classic
 ones; ``store_consumer_group`` writes what changed in one, and each of their members has a session in the heartbeat
 purgatory until its ``deadline_ms``, so a silent member is removed without another member's heartbeat.
@@ -156,7 +160,8 @@ class GroupCoordinator:
 
     def _install(self, partition: int, loaded: LoadedPartition) -> None:
         now = self.time_ms()
-        for group_id in set(loaded.groups) | set(loaded.offsets):
+        pending_groups = {group_id for by_group in loaded.pending.values() for group_id in by_group}
+        for group_id in set(loaded.groups) | set(loaded.offsets) | pending_groups:
             if group_id in self.groups:
                 continue
             group = GroupMetadata(group_id, partition, state_timestamp_ms=now)
@@ -186,6 +191,9 @@ class GroupCoordinator:
                     group.state = GroupState.STABLE
                     group.subscribed = group.compute_subscribed()
             group.offsets = dict(loaded.offsets.get(group_id, {}))
+            for producer_id, by_group in loaded.pending.items():
+                if group_id in by_group:
+                    group.pending_txn_offsets[producer_id] = dict(by_group[group_id])
             self.groups[group_id] = group
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
@@ -833,6 +841,51 @@ class GroupCoordinator:
             return answer(error)
 
         return self.manager.store_offsets(group, offsets, stored)
+
+    def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[TopicPartition, OffsetCommitValue],
+        answer: Callable[[ErrorCode], T],
+    ) -> T | asyncio.Future[T]:
+        """Store ``offsets`` in the producer's transaction (TxnOffsetCommit): written now, they count once the
+        transaction's COMMIT marker reaches the group's partition (``complete_txn``)."""
+        error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return answer(error)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = GroupMetadata(group_id, self.partition_for(group_id), state_timestamp_ms=self.time_ms())
+            self.groups[group_id] = group
+        if not offsets:
+            return answer(ErrorCode.NONE)
+        stored_group = group
+
+        def stored(error: ErrorCode) -> T:
+            if error == ErrorCode.NONE and self._current(stored_group):
+                stored_group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+            return answer(error)
+
+        return self.manager.store_offsets(group, offsets, stored, (producer_id, producer_epoch))
+
+    def pending_txn_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The partitions of the group with an offset committed in a transaction not yet ended."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        return {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` was written to ``__consumer_offsets`` ``partition``: its pending
+        offsets in the groups there count (COMMIT) or are dropped (ABORT)."""
+        for group in self.groups.values():
+            if group.partition != partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
 
     def fetch_offsets(
         self,

@@ -124,6 +124,8 @@ class GroupMetadata:
     static_members: dict[str, str] = field(default_factory=dict)
     """group.instance.id -> member id."""
     offsets: dict[TopicPartition, OffsetCommitValue] = field(default_factory=dict)
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetCommitValue]] = field(default_factory=dict)
+    """Producer id -> offsets committed in its open transaction: they join ``offsets`` at its COMMIT marker."""
     new_member_added: bool = False
     initial_delay_active: bool = False
     """The first rebalance of an empty group waits ``group.initial.rebalance.delay.ms`` for more members."""

@@ -5,6 +5,10 @@ Writes are one v2 batch per call, appended through the replica manager as the pa
 ``offsets.commit.timeout.ms``). Append errors are mapped as Kafka's coordinator maps them, so clients retry or
 rediscover the coordinator. Loading reads a partition from its log start to its log end: the last value of a key
 wins and a tombstone (null value) removes the key. Loading decodes every record, so it runs in a worker thread.
+
+Transactional offset commits (TxnOffsetCommit) are written as a transactional batch of the producer; they count
+once the producer's COMMIT marker follows them on the partition, and are dropped at its ABORT marker; those with no
+marker yet are loaded as pending (``LoadedPartition.pending``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -36,8 +40,8 @@ from mq.protocol.consumer_offsets import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from mq.records.batch_header import iter_headers
-from mq.records.default_batch import RecordBatchBuilder, iter_batch_records
+from mq.records.batch_header import BatchHeader, iter_headers
+from mq.records.default_batch import RecordBatchBuilder, iter_batch_records, read_end_txn_marker
 from mq.server.group_metadata import GroupMetadata
 from mq.server.purgatory import settled
 from mq.server.replica_manager import ProduceResult, ReplicaManager
@@ -49,7 +53,7 @@ T = TypeVar("T")
 
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
-_COMMON_APPEND_ERRORS = {
+COORDINATOR_APPEND_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -65,21 +69,21 @@ def group_append_error(code: ErrorCode) -> ErrorCode:
         return ErrorCode.REBALANCE_IN_PROGRESS
     if code in _TOO_LARGE:
         return ErrorCode.UNKNOWN_SERVER_ERROR
-    return _COMMON_APPEND_ERRORS.get(code, code)
+    return COORDINATOR_APPEND_ERRORS.get(code, code)
 
 
 def consumer_group_append_error(code: ErrorCode) -> ErrorCode:
     """The error a consumer-protocol group's records write reports (ConsumerGroupHeartbeat, DeleteGroups)."""
     if code in _TOO_LARGE:
         return ErrorCode.UNKNOWN_SERVER_ERROR
-    return _COMMON_APPEND_ERRORS.get(code, code)
+    return COORDINATOR_APPEND_ERRORS.get(code, code)
 
 
 def offset_append_error(code: ErrorCode) -> ErrorCode:
     """The error an offset commit write reports."""
     if code in _TOO_LARGE:
         return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return _COMMON_APPEND_ERRORS.get(code, code)
+    return COORDINATOR_APPEND_ERRORS.get(code, code)
 
 
 @dataclass
@@ -88,13 +92,15 @@ class LoadedPartition:
 
     groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = field(default_factory=dict)
+    pending: dict[int, dict[str, dict[TopicPartition, OffsetCommitValue]]] = field(default_factory=dict)
+    """Producer id -> group -> offsets committed in its open transaction."""
     consumer_groups: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = field(default_factory=dict)
     """Consumer-protocol groups: the live records of each."""
 
 
-def read_partition(log_: Log, buffer_bytes: int) -> LoadedPartition:
-    """Replay a partition's log from its start to its end (v2 batches; control batches are skipped)."""
-    loaded = LoadedPartition()
+def replay_batches(log_: Log, buffer_bytes: int) -> Iterator[tuple[bytes, BatchHeader, int]]:
+    """(data, header, from offset) of every v2 batch of a log from its start to its end, read ``buffer_bytes`` at a
+    time: records below ``from offset`` were given with the previous read."""
     offset = log_.log_start_offset
     end = log_.log_end_offset
     while offset < end:
@@ -105,14 +111,31 @@ def read_partition(log_: Log, buffer_bytes: int) -> LoadedPartition:
         next_offset = offset
         for header in iter_headers(data):
             next_offset = header.next_offset
-            if header.magic < 2 or header.is_control:
-                continue
-            for record in iter_batch_records(data, header):
-                if record.offset >= offset and record.key is not None:
-                    apply_record(loaded, record.key, record.value)
+            if header.magic >= 2 and header.last_offset >= offset:
+                yield data, header, offset
         if next_offset <= offset:
             break
         offset = next_offset
+
+
+def read_partition(log_: Log, buffer_bytes: int) -> LoadedPartition:
+    """Replay a partition's log from its start to its end (v2 batches; a transaction's offset commits wait for its
+    marker)."""
+    loaded = LoadedPartition()
+    for data, header, offset in replay_batches(log_, buffer_bytes):
+        if header.is_control:
+            marker = read_end_txn_marker(data, header)
+            pending = loaded.pending.pop(header.producer_id, {}) if marker is not None else {}
+            if marker is not None and marker.commit:
+                for group, offsets in pending.items():
+                    loaded.offsets.setdefault(group, {}).update(offsets)
+            continue
+        target = loaded
+        if header.is_transactional:
+            target = LoadedPartition(offsets=loaded.pending.setdefault(header.producer_id, {}))
+        for record in iter_batch_records(data, header):
+            if record.offset >= offset and record.key is not None:
+                apply_record(target, record.key, record.value)
     loaded.offsets = {group: offsets for group, offsets in loaded.offsets.items() if offsets}
     loaded.consumer_groups = {group: records for group, records in loaded.consumer_groups.items() if records}
     return loaded
@@ -194,11 +217,20 @@ class GroupMetadataManager:
         return read_partition(log_, self.config.offsets_load_buffer_size)
 
     def append_now(
-        self, partition: int, records: Iterable[tuple[bytes, bytes | None]], answer: Callable[[ErrorCode], T]
+        self,
+        partition: int,
+        records: Iterable[tuple[bytes, bytes | None]],
+        answer: Callable[[ErrorCode], T],
+        producer: tuple[int, int] | None = None,
     ) -> T | asyncio.Future[T]:
-        """Append ``records`` to ``partition`` now; ``answer(error)`` now, or (acks -1 while the ISR catches up) a
-        future of it that the produce purgatory completes."""
-        builder = RecordBatchBuilder()
+        """Append ``records`` to ``partition`` now (as a transactional batch of ``producer``, (id, epoch), when
+        given); ``answer(error)`` now, or (acks -1 while the ISR catches up) a future of it that the produce
+        purgatory completes."""
+        builder = (
+            RecordBatchBuilder()
+            if producer is None
+            else RecordBatchBuilder(producer_id=producer[0], producer_epoch=producer[1], is_transactional=True)
+        )
         now = self.time_ms()
         for key, value in records:
             builder.append(now, key, value)
@@ -229,9 +261,14 @@ class GroupMetadataManager:
         return group_append_error(await self._append(group.partition, [(key, value)]))
 
     def store_offsets(
-        self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetCommitValue], answer: Callable[[ErrorCode], T]
+        self,
+        group: GroupMetadata,
+        offsets: dict[TopicPartition, OffsetCommitValue],
+        answer: Callable[[ErrorCode], T],
+        producer: tuple[int, int] | None = None,
     ) -> T | asyncio.Future[T]:
-        """Write ``offsets``; ``answer(error)`` as ``append_now`` gives it."""
+        """Write ``offsets`` (in the transaction of ``producer``, (id, epoch), when given); ``answer(error)`` as
+        ``append_now`` gives it."""
         records = [
             (
                 encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
@@ -239,7 +276,7 @@ class GroupMetadataManager:
             )
             for tp, value in offsets.items()
         ]
-        return self.append_now(group.partition, records, lambda code: answer(offset_append_error(code)))
+        return self.append_now(group.partition, records, lambda code: answer(offset_append_error(code)), producer)
 
     async def write_tombstones(
         self, partition: int, group_id: str, offsets: Iterable[TopicPartition], group_too: bool

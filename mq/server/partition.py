@@ -2,14 +2,22 @@
 
 Invariants: ``log_start_offset <= high_watermark <= log_end_offset``; the high watermark only moves forward while
 this replica leads and equals the smallest log end offset among the in-sync replicas; followers' positions are
-known from their fetches. With no transactions the last stable offset equals the high watermark.
+known from their fetches. The last stable offset is the first offset of the oldest open transaction, or the high
+watermark when that is lower (or no transaction is open); read_committed consumers read below it.
+
+Producer state (idempotence, open transactions) is rebuilt from the latest producer snapshot at or below the log end
+(``<offset>.snapshot``, written when a leader's append rolls the log and at a clean shutdown) and the batch headers
+after it, or from the log start without one; ABORT markers found there whose transaction index entry is missing (a
+follower's replicated markers, an unflushed index) get it.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 from mq.errors import (
@@ -23,9 +31,26 @@ from mq.errors import (
 )
 from mq.records.batch_header import parse_header
 from mq.records.crc import Buffer
+from mq.records.default_batch import build_control_batch, read_end_txn_marker
+from mq.records.record import ABORT, COMMIT
 from mq.server.partition_state import PartitionStateInfo
-from mq.server.producer_state import BatchMetadata, ProducerStateManager
+from mq.server.producer_state import (
+    SEQUENCE_MODULUS,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerEntry,
+    ProducerStateManager,
+)
+from mq.storage.file_names import offset_from_file_name, snapshot_file_name
 from mq.storage.partition_log import FetchDataInfo, Log
+from mq.storage.producer_snapshot import (
+    CorruptSnapshotError,
+    ProducerSnapshotEntry,
+    list_snapshot_offsets,
+    read_snapshot,
+    write_snapshot,
+)
+from mq.storage.txn_index import AbortedTxn
 from mq.topic_partition import TopicPartition
 
 
@@ -65,6 +90,9 @@ class Partition:
     high_watermark: int = 0
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    on_roll_snapshot: Callable[[Path, int, list[ProducerSnapshotEntry]], None] | None = None
+    """Told (log dir, new segment's base offset, producer state before it) when a leader's append rolled the log:
+    the snapshot is written off the loop (``write_roll_snapshot``)."""
     follower_lag: int = 0
     """As a follower: the leader's high watermark at the last fetch minus this log's end (ReplicaFetcher MaxLag)."""
 
@@ -91,18 +119,98 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        first_unstable = self.producers.first_unstable_offset
+        return self.high_watermark if first_unstable is None else min(first_unstable, self.high_watermark)
 
     def rebuild_producer_state(self) -> None:
-        """Recover idempotent producers' recent batches from the active segment's batch headers, so a retry that
-        crosses a broker restart is still recognised as a duplicate (headers only; nothing is decoded)."""
-        self.producers.truncate()
-        for header in self.log.active.headers_from(0):
-            if header.magic >= 2 and header.producer_id >= 0 and header.base_sequence >= 0:
+        """Recover producers' recent batches and open transactions from the latest snapshot and the batch headers
+        after it (control batches alone are read whole), so a retry that crosses a broker restart is still a
+        duplicate and an open transaction still bounds the last stable offset."""
+        producers = self.producers
+        producers.truncate()
+        start = self._load_snapshot()
+        for segment, header in self.log.batches_from(start):
+            if header.magic < 2 or header.producer_id < 0:
+                continue
+            if header.is_control:
+                data = os.pread(segment.fd, header.size, header.position)
+                parsed = parse_header(data, 0)
+                marker = None if parsed is None else read_end_txn_marker(data, parsed)
+                if marker is not None:
+                    done = producers.complete_txn(
+                        header.producer_id, header.producer_epoch, marker.coordinator_epoch, marker.commit
+                    )
+                    indexed = segment.txn_index.last_offset
+                    if done is not None and done.aborted and (indexed is None or indexed < header.offset):
+                        segment.txn_index.append(self._aborted_entry(done, header.offset))
+            elif header.base_sequence >= 0:
                 batch = BatchMetadata(
                     header.base_sequence, header.last_sequence, header.offset, header.last_offset, header.max_timestamp
                 )
-                self.producers.update(header.producer_id, header.producer_epoch, batch)
+                producers.update(header.producer_id, header.producer_epoch, batch, header.is_transactional)
+
+    def _load_snapshot(self) -> int:
+        """Load the latest readable snapshot at or below the log end (deleting those above it and damaged ones);
+        returns the offset the log must be replayed from."""
+        log_ = self.log
+        for offset in reversed(list_snapshot_offsets(log_.dir)):
+            path = snapshot_file_name(log_.dir, offset)
+            if offset > log_.log_end_offset:
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                entries = read_snapshot(path)
+            except (CorruptSnapshotError, OSError):
+                path.unlink(missing_ok=True)
+                continue
+            for e in entries:
+                entry = ProducerEntry(e.producer_epoch, coordinator_epoch=e.coordinator_epoch)
+                if e.has_batch:
+                    first_offset = e.last_offset - e.offset_delta
+                    entry.batches.append(
+                        BatchMetadata(e.first_sequence, e.last_sequence, first_offset, e.last_offset, e.timestamp)
+                    )
+                if e.current_txn_first_offset >= 0:
+                    entry.current_txn_first_offset = e.current_txn_first_offset
+                    self.producers.ongoing[e.producer_id] = e.current_txn_first_offset
+                self.producers.producers[e.producer_id] = entry
+            return max(offset, log_.log_start_offset)
+        return log_.log_start_offset
+
+    def snapshot_entries(self) -> list[ProducerSnapshotEntry]:
+        """The producer state as snapshot entries (on the loop: the state is the loop's)."""
+        entries = []
+        for producer_id, entry in self.producers.producers.items():
+            last = entry.batches[-1] if entry.batches else None
+            entries.append(
+                ProducerSnapshotEntry(
+                    producer_id,
+                    entry.epoch,
+                    last.last_sequence if last else -1,
+                    last.last_offset if last else -1,
+                    (last.last_sequence - last.first_sequence) % SEQUENCE_MODULUS if last else 0,
+                    last.timestamp if last else -1,
+                    entry.coordinator_epoch,
+                    entry.current_txn_first_offset,
+                )
+            )
+        return entries
+
+    def write_producer_snapshot(self) -> None:
+        """Write the producer state as of the log end to ``<log end>.snapshot`` (fsynced) and delete older
+        snapshots; for a clean shutdown."""
+        end = self.log.log_end_offset
+        write_snapshot(snapshot_file_name(self.log.dir, end), self.snapshot_entries())
+        for offset in list_snapshot_offsets(self.log.dir):
+            if offset != end:
+                snapshot_file_name(self.log.dir, offset).unlink(missing_ok=True)
+
+    def _aborted_entry(self, done: CompletedTxn, marker_offset: int) -> AbortedTxn:
+        """The transaction index entry of ``done``, aborted by the marker at ``marker_offset``: its last stable offset
+        is the first offset still unstable, or the offset after the marker."""
+        first_unstable = self.producers.first_unstable_offset
+        lso = marker_offset + 1 if first_unstable is None else first_unstable
+        return AbortedTxn(done.producer_id, done.first_offset, marker_offset, lso)
 
     def apply_state(self, info: PartitionStateInfo) -> bool:
         """Take the controller's decision if its leader epoch is newer; returns whether it was applied."""
@@ -152,6 +260,8 @@ class Partition:
             raise CorruptRecordError(f"Record set of {len(records)} bytes holds no complete batch")
         if header.magic >= 2 and header.size != len(records):
             raise InvalidRecordError("Produce requests with version 3 and above must contain exactly one record batch")
+        if header.is_control:
+            raise InvalidRecordError("Control records may only be appended by the transaction coordinator")
         idempotent = header.magic >= 2 and header.producer_id >= 0 and header.base_sequence >= 0
         if idempotent:
             duplicate = self.producers.check(
@@ -159,14 +269,35 @@ class Partition:
             )
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, -1, self.log_start_offset)
+        active = self.log.active
         info = self.log.append_as_leader(records, self.leader_epoch, header)
+        if self.log.active is not active and self.on_roll_snapshot is not None:
+            self.on_roll_snapshot(self.log.dir, int(info.first_offset), self.snapshot_entries())
         if idempotent:
             batch = BatchMetadata(
                 header.base_sequence, header.last_sequence, info.first_offset, info.last_offset, header.max_timestamp
             )
-            self.producers.update(header.producer_id, header.producer_epoch, batch)
+            self.producers.update(header.producer_id, header.producer_epoch, batch, header.is_transactional)
         self.maybe_increment_high_watermark()
         return AppendResult(int(info.first_offset), int(info.log_append_time_ms), self.log_start_offset)
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool) -> int:
+        """Append a COMMIT or ABORT marker for ``producer_id`` as leader, closing its open transaction (an ABORT
+        adds the transaction index entry); returns the marker's offset. InvalidProducerEpochError for an epoch
+        older than the producer's."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
+        self.producers.check_marker(producer_id, producer_epoch)
+        marker = build_control_batch(
+            COMMIT if commit else ABORT, producer_id, producer_epoch, coordinator_epoch, timestamp=self.time_ms()
+        )
+        info = self.log.append_as_leader(bytearray(marker), self.leader_epoch)
+        offset = int(info.first_offset)
+        done = self.producers.complete_txn(producer_id, producer_epoch, coordinator_epoch, commit)
+        if done is not None and done.aborted:
+            self.log.append_aborted_txn(self._aborted_entry(done, offset))
+        self.maybe_increment_high_watermark()
+        return offset
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """A requester that sent its leader epoch (>= 0) must know ours: FENCED_LEADER_EPOCH when its epoch is older,
@@ -193,9 +324,11 @@ class Partition:
         min_one_message: bool,
         current_leader_epoch: int = -1,
         leader_only: bool = True,
+        read_committed: bool = False,
     ) -> FetchDataInfo:
-        """A fetch data info for ``fetch_offset``; consumers read only below the high watermark. The requester's
-        leader epoch is checked first, as Kafka does; a follower answers only without ``leader_only``."""
+        """A fetch data info for ``fetch_offset``; consumers read only below the high watermark (read_committed ones
+        below the last stable offset). The requester's leader epoch is checked first, as Kafka does; a follower
+        answers only without ``leader_only``."""
         self.check_leader_epoch(current_leader_epoch)
         if leader_only and not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
@@ -204,8 +337,10 @@ class Partition:
                 f"Received request for offset {fetch_offset} for partition {self.tp}, but we only have log segments "
                 f"in the range {self.log_start_offset} to {self.log_end_offset}."
             )
-        max_offset = None if from_follower else self.high_watermark
-        return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
+        max_offset = self.last_stable_offset if read_committed else self.high_watermark
+        return self.log.read(
+            fetch_offset, max_bytes, max_offset=None if from_follower else max_offset, min_one_message=min_one_message
+        )
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
         """A follower fetched from ``fetch_offset``: record its position, maybe advance the HW.
@@ -244,3 +379,12 @@ class Partition:
             r for r, s in self.remote_replicas.items() if r in self.isr and now - s.last_caught_up_ms > lag_time_max_ms
         }
         return self.isr - lagging if lagging and self.is_leader else None
+
+
+def write_roll_snapshot(directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
+    """Any thread: write the snapshot a roll asked for (fsynced) and delete those below the log's first segment."""
+    write_snapshot(snapshot_file_name(directory, offset), entries)
+    first = min((offset_from_file_name(p.name) for p in directory.glob("*.log")), default=offset)
+    for older in list_snapshot_offsets(directory):
+        if older < first:
+            snapshot_file_name(directory, older).unlink(missing_ok=True)

@@ -45,13 +45,14 @@ from mq.server.metrics import (
     BrokerTopicStats,
     ReplicaManagerStats,
 )
-from mq.server.partition import AppendResult, Partition
+from mq.server.partition import AppendResult, Partition, write_roll_snapshot
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.purgatory import DelayedFuture, Purgatory, answer_or_wait, park, settled, waited
 from mq.server.replica_fetcher import ReplicaFetcherManager
 from mq.server.replication_quota import ReplicationQuotas
 from mq.storage.log_manager import LogManager
 from mq.storage.log_segment import FileSlice
+from mq.storage.producer_snapshot import ProducerSnapshotEntry
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,13 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileSlice | None = None
+    aborted_transactions: list[tuple[int, int]] | None = None
+    """For read_committed fetches with records: (producer id, first offset) of the aborted transactions they
+    overlap."""
+
+
+MARKER_REPLICATION_TIMEOUT_MS = 30000
+"""How long a transaction marker waits for the ISR (Kafka's coordinator uses ``request.timeout.ms``, 30 s)."""
 
 
 class ReplicaManager:
@@ -108,6 +116,9 @@ class ReplicaManager:
         self.isr_submitter: Callable[[IsrChange], None] | None = None
         """Set in cluster mode: hands a leader's ISR change to the metadata writer, which answers through
         ``isr_change_done`` on the loop."""
+        self.snapshot_requested: Callable[[Path, int, list[ProducerSnapshotEntry]], None] = write_roll_snapshot
+        """Called when a leader's append rolled its log, with the producer snapshot to write; the broker writes it on
+        a worker thread."""
         self.flush_requested: Callable[[Partition], None] = lambda partition: partition.log.flush()
         """Called when a log's flush.messages is reached; the broker flushes it on a worker thread."""
         self.fetch_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Fetch")
@@ -144,7 +155,9 @@ class ReplicaManager:
             partition = self.partitions.get(info.tp)
             if partition is None:
                 log_ = self.log_manager.get_or_create_log(info.tp, self.topic_config(info.tp.topic))
-                partition = Partition(info.tp, log_, self.broker_id, time_ms=self.clock.time_ms)
+                partition = Partition(
+                    info.tp, log_, self.broker_id, time_ms=self.clock.time_ms, on_roll_snapshot=self._roll_snapshot
+                )
                 partition.high_watermark = self._checkpointed.pop(info.tp, 0)
                 partition.rebuild_producer_state()
                 self.partitions[info.tp] = partition
@@ -229,6 +242,11 @@ class ReplicaManager:
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")
         return partition
+
+    def leads(self, tp: TopicPartition) -> bool:
+        """Whether this broker hosts ``tp`` as its leader."""
+        partition = self.partitions.get(tp)
+        return partition is not None and partition.is_leader
 
     def is_offline(self, tp: TopicPartition) -> bool:
         """Whether this broker has a log of ``tp`` in an offline log dir (any thread)."""
@@ -327,6 +345,43 @@ class ReplicaManager:
             log.exception("append to %s failed", tp)
             return ProduceResult(error_code_of(exc), message=str(exc))
 
+    async def write_txn_marker(
+        self, tp: TopicPartition, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> ErrorCode:
+        """Append a COMMIT or ABORT marker to ``tp`` as its leader (waking its fetches: the last stable offset may
+        have moved) and wait until the ISR has it, as acks=all; the error for that partition, NONE once replicated."""
+        try:
+            partition = self.leader_partition(tp)
+            high_watermark = partition.high_watermark
+            try:
+                offset = partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+            except OSError as exc:
+                raise self.log_manager.storage_error(partition.log, exc) from exc
+            self._appended(tp, partition.high_watermark != high_watermark)
+        except KafkaError as exc:
+            return exc.code
+        except Exception:
+            log.exception("transaction marker for %s failed", tp)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        replicated: ErrorCode = await settled(
+            self.when_replicated({tp: offset}, MARKER_REPLICATION_TIMEOUT_MS, lambda found: found[0])
+        )
+        return replicated
+
+    def _roll_snapshot(self, directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
+        self.snapshot_requested(directory, offset, entries)
+
+    def write_producer_snapshots(self) -> None:
+        """Snapshot the producer state of every partition this broker leads at its log end (a clean shutdown);
+        followers keep no producer state, so theirs would be empty."""
+        for partition in list(self.partitions.values()):
+            if not partition.is_leader:
+                continue
+            try:
+                partition.write_producer_snapshot()
+            except OSError:
+                log.warning("could not write the producer snapshot of %s", partition.tp, exc_info=True)
+
     def when_replicated(
         self, appended: Mapping[TopicPartition, int], timeout_ms: int, answer: Callable[[list[ErrorCode]], T]
     ) -> T | asyncio.Future[T]:
@@ -392,11 +447,13 @@ class ReplicaManager:
         record_follower: bool = True,
         whole_batch_each: bool = False,
         leader_only: bool = True,
+        read_committed: bool = False,
     ) -> dict[TopicPartition, FetchResult]:
         """File slices for ``requests``; a follower's fetch offsets count as its positions only with
         ``record_follower`` (its first read, not the re-reads of a parked fetch). Only the first partition read gets
         its first batch whole beyond its limit (KIP-74), every partition with ``whole_batch_each``. A follower
-        replica answers only without ``leader_only``."""
+        replica answers only without ``leader_only``. A ``read_committed`` consumer reads below the last stable offset
+        and is told the aborted transactions its records overlap (from the transaction indexes, per partition read)."""
         results: dict[TopicPartition, FetchResult] = {}
         remaining = max_bytes
         for request in requests:
@@ -412,7 +469,11 @@ class ReplicaManager:
                     if self._leader_throttled(partition, replica_id):
                         results[request.tp] = _answer(partition)
                         continue
-                elif request.fetch_offset == partition.high_watermark >= partition.log_start_offset:
+                elif (
+                    request.fetch_offset
+                    == (partition.last_stable_offset if read_committed else partition.high_watermark)
+                    >= partition.log_start_offset
+                ):
                     # a consumer at the high watermark: what the log would answer (no records), without asking it
                     results[request.tp] = _answer(partition)
                     continue
@@ -425,12 +486,17 @@ class ReplicaManager:
                         min_one_message=whole_batch_each or remaining == max_bytes,
                         current_leader_epoch=request.current_leader_epoch,
                         leader_only=leader_only,
+                        read_committed=read_committed,
                     )
+                    records = info.records
+                    aborted = None
+                    if read_committed and records is not None:
+                        found = partition.log.collect_aborted_txns(request.fetch_offset, partition.last_stable_offset)
+                        aborted = [(txn.producer_id, txn.first_offset) for txn in found]
                 except OSError as exc:
                     raise self.log_manager.storage_error(partition.log, exc) from exc
-                records = info.records
                 remaining -= records.length if records is not None else 0
-                results[request.tp] = _answer(partition, records)
+                results[request.tp] = _answer(partition, records, aborted)
             except KafkaError as exc:
                 results[request.tp] = FetchResult(exc.code)
         return results
@@ -459,6 +525,7 @@ class ReplicaManager:
         answer: Callable[[dict[TopicPartition, FetchResult]], T],
         whole_batch_each: bool = False,
         leader_only: bool = True,
+        read_committed: bool = False,
     ) -> T | DelayedFuture[T]:
         """Read now and return ``answer(results)`` when at least ``min_bytes`` are ready, a partition failed or there
         is no time to wait; else park in the fetch purgatory on the requested partitions and return the parked
@@ -467,7 +534,8 @@ class ReplicaManager:
         all of it. A follower's throttled bytes are counted once, when it is answered. ``whole_batch_each``: every
         partition's first batch is read whole (for the down-conversion of old versions, which cuts to their limits).
         Without ``leader_only`` (a consumer's Fetch v11+, KIP-392) a follower answers too, up to its high watermark;
-        its high-watermark moves wake no parked fetch (they wait out their max wait), as in Kafka 2.8."""
+        its high-watermark moves wake no parked fetch (they wait out their max wait), as in Kafka 2.8.
+        ``read_committed``: reads stop at the last stable offset."""
 
         def respond(results: dict[TopicPartition, FetchResult]) -> T:
             if replica_id >= 0:
@@ -491,21 +559,35 @@ class ReplicaManager:
                     available += r.records.length
             return available >= min_bytes
 
-        whole, only = whole_batch_each, leader_only
-        results = self._read(requests, replica_id, max_bytes, whole_batch_each=whole, leader_only=only)
+        whole, only, committed = whole_batch_each, leader_only, read_committed
+        results = self._read(
+            requests, replica_id, max_bytes, whole_batch_each=whole, leader_only=only, read_committed=committed
+        )
         if max_wait_ms <= 0 or ready(results):
             return respond(results)
 
         def check() -> T | None:
             again = self._read(
-                requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole, leader_only=only
+                requests,
+                replica_id,
+                max_bytes,
+                record_follower=False,
+                whole_batch_each=whole,
+                leader_only=only,
+                read_committed=committed,
             )
             return respond(again) if ready(again) else None
 
         def final() -> T:
             return respond(
                 self._read(
-                    requests, replica_id, max_bytes, record_follower=False, whole_batch_each=whole, leader_only=only
+                    requests,
+                    replica_id,
+                    max_bytes,
+                    record_follower=False,
+                    whole_batch_each=whole,
+                    leader_only=only,
+                    read_committed=committed,
                 )
             )
 
@@ -539,8 +621,16 @@ def _same(results: dict[TopicPartition, FetchResult]) -> dict[TopicPartition, Fe
     return results
 
 
-def _answer(partition: Partition, records: FileSlice | None = None) -> FetchResult:
-    """A successful fetch of ``partition``: its offsets as they stand, with ``records`` (none when nothing was read)."""
+def _answer(
+    partition: Partition, records: FileSlice | None = None, aborted: list[tuple[int, int]] | None = None
+) -> FetchResult:
+    """A successful fetch of ``partition``: its offsets as they stand, with ``records`` (none when nothing was read)
+    and the aborted transactions they overlap (read_committed)."""
     return FetchResult(
-        ErrorCode.NONE, partition.high_watermark, partition.last_stable_offset, partition.log_start_offset, records
+        ErrorCode.NONE,
+        partition.high_watermark,
+        partition.last_stable_offset,
+        partition.log_start_offset,
+        records,
+        aborted,
     )

@@ -9,8 +9,9 @@ A pass over a log with its dirty section ``[first_dirty, first_uncleanable)``:
    boundary where the map holds ``map_slots`` keys (at least one segment is mapped); its end offset bounds the pass.
 3. Every segment below that end is recopied, in groups that fit one segment (``segment.bytes``, the offset index
    size, int32 relative offsets), into ``<base>.log.cleaned`` (+ ``.index.cleaned``, ``.timeindex.cleaned``, both
-   built as the records are appended). A record stays when it has a key, no later offset for that key is in the map,
-   and it is not a tombstone (null value) past the delete horizon: the last-modified time of the last segment that
+   built as the records are appended, and ``.txnindex.cleaned`` with the group's aborted transactions, as its
+   markers stay). A record stays when it has a key, no later offset for that key is in the map, and it is not a
+   tombstone (null value) past the delete horizon: the last-modified time of the last segment that
    was already clean, minus ``delete.retention.ms``; tombstones stay in segments modified after it. Control batches
    stay. v2 batches keep their base and last offset, producer fields and codec (``mq.records.filtered``); a v2
    batch that loses every record stays as an empty batch when it is its producer's last batch in the pass.
@@ -41,6 +42,7 @@ from mq.storage.file_names import (
     index_file_name,
     log_file_name,
     time_index_file_name,
+    txn_index_file_name,
 )
 from mq.storage.log_segment import HEADER_READ, INT_MAX, LogSegment
 from mq.storage.partition_log import Log
@@ -217,7 +219,7 @@ class Cleaner:
         config = partition_log.config
         base = group[0].segment.base_offset
         directory = partition_log.dir
-        for name in (log_file_name, index_file_name, time_index_file_name):
+        for name in (log_file_name, index_file_name, time_index_file_name, txn_index_file_name):
             plain = name(directory, base)
             for suffix in (CLEANED_SUFFIX, SWAP_SUFFIX):
                 plain.with_name(plain.name + suffix).unlink(missing_ok=True)
@@ -232,6 +234,8 @@ class Cleaner:
         try:
             for view in group:
                 self._clean_segment(view, cleaned, offset_map, view.modified_ms > horizon, last_batches, stats)
+                for aborted in view.segment.txn_index.entries:  # markers stay, so their index entries do
+                    cleaned.txn_index.append(aborted)
             cleaned.on_become_inactive()
             cleaned.flush()
             modified_ns = group[-1].modified_ms * 1_000_000

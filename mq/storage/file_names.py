@@ -17,6 +17,7 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -38,6 +39,15 @@ def index_file_name(directory: Path, offset: int) -> Path:
 
 def time_index_file_name(directory: Path, offset: int) -> Path:
     return directory / file_name(offset, TIME_INDEX_SUFFIX)
+
+
+def txn_index_file_name(directory: Path, offset: int) -> Path:
+    return directory / file_name(offset, TXN_INDEX_SUFFIX)
+
+
+def snapshot_file_name(directory: Path, offset: int) -> Path:
+    """A producer state snapshot, named by the offset it was taken at (not a segment's base offset)."""
+    return directory / file_name(offset, SNAPSHOT_SUFFIX)
 
 
 def offset_from_file_name(name: str) -> int:

@@ -1,4 +1,4 @@
-"""One segment of a partition log: the ``.log`` file of batches with its offset and time indexes.
+"""One segment of a partition log: the ``.log`` file of batches with its offset, time and transaction indexes.
 
 Invariants: the ``.log`` holds whole entries back to back from position 0 and ``size`` bytes of them (a
 preallocated file is longer, zeros past ``size``, until it is trimmed on roll or close); every offset index entry
@@ -22,9 +22,16 @@ from mq.errors import CorruptRecordError
 from mq.records.batch_header import V2_HEADER_SIZE, BatchHeader, parse_header, validate
 from mq.records.crc import Buffer
 from mq.storage.entry_scan import scan_entries
-from mq.storage.file_names import DELETED_SUFFIX, index_file_name, log_file_name, time_index_file_name
+from mq.storage.file_names import (
+    DELETED_SUFFIX,
+    index_file_name,
+    log_file_name,
+    time_index_file_name,
+    txn_index_file_name,
+)
 from mq.storage.offset_index import OffsetIndex
 from mq.storage.time_index import TimeIndex
+from mq.storage.txn_index import TransactionIndex
 
 HEADER_READ = V2_HEADER_SIZE
 RECOVERY_CHUNK = 8 << 20
@@ -89,6 +96,10 @@ class LogSegment:
         self.time_index = TimeIndex(
             _suffixed(time_index_file_name(directory, base_offset), file_suffix), base_offset, max_index_size
         )
+        self.txn_index = TransactionIndex(
+            _suffixed(txn_index_file_name(directory, base_offset), file_suffix), base_offset
+        )
+        """The aborted transactions whose ABORT markers this segment holds (the file exists only once one does)."""
         self.bytes_since_last_index = 0
         self.max_timestamp, self.offset_of_max_timestamp = (
             (-1, base_offset) if to_recover else self.time_index.last_entry
@@ -275,6 +286,7 @@ class LogSegment:
         self._first_batch_timestamp = -1
         file_size = os.fstat(self.fd).st_size
         position = 0
+        next_offset = self.base_offset
         try:
             for chunk, chunk_position, header in scan_entries(self.fd, file_size, RECOVERY_CHUNK, max_message_size):
                 validate(chunk, header)
@@ -282,8 +294,10 @@ class LogSegment:
                     raise CorruptRecordError(f"offset {header.last_offset} does not fit in this segment")
                 self._index_recovered(header, chunk_position + header.position)
                 position = chunk_position + header.end_position
+                next_offset = header.next_offset
         except CorruptRecordError:
             pass  # truncated at the end of the last valid entry
+        self.txn_index.truncate_to(next_offset)  # entries for markers lost with the tail
         truncated = file_size - position
         if truncated:
             os.ftruncate(self.fd, position)
@@ -312,6 +326,7 @@ class LogSegment:
         removed = self.size - header.position
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         os.ftruncate(self.fd, header.position)
         self.size = header.position
         self._appended_last.clear()
@@ -357,6 +372,7 @@ class LogSegment:
             os.fsync(fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def _close_indexes(self) -> None:
         """Write the final time index entry, trim and close both indexes (once)."""
@@ -374,7 +390,7 @@ class LogSegment:
             self.fd = -1
 
     def paths(self) -> list[Path]:
-        return [self.log_path, self.index.path, self.time_index.path]
+        return [self.log_path, self.index.path, self.time_index.path, self.txn_index.path]
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the ``.log`` (first) and both indexes from ``<name><old_suffix>`` to ``<name><new_suffix>``;
@@ -389,6 +405,7 @@ class LogSegment:
         self.log_path = renamed(self.log_path)
         self.index.path = renamed(self.index.path)
         self.time_index.path = renamed(self.time_index.path)
+        self.txn_index.path = renamed(self.txn_index.path)
 
     def mark_deleted(self, *, close_indexes: bool = True) -> None:
         """Rename every file to ``*.deleted``; the ``.log`` stays open so slices already handed out stay valid, and

@@ -19,7 +19,7 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -58,11 +58,15 @@ from mq.storage.file_names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     file_name,
     offset_from_file_name,
+    snapshot_file_name,
 )
 from mq.storage.leader_epoch_cache import LeaderEpochFileCache
 from mq.storage.log_segment import INT_MAX, FileSlice, LogSegment
+from mq.storage.producer_snapshot import list_snapshot_offsets
+from mq.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +186,7 @@ class Log:
                 end = header.next_offset
         covered = range(base, max(end, base + 1))
         for path in self.dir.iterdir():
-            if path.name.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and (
+            if path.name.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)) and (
                 offset_from_file_name(path.name) in covered
             ):
                 path.unlink()
@@ -207,7 +211,10 @@ class Log:
         logs = {offset_from_file_name(p.name) for p in self.dir.iterdir() if p.name.endswith(LOG_SUFFIX)}
         needs_recovery = {offset_from_file_name(p.name) for p in swaps}
         for path in self.dir.iterdir():
-            if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and offset_from_file_name(path.name) not in logs:
+            if (
+                path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX))
+                and offset_from_file_name(path.name) not in logs
+            ):
                 path.unlink()
         ordered = sorted(logs)
         unflushed_from = ordered[max(bisect.bisect_right(ordered, recovery_point) - 1, 0)] if ordered else 0
@@ -559,6 +566,33 @@ class Log:
                         return record.offset, record.timestamp
             return None
 
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [``fetch_offset``, ``upper_bound_offset``), from the transaction
+        indexes of the segment holding ``fetch_offset`` on (an entry sits in the segment of its marker, which follows
+        the fetched data)."""
+        with self._lock:
+            found: list[AbortedTxn] = []
+            for segment in self.segments[self._segment_for(fetch_offset) :]:
+                result = segment.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
+                found += result.aborted
+                if result.complete:
+                    break
+            return found
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Record an aborted transaction in the index of the segment holding its marker (the active one)."""
+        with self._lock:
+            self.segments[self._segment_for(txn.last_offset)].txn_index.append(txn)
+
+    def batches_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
+        """(segment, header) of every entry whose last offset is >= ``offset``, in log order (headers only)."""
+        with self._lock:
+            segments = self.segments[self._segment_for(offset) :]
+        for segment in segments:
+            for header in segment.headers_from(0):
+                if header.last_offset >= offset:
+                    yield segment, header
+
     def legacy_offset_candidates(self) -> list[tuple[int, int]]:
         """(offset, ms) pairs ListOffsets v0 chooses from (Kafka's ``legacyFetchOffsetsBefore``), oldest first: each
         segment's base offset (at least the log start) stamped with its file's modification time, then the log end
@@ -642,6 +676,10 @@ class Log:
             self._pending_deletes.append((due, segment))
 
     def _note_truncation(self, offset: int) -> None:
+        """Count a truncation to ``offset``; the producer snapshots above it no longer describe this log."""
+        for snapshot in list_snapshot_offsets(self.dir):
+            if snapshot > offset:
+                snapshot_file_name(self.dir, snapshot).unlink(missing_ok=True)
         self.truncations += 1
         self._truncated_to = offset if self._truncated_to is None else min(self._truncated_to, offset)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,18 +27,17 @@ from mq.records.batch_header import (
     compute_crc,
     parse_header,
 )
-from mq.records.crc import crc32c
 from mq.records.record import parse_control_key, parse_end_txn_marker
 from mq.storage.entry_scan import scan_entries
-from mq.storage.file_names import offset_from_file_name
+from mq.storage.file_names import SNAPSHOT_SUFFIX, TXN_INDEX_SUFFIX, offset_from_file_name
 from mq.storage.offset_index import read_offset_index, sanity_check_offset_index
+from mq.storage.producer_snapshot import CorruptSnapshotError, decode_snapshot
 from mq.storage.time_index import read_time_index, sanity_check_time_index
+from mq.storage.txn_index import iter_aborted_txns
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"
-SNAPSHOT_SUFFIX = ".snapshot"
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 NO_TIMESTAMP = -1
 
@@ -669,27 +667,15 @@ def _max_record_timestamp(entry: _Entry) -> int:
 
 # Transaction index and producer state snapshot
 
-_ABORTED_TXN = struct.Struct(">hqqqq")
-_ABORTED_TXN_VERSION = 0
-_SNAPSHOT_VERSION = 1
-_SNAPSHOT_HEADER = struct.Struct(">hIi")
-"""version, CRC-32C of everything after the CRC field, producer entry count."""
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
-"""producer id, epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch, txn first offset."""
-_SEQUENCE_MODULUS = 0x80000000
-
 
 def dump_txn_index(path: str) -> Iterator[Event]:
     """Aborted transactions of a ``.txnindex`` file (whole 34-byte entries; a partial tail is not an entry)."""
-    with open(path, "rb", buffering=_READ_BUFFER_BYTES) as file:
-        while len(chunk := file.read(_ABORTED_TXN.size)) == _ABORTED_TXN.size:
-            version, producer_id, first_offset, last_offset, last_stable_offset = _ABORTED_TXN.unpack(chunk)
-            if version > _ABORTED_TXN_VERSION:
-                raise ValueError(
-                    f"unexpected aborted transaction version {version} in transaction index {os.path.abspath(path)}, "
-                    f"current version is {_ABORTED_TXN_VERSION}"
-                )
-            yield AbortedTxnEntry(path, version, producer_id, first_offset, last_offset, last_stable_offset)
+    with open(path, "rb") as file:
+        data = file.read()
+    for txn in iter_aborted_txns(data, path):
+        yield AbortedTxnEntry(
+            path, txn.version, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset
+        )
 
 
 def dump_producer_snapshot(path: str) -> Iterator[Event]:
@@ -697,36 +683,21 @@ def dump_producer_snapshot(path: str) -> Iterator[Event]:
     with open(path, "rb") as file:
         data = file.read()
     try:
-        entries = _parse_snapshot(data)
-    except ValueError as exc:
+        entries = decode_snapshot(data)
+    except CorruptSnapshotError as exc:
         yield SnapshotCorrupt(path, str(exc))
         return
-    for producer_id, epoch, last_seq, last_offset, delta, timestamp, coordinator_epoch, txn_first in entries:
-        has_batch = last_offset >= 0
+    for entry in entries:
+        has_batch = entry.has_batch
         yield ProducerSnapshotEntry(
             path=path,
-            producer_id=producer_id,
-            producer_epoch=epoch,
-            coordinator_epoch=coordinator_epoch,
-            current_txn_first_offset=txn_first if txn_first >= 0 else None,
-            first_sequence=(last_seq - delta) % _SEQUENCE_MODULUS if has_batch else None,
-            last_sequence=last_seq if has_batch else None,
-            last_offset=last_offset if has_batch else None,
-            offset_delta=delta if has_batch else None,
-            timestamp=timestamp if has_batch else None,
+            producer_id=entry.producer_id,
+            producer_epoch=entry.producer_epoch,
+            coordinator_epoch=entry.coordinator_epoch,
+            current_txn_first_offset=entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else None,
+            first_sequence=entry.first_sequence if has_batch else None,
+            last_sequence=entry.last_sequence if has_batch else None,
+            last_offset=entry.last_offset if has_batch else None,
+            offset_delta=entry.offset_delta if has_batch else None,
+            timestamp=entry.timestamp if has_batch else None,
         )
-
-
-def _parse_snapshot(data: bytes) -> list[tuple[int, ...]]:
-    """The producer entries of a snapshot; ValueError with Kafka's wording when the file does not check out."""
-    if len(data) < _SNAPSHOT_HEADER.size:
-        raise ValueError(f"Snapshot failed schema validation: {len(data)} bytes is shorter than the header")
-    version, crc, count = _SNAPSHOT_HEADER.unpack_from(data)
-    if version != _SNAPSHOT_VERSION:
-        raise ValueError(f"Snapshot contained an unknown file version {version}")
-    computed = crc32c(memoryview(data)[_SNAPSHOT_HEADER.size - 4 :])
-    if crc != computed:
-        raise ValueError(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}")
-    if count < 0 or _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size != len(data):
-        raise ValueError(f"Snapshot failed schema validation: {count} entries do not fill {len(data)} bytes")
-    return list(_SNAPSHOT_ENTRY.iter_unpack(memoryview(data)[_SNAPSHOT_HEADER.size :]))

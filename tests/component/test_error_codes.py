@@ -743,6 +743,21 @@ TABLE: list[Row] = [
     # ApiVersions, InitProducerId, DescribeCluster.
     Row(K.API_VERSIONS, 3, None, "invalid client software name", fixed(client_software_name="bad name!", client_software_version="1"), E.INVALID_REQUEST, "error_code"),  # ApiVersionsRequest.isValid
     Row(K.INIT_PRODUCER_ID, 0, None, "idempotent producer", fixed(transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1), E.NONE, "error_code"),
+    # Transactions (the ids' states and markers are covered by the coordinator's tests; this broker has no
+    # __transaction_state partition, so it coordinates no id): TransactionCoordinator.handleInitProducerId / handleAddPartitionsToTransaction / handleEndTransaction,
+    # KafkaApis.handleTxnOffsetCommitRequest / handleWriteTxnMarkersRequest / handleDescribeProducersRequest (3.0).
+    Row(K.INIT_PRODUCER_ID, 0, None, "empty transactional id", fixed(transactional_id="", transaction_timeout=60000, producer_id=-1, producer_epoch=-1), E.INVALID_REQUEST, "error_code"),
+    Row(K.INIT_PRODUCER_ID, 0, None, "timeout above transaction.max.timeout.ms", fixed(transactional_id="ec-tx", transaction_timeout=900001, producer_id=-1, producer_epoch=-1), E.INVALID_TRANSACTION_TIMEOUT, "error_code"),
+    Row(K.ADD_PARTITIONS_TO_TXN, 0, 3, "not the id's coordinator (no __transaction_state here)", fixed(v3_and_below_transactional_id="ec-unknown-tx", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0, v3_and_below_topics=[{"name": TOPIC, "partitions": [0]}]), E.NOT_COORDINATOR, "results_by_topic_v3_and_below.0.results_by_partition.0.partition_error_code"),
+    Row(K.ADD_OFFSETS_TO_TXN, 0, None, "not the id's coordinator (no __transaction_state here)", fixed(transactional_id="ec-unknown-tx", producer_id=1, producer_epoch=0, group_id=GROUP), E.NOT_COORDINATOR, "error_code"),
+    Row(K.END_TXN, 0, None, "not the id's coordinator (no __transaction_state here)", fixed(transactional_id="ec-unknown-tx", producer_id=1, producer_epoch=0, committed=True), E.NOT_COORDINATOR, "error_code"),
+    Row(K.TXN_OFFSET_COMMIT, 0, None, "unknown topic", fixed(transactional_id="ec-unknown-tx", group_id=GROUP, producer_id=1, producer_epoch=0, generation_id=-1, member_id="", group_instance_id=None, topics=[{"name": MISSING, "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}]), E.UNKNOWN_TOPIC_OR_PARTITION, "topics.0.partitions.0.error_code"),
+    Row(K.WRITE_TXN_MARKERS, 1, None, "unknown partition", fixed(markers=[{"producer_id": 1, "producer_epoch": 0, "transaction_result": False, "topics": [{"name": MISSING, "partition_indexes": [0]}], "coordinator_epoch": 0}]), E.UNKNOWN_TOPIC_OR_PARTITION, "markers.0.topics.0.partitions.0.error_code"),
+    Row(K.DESCRIBE_TRANSACTIONS, 0, None, "not the id's coordinator (no __transaction_state here)", fixed(transactional_ids=["ec-unknown-tx"]), E.NOT_COORDINATOR, "transaction_states.0.error_code"),
+    Row(K.LIST_TRANSACTIONS, 0, None, "every transaction", fixed(state_filters=[], producer_id_filters=[], duration_filter=-1), E.NONE, "error_code"),
+    Row(K.DESCRIBE_PRODUCERS, 0, None, "unknown topic", fixed(topics=[{"name": MISSING, "partition_indexes": [0]}]), E.UNKNOWN_TOPIC_OR_PARTITION, "topics.0.partitions.0.error_code"),
+    Row(K.DESCRIBE_PRODUCERS, 0, None, "a hosted partition", fixed(topics=[{"name": TOPIC, "partition_indexes": [0]}]), E.NONE, "topics.0.partitions.0.error_code"),
+    Row(K.DESCRIBE_PRODUCERS, 0, None, "a partition hosted elsewhere", fixed(topics=[{"name": ELSEWHERE, "partition_indexes": [0]}]), E.NOT_LEADER_OR_FOLLOWER, "topics.0.partitions.0.error_code"),
     Row(K.DESCRIBE_CLUSTER, 0, None, "the cluster", fixed(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False), E.NONE, "error_code"),
     # APIs after Kafka 2.8, as the Kafka release that added them answers: DescribeTopicPartitions (3.8, KIP-966),
     # GetTelemetrySubscriptions / PushTelemetry (3.7, KIP-714), ListConfigResources v0 (3.7, ListClientMetricsResources).

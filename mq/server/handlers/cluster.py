@@ -1,8 +1,9 @@
-"""InitProducerId (idempotent producers) and DescribeCluster.
+"""InitProducerId (idempotent and transactional producers) and DescribeCluster.
 
-With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
-some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-whatever the ACLs (mq has no transactions). DescribeCluster answers the client's authorized
+A transactional producer's InitProducerId goes to the transaction coordinator (PRODUCER_FENCED is answered as
+INVALID_PRODUCER_EPOCH before v4). With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs
+IDEMPOTENT_WRITE on the cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional one WRITE
+on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED. DescribeCluster answers the client's authorized
 operations on the cluster when asked (0 without DESCRIBE on it). A DescribeCluster for controller endpoints (v1+
 ``endpoint_type`` 2) is MISMATCHED_ENDPOINT_TYPE and one of an unknown type UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers
 answer them; v2's fenced brokers never exist in a ZooKeeper-era cluster, so every broker listed is unfenced."""
@@ -19,12 +20,15 @@ from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import (
     AUTHORIZED_OPERATIONS_OMITTED,
+    allows,
     allows_any,
     allows_cluster,
     authorized_operations,
 )
+from mq.server.handlers.transactions import fenced_for
 from mq.server.metadata_cache import MetadataCache
 from mq.server.producer_id_manager import ProducerIdManager
+from mq.server.transaction_coordinator import TransactionCoordinator
 
 MAX_PRODUCER_EPOCH = 32767
 BROKER_ENDPOINT_TYPE = 1
@@ -32,12 +36,30 @@ CONTROLLER_ENDPOINT_TYPE = 2
 """DescribeCluster v1+ ``endpoint_type`` values (Kafka's ``EndpointType``): brokers answer the first only."""
 
 
-def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: AclCache | None = None) -> list[Api]:
-    """InitProducerId and DescribeCluster, authorized by ``acl`` (None: no authorizer)."""
+def cluster_apis(
+    cache: MetadataCache,
+    producer_ids: ProducerIdManager,
+    acl: AclCache | None = None,
+    transactions: TransactionCoordinator | None = None,
+) -> list[Api]:
+    """InitProducerId and DescribeCluster, authorized by ``acl`` (None: no authorizer); transactional producers are
+    served by ``transactions`` (None: COORDINATOR_NOT_AVAILABLE)."""
 
     async def init_producer_id(context: RequestContext, request: Any) -> dict[str, Any]:
-        if request.transactional_id is not None:
-            return init_error(context, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        transactional_id = request.transactional_id
+        if transactional_id is not None:
+            if not allows(acl, context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+                return init_error(context, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            if transactions is None:
+                return init_error(context, request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            code, producer_id, epoch = await transactions.init_producer_id(
+                transactional_id,
+                int(request.transaction_timeout.total_seconds() * 1000),
+                int(getattr(request, "producer_id", -1)),
+                int(getattr(request, "producer_epoch", -1)),
+            )
+            code = fenced_for(context.version, 4, code)
+            return {"throttle_time": 0, "error_code": code, "producer_id": producer_id, "producer_epoch": epoch}
         if not (
             allows_cluster(acl, context, AclOperation.IDEMPOTENT_WRITE, audit=False)
             or allows_any(acl, context, AclOperation.WRITE, ResourceType.TOPIC)

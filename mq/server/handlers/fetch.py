@@ -1,7 +1,8 @@
 """Fetch: file slices from the partitions' logs, long-polled, answered with the piecewise encoder (sendfile).
 
 Fetch sessions are answered as "no session" (session id 0), which every client accepts and then sends full
-requests. read_committed reads up to the last stable offset, which is the high watermark without transactions.
+requests. read_committed reads up to the last stable offset and gets, per partition with records, the aborted
+transactions those records overlap.
 
 Both paths share one body: the frame is read by ``decode_fetch_request`` and ``ReplicaManager.fetch_or_park``
 either answers at once or parks the fetch, whose future the purgatory completes with the encoded response (no task
@@ -20,7 +21,8 @@ v0-v3 fetch that reads records UNSUPPORTED_VERSION for a topic with message.down
 answers them.
 
 A consumer's Fetch v11+ (KIP-392) is answered by a follower too, up to the follower's high watermark, as Kafka 2.8
-answers it; mq names no preferred read replica.
+answers it; mq names no preferred read replica. A read_committed fetch is answered by the leader only: followers
+keep no producer state, so they do not know the last stable offset.
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
@@ -110,7 +112,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                     else:
                         refused[tp] = REFUSED
         read_committed = request.isolation_level == 1
-        aborted: list[tuple[int, int]] | None = [] if read_committed else None
+        no_aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
             if version < ZSTD_FROM:
@@ -151,7 +153,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
                             r.high_watermark,
                             r.last_stable_offset,
                             r.log_start_offset,
-                            aborted,
+                            no_aborted if r.aborted_transactions is None else r.aborted_transactions,
                             -1,
                             records,
                         )
@@ -169,7 +171,8 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None) -> A
             max_bytes=request.max_bytes,
             answer=encode,
             whole_batch_each=version < TRANSACTIONS_FROM,
-            leader_only=request.replica_id >= 0 or version < FOLLOWER_READS_FROM,
+            leader_only=request.replica_id >= 0 or version < FOLLOWER_READS_FROM or read_committed,
+            read_committed=read_committed,
         )
 
     def for_old_version(version: int, tp: TopicPartition, result: FetchResult, consumer: bool) -> FetchResult:

@@ -3,7 +3,9 @@ partition) and OffsetDelete, over the group coordinator.
 
 Per-partition checks come first (unknown topic: UNKNOWN_TOPIC_OR_PARTITION; metadata longer than
 ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE); the rest is committed together and shares one outcome.
-A partition without a committed offset fetches as offset -1 with empty metadata and no error.
+A partition without a committed offset fetches as offset -1 with empty metadata and no error; offsets committed in
+a transaction count from its COMMIT marker on, and OffsetFetch v7+ with ``require_stable`` answers
+UNSTABLE_OFFSET_COMMIT for a partition that has one pending.
 
 Version 0 of both keeps offsets where Kafka 0.8.1 kept them, in the metadata tree (``/consumers/<group>/offsets/
 <topic>/<partition>``, the ZooKeeper-coordinated consumers' place), written and read off the loop; those offsets are
@@ -223,13 +225,15 @@ def group_offset_apis(
         group_id: str,
         topics: Any,
         per_partition_errors: bool,
+        require_stable: bool = False,
         member_id: str | None = None,
         member_epoch: int = -1,
         kept: Mapping[TopicPartition, int] | None = None,
     ) -> dict[str, Any]:
         """One group's answer: ``error_code`` and ``topics``. A group's error lists no partition, except in answers
-        per partition (v0-v1), where every partition asked about carries it. ``kept``: the offsets of the group's
-        partitions kept in ZooKeeper, answered in place of the coordinator's (v0)."""
+        per partition (v0-v1), where every partition asked about carries it. With ``require_stable`` (v7+) a
+        partition with an offset committed in an open transaction answers UNSTABLE_OFFSET_COMMIT. ``kept``: the
+        offsets of the group's partitions kept in ZooKeeper, answered in place of the coordinator's (v0)."""
         partitions = (
             None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
         )
@@ -255,6 +259,9 @@ def group_offset_apis(
                 offsets = {tp: value for tp, value in offsets.items() if tp.topic in described}
             for tp in offsets if partitions is None else partitions:
                 answers[tp] = (offsets[tp], ErrorCode.NONE) if tp in offsets else UNAUTHORIZED_PARTITION
+            if require_stable:
+                for tp in coordinator.pending_txn_partitions(group_id) & answers.keys():
+                    answers[tp] = (None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
         if code != ErrorCode.NONE:
             answers = dict.fromkeys((partitions or ()) if per_partition_errors else (), (None, code))
         answered: dict[str, list[dict[str, Any]]] = {}
@@ -271,6 +278,7 @@ def group_offset_apis(
         return {"group_id": group_id, "error_code": code, "topics": _partition_answers(answered)}
 
     async def offset_fetch(context: RequestContext, request: Any) -> dict[str, Any]:
+        require_stable = bool(getattr(request, "require_stable", False))
         if context.version >= 8:
             groups = [
                 fetch_group(
@@ -278,6 +286,7 @@ def group_offset_apis(
                     g.group_id,
                     g.topics,
                     False,
+                    require_stable,
                     getattr(g, "member_id", None),  # v9+
                     int(getattr(g, "member_epoch", -1)),
                 )
@@ -288,7 +297,7 @@ def group_offset_apis(
         if context.version == 0:
             asked = [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
             kept = await asyncio.to_thread(zookeeper_offsets, request.group_id, asked)
-        answer = fetch_group(context, request.group_id, request.topics, context.version < 2, kept=kept)
+        answer = fetch_group(context, request.group_id, request.topics, context.version < 2, require_stable, kept=kept)
         return {"throttle_time": 0, "error_code": answer["error_code"], "topics": answer["topics"]}
 
     def offset_fetch_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from mq.server.group_coordinator import GroupCoordinator, JoinRequest
 from mq.server.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupState, JoinResult, SyncResult
 from mq.server.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mq.server.metadata_cache import MetadataCache
+from mq.server.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 from mq.zk.admin_zk_client import AdminZkClient
 
 log = logging.getLogger(__name__)
@@ -62,40 +63,49 @@ def client_host(context: RequestContext) -> str:
     return f"/{context.client.host}"
 
 
-def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: BrokerConfig) -> Callable[[], bool]:
-    """A function that returns whether ``__consumer_offsets`` exists and, if not, starts its creation on a worker
-    thread (once at a time) when the live brokers allow its replication factor."""
+def internal_topic_creator(
+    admin: AdminZkClient,
+    cache: MetadataCache,
+    config: BrokerConfig,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    factor_key: str,
+    configs: dict[str, str],
+) -> Callable[[], bool]:
+    """A function that returns whether the internal topic ``name`` exists and, if not, starts its creation on a
+    worker thread (once at a time) when the live brokers allow its ``replication_factor`` (set by the broker key
+    ``factor_key``; 1 when standalone)."""
     creating: list[asyncio.Future[None]] = []
 
     def create() -> bool:
-        if GROUP_METADATA_TOPIC_NAME in cache.topics:
+        if name in cache.topics:
             return True
         if creating and not creating[0].done():
             return False
-        factor = 1 if config.standalone else config.offsets_topic_replication_factor
+        factor = 1 if config.standalone else replication_factor
         if len(cache.brokers) < factor:
             log.info(
-                "Number of alive brokers '%d' does not meet the required replication factor '%d' for the offsets "
-                "topic (configured via 'offsets.topic.replication.factor')",
+                "Number of alive brokers '%d' does not meet the required replication factor '%d' for the %s topic "
+                "(configured via '%s')",
                 len(cache.brokers),
                 factor,
+                "offsets" if name == GROUP_METADATA_TOPIC_NAME else "transactions state",
+                factor_key,
             )
             return False
-        configs = {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(config.offsets_topic_segment_bytes),
-            "compression.type": "producer",
-        }
+
+        effective = dict(configs)
+        if "min.insync.replicas" in effective:  # a standalone broker's single replica is always enough
+            effective["min.insync.replicas"] = str(min(int(effective["min.insync.replicas"]), factor))
 
         def write() -> None:
             try:
-                admin.create_topic(GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions, factor, configs)
-                log.info(
-                    "Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, config.offsets_topic_num_partitions
-                )
+                admin.create_topic(name, partitions, factor, effective)
+                log.info("Created %s with %d partitions", name, partitions)
             except KafkaError as exc:
                 if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                    log.warning("Could not create %s: %s", GROUP_METADATA_TOPIC_NAME, exc)
+                    log.warning("Could not create %s: %s", name, exc)
 
         creating[:] = [asyncio.get_running_loop().run_in_executor(None, write)]
         return False
@@ -103,13 +113,57 @@ def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: Br
     return create
 
 
+def offsets_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: BrokerConfig) -> Callable[[], bool]:
+    """``internal_topic_creator`` of ``__consumer_offsets``."""
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config.offsets_topic_segment_bytes),
+        "compression.type": "producer",
+    }
+    return internal_topic_creator(
+        admin,
+        cache,
+        config,
+        GROUP_METADATA_TOPIC_NAME,
+        config.offsets_topic_num_partitions,
+        config.offsets_topic_replication_factor,
+        "offsets.topic.replication.factor",
+        configs,
+    )
+
+
+def transaction_topic_creator(admin: AdminZkClient, cache: MetadataCache, config: BrokerConfig) -> Callable[[], bool]:
+    """``internal_topic_creator`` of ``__transaction_state``."""
+    configs = {
+        "cleanup.policy": "compact",
+        "min.insync.replicas": str(config.transaction_state_log_min_isr),
+        "segment.bytes": str(config.transaction_state_log_segment_bytes),
+        "unclean.leader.election.enable": "false",
+        "compression.type": "uncompressed",
+    }
+    return internal_topic_creator(
+        admin,
+        cache,
+        config,
+        TRANSACTION_STATE_TOPIC_NAME,
+        config.transaction_state_log_num_partitions,
+        config.transaction_state_log_replication_factor,
+        "transaction.state.log.replication.factor",
+        configs,
+    )
+
+
 def group_apis(
     coordinator: GroupCoordinator,
     cache: MetadataCache,
     create_offsets_topic: Callable[[], bool],
     acl: AclCache | None = None,
+    create_transaction_topic: Callable[[], bool] | None = None,
+    transaction_partition_for: Callable[[str], int] | None = None,
 ) -> list[Api]:
-    """The group membership APIs over ``coordinator``, authorized by ``acl`` (None: no authorizer)."""
+    """The group membership APIs over ``coordinator``, authorized by ``acl`` (None: no authorizer). FindCoordinator
+    locates transaction coordinators with ``create_transaction_topic`` and ``transaction_partition_for`` (None: it
+    answers COORDINATOR_NOT_AVAILABLE for them)."""
 
     def group_allows(context: RequestContext, operation: AclOperation, group_id: str) -> bool:
         return allows(acl, context, operation, ResourceType.GROUP, group_id)
@@ -130,10 +184,16 @@ def group_apis(
         if refusal is not None:
             message = DENIED_MESSAGES[refusal] if context.version < 4 else None
             return {**answer, "error_code": refusal, "error_message": message}
-        if key_type == TRANSACTION_KEY_TYPE or not create_offsets_topic():
+        if key_type == TRANSACTION_KEY_TYPE:
+            if create_transaction_topic is None or transaction_partition_for is None or not create_transaction_topic():
+                return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+            topic_name, partition = TRANSACTION_STATE_TOPIC_NAME, transaction_partition_for(key)
+        elif not create_offsets_topic():
             return {**answer, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-        topic = cache.topics.get(GROUP_METADATA_TOPIC_NAME)
-        state = None if topic is None else topic.partitions.get(coordinator.partition_for(key))
+        else:
+            topic_name, partition = GROUP_METADATA_TOPIC_NAME, coordinator.partition_for(key)
+        topic = cache.topics.get(topic_name)
+        state = None if topic is None else topic.partitions.get(partition)
         leader = None if state is None else cache.brokers.get(state.leader)
         endpoint = None if leader is None else leader.on(context.client.listener)
         if endpoint is None:

@@ -49,12 +49,20 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
     """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
     def list_one(
-        version: int, tp: TopicPartition, timestamp: int, consumer: bool, current_leader_epoch: int
+        version: int,
+        tp: TopicPartition,
+        timestamp: int,
+        consumer: bool,
+        current_leader_epoch: int,
+        read_committed: bool,
     ) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         try:
             partition = replica_manager.leader_partition(tp, current_leader_epoch)
-            limit = partition.high_watermark if consumer else partition.log_end_offset
+            if not consumer:
+                limit = partition.log_end_offset
+            else:
+                limit = partition.last_stable_offset if read_committed else partition.high_watermark
             epoch_start = partition.leader_epoch_start_offset
             lagging = consumer and epoch_start is not None and epoch_start > partition.high_watermark
             answer["leader_epoch"] = partition.leader_epoch
@@ -96,6 +104,7 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
 
     async def list_offsets(context: RequestContext, request: Any) -> dict[str, Any]:
         consumer = int(request.replica_id) < 0
+        read_committed = context.version >= 2 and int(request.isolation_level) == 1
         if context.version == 0:
             return list_offsets_v0(context, request, consumer)
         described = allowed_names(
@@ -116,6 +125,7 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                         p.timestamp,
                         consumer,
                         getattr(p, "current_leader_epoch", -1),  # v4+
+                        read_committed,
                     )
                     for p in t.partitions
                 ],

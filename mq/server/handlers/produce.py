@@ -1,9 +1,10 @@
 """Produce: per-partition appends through the replica manager; acks=0 gets no response at all.
 
 With an authorizer, each topic needs WRITE (else TOPIC_AUTHORIZATION_FAILED for its partitions, checked before
-anything else of them). A request with a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-whatever the ACLs, as Kafka refuses a transactional append it cannot take (mq has no transactions). Idempotent
-producers are authorized by InitProducerId.
+anything else of them); a request with a transactional id needs WRITE on it, else every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Idempotent producers are authorized by InitProducerId. Authorizer or not, a
+request of transactional records without a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+Kafka's does.
 
 Internal topics (``__consumer_offsets``) take appends only from their coordinators, not from clients: as in Kafka,
 only the client id ``__admin_client`` may write to them; others get INVALID_TOPIC_EXCEPTION for those partitions.
@@ -37,7 +38,14 @@ from mq.protocol.produce_request import (
     read_one_partition,
 )
 from mq.protocol.produce_response import PartitionResponse, encode_one_partition, encode_produce_response
-from mq.records.batch_header import CODEC_MASK, HEADER_PREFIX_SIZE, MAGIC_OFFSET, Codec, peek_size
+from mq.records.batch_header import (
+    CODEC_MASK,
+    HEADER_PREFIX_SIZE,
+    MAGIC_OFFSET,
+    Codec,
+    is_transactional_batch,
+    peek_size,
+)
 from mq.records.convert import up_convert
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
@@ -54,13 +62,16 @@ ADMIN_CLIENT_ID = "__admin_client"
 Answer = bytes | None | asyncio.Future[bytes | None]
 
 
-def _refusal(acks: int, transactional: bool, topic: str, internal_allowed: bool, writable: bool) -> ErrorCode | None:
-    """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended."""
+def _refusal(
+    acks: int, transactional_refused: bool, topic: str, internal_allowed: bool, writable: bool
+) -> ErrorCode | None:
+    """Why a partition's records are refused before any append, in Kafka's order; None when they may be appended.
+    ``transactional_refused``: the request's transactional id may not be written by the client."""
     if not writable:
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS
-    if transactional:
+    if transactional_refused:
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if topic in INTERNAL_TOPICS and not internal_allowed:
         return ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -105,7 +116,7 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         version: int,
         correlation_id: int,
         client_id: str | None,
-        transactional: bool,
+        transactional_refused: bool,
         acks: int,
         timeout_ms: int,
         topic: str,
@@ -114,7 +125,7 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         writable: bool,
     ) -> Answer:
         """The answer to a request for one topic with one partition (``writable``: the client may write to it)."""
-        refusal = _refusal(acks, transactional, topic, client_id == ADMIN_CLIENT_ID, writable)
+        refusal = _refusal(acks, transactional_refused, topic, client_id == ADMIN_CLIENT_ID, writable)
         if refusal is None and records:
             refusal = _records_refusal(version, records)
         if refusal is not None or not records:
@@ -148,21 +159,25 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         return replica_manager.when_replicated({tp: base_offset}, timeout_ms, encoded)
 
     def answer_many(
-        version: int, correlation_id: int, client_id: str | None, request: ProduceRequest, writable: set[str] | None
+        version: int,
+        correlation_id: int,
+        client_id: str | None,
+        request: ProduceRequest,
+        writable: set[str] | None,
+        transactional_refused: bool,
     ) -> Answer:
         """The answer to a request of any shape: partitions named twice are appended once (the last record set)
         and answered each time; a topic named twice is answered once, with all its partitions. ``writable``: the
         topics the client may write to (None: all)."""
         acks = request.acks
         internal_allowed = client_id == ADMIN_CLIENT_ID
-        transactional = request.transactional_id is not None
         entries: dict[TopicPartition, memoryview] = {}
         refused: dict[TopicPartition, ErrorCode] = {}
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
                 allowed = writable is None or topic.name in writable
-                refusal = _refusal(acks, transactional, topic.name, internal_allowed, allowed)
+                refusal = _refusal(acks, transactional_refused, topic.name, internal_allowed, allowed)
                 if refusal is not None:
                     refused[tp] = refusal
                 elif p.records is None or not p.records:
@@ -211,14 +226,22 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
         names = (t.name for t in topics)
         writable = None if acl is None else allowed_names(acl, context, AclOperation.WRITE, ResourceType.TOPIC, names)
         client_id = context.header.client_id
+        transactional_id = request.transactional_id
+        if transactional_id is None:  # transactional records need a transactional id
+            transactional_refused = any(
+                p.records is not None and is_transactional_batch(p.records) for t in topics for p in t.partition_data
+            )
+        else:
+            transactional_refused = not allows(
+                acl, context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            )
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             p = topics[0].partition_data[0]
-            transactional = request.transactional_id is not None
             return answer_one(
                 version,
                 correlation_id,
                 client_id,
-                transactional,
+                transactional_refused,
                 request.acks,
                 request.timeout_ms,
                 topics[0].name,
@@ -226,17 +249,21 @@ def produce_api(replica_manager: ReplicaManager, acl: AclCache | None = None) ->
                 p.records,
                 writable is None or topics[0].name in writable,
             )
-        return answer_many(version, correlation_id, client_id, request, writable)
+        return answer_many(version, correlation_id, client_id, request, writable, transactional_refused)
 
     def now(frame: bytearray, version: int, correlation_id: int, client: ClientAddress) -> NowResult:
         if version < TRANSACTIONAL_FROM:
             return LATER
         one = read_one_partition(frame, version)
         if one is not None:
+            client_id, _, acks, timeout_ms, topic, index, records = one  # a frame without a transactional id
             writable = acl is None or allows(
-                acl, RequestContext.of_frame(frame, client), AclOperation.WRITE, ResourceType.TOPIC, one[4]
+                acl, RequestContext.of_frame(frame, client), AclOperation.WRITE, ResourceType.TOPIC, topic
             )
-            return answer_one(version, correlation_id, *one, writable)
+            refused = records is not None and is_transactional_batch(records)
+            return answer_one(
+                version, correlation_id, client_id, refused, acks, timeout_ms, topic, index, records, writable
+            )
         header, request = decode_produce_request(frame)
         return answer(version, correlation_id, RequestContext(header, client), request)
 

@@ -212,6 +212,35 @@ async def stop_all(brokers: list[FakeBroker]) -> None:
         await broker.stop()
 
 
+def with_coordinator(
+    test: Callable[[Any, list[FakeBroker]], Awaitable[None]], versions: dict[int, tuple[int, int]]
+) -> None:
+    """Run ``test(admin, brokers)``: an AsyncAdmin bootstrapped from broker 0 of two fake brokers that also answer
+    ``versions``, t-0 led by broker 0 and t-1 by broker 1, broker 1 coordinating every group and transactional id."""
+    from mq.client.admin import AsyncAdmin
+
+    async def main() -> None:
+        brokers = await start_cluster({"t": [0, 1]}, count=2)
+        for broker in brokers:
+            broker.versions.update(versions)
+
+            def find(header: RequestHeader, body: Any, b: list[FakeBroker] = brokers) -> dict[str, Any]:
+                entry = {"node_id": 1, "host": b[1].host, "port": b[1].port, "error_code": 0}
+                keys = getattr(body, "coordinator_keys", None) or [getattr(body, "key", "")]
+                return {**entry, "coordinators": [{"key": k, **entry} for k in keys]}
+
+            broker.handlers[ApiKey.FIND_COORDINATOR] = find
+        admin = AsyncAdmin(f"127.0.0.1:{brokers[0].port}")
+        admin.cluster.retry_backoff_ms = 1
+        try:
+            await test(admin, brokers)
+        finally:
+            await admin.close()
+            await stop_all(brokers)
+
+    run(main())
+
+
 def run(coro: Awaitable[Any]) -> Any:
     """Run a test coroutine with an overall time limit."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from client_fakes import FakeBroker, run, start_cluster, stop_all
+from client_fakes import FakeBroker, with_coordinator
 
 from mq.client.admin import AsyncAdmin
 from mq.client.group_protocol import Assignment, encode_assignment
@@ -28,27 +28,8 @@ EMPTY_GROUP = {"group_state": "Empty", "protocol_type": "consumer", "protocol_da
 
 
 def with_groups(test: Any, versions: dict[int, tuple[int, int]] | None = None) -> None:
-    """Two brokers; broker 1 coordinates every group (the first FindCoordinator answer is NOT_COORDINATOR-free)."""
-
-    async def main() -> None:
-        brokers = await start_cluster({"t": [0, 1]}, count=2)
-        for broker in brokers:
-            broker.versions.update(versions or GROUP_VERSIONS)
-
-            def find(header: RequestHeader, body: Any, b: list[FakeBroker] = brokers) -> dict[str, Any]:
-                entry = {"node_id": 1, "host": b[1].host, "port": b[1].port, "error_code": 0}
-                keys = getattr(body, "coordinator_keys", None) or [getattr(body, "key", "")]
-                return {**entry, "coordinators": [{"key": k, **entry} for k in keys]}
-
-            broker.handlers[ApiKey.FIND_COORDINATOR] = find
-        admin = AsyncAdmin(f"127.0.0.1:{brokers[0].port}")
-        try:
-            await test(admin, brokers)
-        finally:
-            await admin.close()
-            await stop_all(brokers)
-
-    run(main())
+    """Two brokers; broker 1 coordinates every group."""
+    with_coordinator(test, versions or GROUP_VERSIONS)
 
 
 def test_describe_groups_decodes_assignments_and_maps_unknown_groups_to_dead() -> None:

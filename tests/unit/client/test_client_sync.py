@@ -63,3 +63,27 @@ def test_sync_clients(broker: FakeBroker) -> None:
         records = consumer.poll(timeout_ms=1000)
         assert [(r.offset, r.key, r.value) for r in records] == [(0, b"k", b"v")]
         assert consumer.position(tp) == 1
+
+
+def test_sync_admin_transaction_shortcuts(broker: FakeBroker) -> None:
+    broker.versions.update({ApiKey.LIST_TRANSACTIONS: (0, 1), ApiKey.DESCRIBE_PRODUCERS: (0, 0)})
+    broker.handlers[ApiKey.LIST_TRANSACTIONS] = lambda header, body: {
+        "error_code": 0,
+        "transaction_states": [
+            {"transactional_id": "tx", "producer_id": p, "transaction_state": "Ongoing"}
+            for p in body.producer_id_filters
+        ],
+    }
+    producer = {"producer_id": 4, "producer_epoch": 1, "coordinator_epoch": 0, "current_txn_start_offset": 8}
+    partitions = [{"partition_index": 0, "error_code": 0, "active_producers": [producer]}]
+    broker.handlers[ApiKey.DESCRIBE_PRODUCERS] = lambda header, body: {
+        "topics": [{"name": "t", "partitions": partitions}]
+    }
+    tp = TopicPartition("t", 0)
+    with SyncAdmin(f"127.0.0.1:{broker.port}") as admin:
+        assert [t.partitions[0].leader for t in admin.describe_topics(["t"])] == [0]
+        assert [(t.transactional_id, t.producer_id) for t in admin.list_transactions(producer_ids={4})[0]] == [
+            ("tx", 4)
+        ]
+        (state,) = admin.describe_producers([tp])[tp]
+        assert (state.producer_id, state.coordinator_epoch, state.current_transaction_start_offset) == (4, 0, 8)

@@ -56,6 +56,7 @@ from mq.server.handlers.leader_epoch import leader_epoch_apis
 from mq.server.handlers.metadata import metadata_api
 from mq.server.handlers.offsets import offsets_apis
 from mq.server.handlers.produce import produce_api
+from mq.server.handlers.transactions import transaction_apis
 from mq.server.metadata_cache import MetadataCache, PartitionInfo
 from mq.server.network import ClientAddress, Response
 from mq.topic_partition import TopicPartition
@@ -70,6 +71,8 @@ from tests.unit.server.test_fetch_now import frame as fetch_frame
 from tests.unit.server.test_group_handlers import cache as group_cache
 from tests.unit.server.test_produce_now import GOOD, replica_manager
 from tests.unit.server.test_replica_manager_fetch import manager
+from tests.unit.server.test_transaction_coordinator import COORDINATOR_EPOCH, Markers, RecordingLog
+from tests.unit.server.test_transaction_coordinator import coordinator as txn_coordinator
 
 ALICE = ClientAddress("10.0.0.1", 5555, 1, "User:alice")
 ADMIN = ClientAddress("10.0.0.2", 5555, 2, "User:admin")
@@ -474,3 +477,66 @@ def test_config_apis_need_the_configs_operation_on_the_topic_or_the_cluster() ->
     legacy = call(ApiKey.ALTER_CONFIGS, 2, {"resources": [{"resource_type": 8, "resource_name": "1", "configs": []}],
                                             "validate_only": False})  # fmt: skip
     assert legacy.responses[0].error_code == ErrorCode.INVALID_REQUEST  # refused as invalid before any ACL
+
+
+# --- transactions ----------------------------------------------------------------------------------------------------
+
+
+def test_transactional_apis_need_write_on_the_transactional_id_and_their_topics_and_groups() -> None:
+    groups, _, _ = make()
+    cache = group_cache()
+    log, markers = RecordingLog(), Markers()
+    transactions = txn_coordinator(log, markers)
+    transactions.owned_partitions[0] = COORDINATOR_EPOCH
+    acl = acl_cache()
+    dispatcher = ApiDispatcher(
+        [
+            *cluster_apis(cache, None, acl, transactions),  # type: ignore[arg-type]
+            *transaction_apis(transactions, groups, cache, groups.config, acl),
+        ],
+        acl,
+    )
+
+    def call(key: ApiKey, version: int, values: dict[str, Any]) -> Any:
+        return decoded(key, version, general(dispatcher, request_frame(key, version, values)))
+
+    init = {"transactional_id": "tx", "transaction_timeout": 60000}
+    assert call(ApiKey.INIT_PRODUCER_ID, 4, init).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    allow(acl, ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.WRITE)
+    answer = call(ApiKey.INIT_PRODUCER_ID, 4, init)
+    assert (answer.error_code, answer.producer_epoch) == (ErrorCode.NONE, 0)
+    producer = {"producer_id": answer.producer_id, "producer_epoch": 0}
+
+    add = {"v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": answer.producer_id,
+           "v3_and_below_producer_epoch": 0, "v3_and_below_topics": [{"name": "t", "partitions": [0]}]}  # fmt: skip
+    added = call(ApiKey.ADD_PARTITIONS_TO_TXN, 3, add).results_by_topic_v3_and_below[0].results_by_partition[0]
+    assert added.partition_error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    allow(acl, ResourceType.TOPIC, "t", AclOperation.WRITE)
+    added = call(ApiKey.ADD_PARTITIONS_TO_TXN, 3, add).results_by_topic_v3_and_below[0].results_by_partition[0]
+    assert added.partition_error_code == ErrorCode.NONE
+    offsets = {"transactional_id": "tx", **producer, "group_id": "g"}
+    assert call(ApiKey.ADD_OFFSETS_TO_TXN, 3, offsets).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+    assert call(ApiKey.END_TXN, 1, {"transactional_id": "tx", **producer, "committed": True}).error_code == 0
+    stale = {"transactional_id": "tx", "producer_id": answer.producer_id, "producer_epoch": 9, "committed": True}
+    assert call(ApiKey.END_TXN, 1, stale).error_code == ErrorCode.INVALID_PRODUCER_EPOCH  # v1: no PRODUCER_FENCED
+    assert call(ApiKey.END_TXN, 3, stale).error_code == ErrorCode.PRODUCER_FENCED
+
+    marker = {"markers": [{"producer_id": 1, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,
+                           "topics": [{"name": "t", "partition_indexes": [0]}]}]}  # fmt: skip
+    written = call(ApiKey.WRITE_TXN_MARKERS, 1, marker).markers[0].topics[0].partitions[0]
+    assert written.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    batch = {"transactions": [{"transactional_id": "tx", **producer, "verify_only": True,
+                               "topics": [{"name": "t", "partitions": [0]}]}]}  # fmt: skip
+    assert call(ApiKey.ADD_PARTITIONS_TO_TXN, 4, batch).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    allow(acl, ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION)
+    verified = call(ApiKey.ADD_PARTITIONS_TO_TXN, 4, batch).results_by_transaction[0].topic_results[0]
+    assert (
+        verified.results_by_partition[0].partition_error_code == ErrorCode.INVALID_TXN_STATE
+    )  # committed: no longer ongoing
+    described = call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["tx", "other"]}).transaction_states
+    assert [(d.transactional_id, d.error_code) for d in described] == [
+        ("tx", ErrorCode.NONE),  # WRITE implies DESCRIBE
+        ("other", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    ]
+    assert [t.transactional_id for t in call(ApiKey.LIST_TRANSACTIONS, 1, {}).transaction_states] == ["tx"]

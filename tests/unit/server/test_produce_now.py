@@ -94,6 +94,12 @@ def corrupt() -> bytes:
 GOOD = v2_batch(count=1)
 
 
+def transactional_batch() -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, True, 7, 0, 0, 1 << 20)
+    builder.append(0, timestamp=1_700_000_000_000, key=b"k", value=b"v", headers=[])
+    return bytes(builder.build())
+
+
 CASES: list[tuple[str, Callable[[int, int], bytearray], ErrorCode | None]] = [
     ("one", lambda v, a: produce_frame(v, [("t", [(0, GOOD)])], acks=a), ErrorCode.NONE),
     ("legacy", lambda v, a: produce_frame(v, [("t", [(1, legacy_batch(1))])], acks=a), ErrorCode.INVALID_RECORD),
@@ -116,6 +122,11 @@ CASES: list[tuple[str, Callable[[int, int], bytearray], ErrorCode | None]] = [
     (
         "transactional",
         lambda v, a: produce_frame(v, [("t", [(0, GOOD)])], acks=a, transactional_id="tx"),
+        ErrorCode.NONE,
+    ),
+    (
+        "transactional-without-id",
+        lambda v, a: produce_frame(v, [("t", [(0, transactional_batch())])], acks=a),
         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ),
     ("waits", lambda v, a: produce_frame(v, [("r", [(0, GOOD)])], acks=a, timeout_ms=5), None),

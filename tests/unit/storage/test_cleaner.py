@@ -20,6 +20,7 @@ from mq.storage.cleaner import CleaningAbortedError
 from mq.storage.offset_index import read_offset_index
 from mq.storage.partition_log import Log
 from mq.storage.time_index import read_time_index
+from mq.storage.txn_index import AbortedTxn
 
 
 def three_rounds(log: Log, keys: int = 5) -> None:
@@ -342,3 +343,14 @@ def test_dump_segments_reads_a_cleaned_segment_and_its_indexes(tmp_path: Path) -
     offsets = [int(line.split()[2]) for line in result.stdout.splitlines() if line.startswith("| offset: ")]
     assert offsets == [10, 11, 12, 13, 14]
     assert "Mismatch" not in result.stdout + result.stderr
+
+
+def test_aborted_transactions_stay_indexed_in_cleaned_segments(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0", compacted(), time_ms=Clock())
+    three_rounds(log)
+    log.segments[0].txn_index.append(AbortedTxn(7, 1, 2, 3))
+    log.segments[1].txn_index.append(AbortedTxn(8, 5, 6, 7))
+    clean(log)
+    assert [(t.producer_id, t.last_offset) for t in log.collect_aborted_txns(0, 100)] == [(7, 2), (8, 6)]
+    reopened = Log(tmp_path / "t-0", compacted(), time_ms=Clock())
+    assert [t.producer_id for t in reopened.collect_aborted_txns(0, 100)] == [7, 8]

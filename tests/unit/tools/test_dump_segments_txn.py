@@ -42,7 +42,7 @@ def test_txn_index_with_an_unknown_version_fails(tmp_path: Path) -> None:
     result = dump(files=[path])
     assert result.exit_code == 1
     assert result.out[1] == "version: 0 producerId: 1000 firstOffset: 10 lastOffset: 14 lastStableOffset: 15"
-    assert "unexpected aborted transaction version 3" in result.err[0]
+    assert "Unexpected aborted transaction version 3" in result.err[0]
 
 
 def test_snapshot_lines(tmp_path: Path) -> None:
