@@ -1,7 +1,11 @@
-"""ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
+"""ListOffsets (earliest, latest, max timestamp, earliest local, latest tiered, by timestamp through the time index)
+and DeleteRecords.
 
-The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
-timestamp. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
+The max-timestamp spec (-3, KIP-734, v7+) answers the offset and timestamp of the first record holding the log's
+largest timestamp. Logs have no remote (tiered) segments: earliest-local (-4, v8+) answers the log start offset and
+latest-tiered (-5, v9+) offset -1 with leader epoch -1, as Kafka answers for a topic without remote storage. A special
+timestamp asked before its version (or an unknown negative one) answers UNSUPPORTED_VERSION for its partition. v10's
+timeout_ms bounds reads from remote storage: with none, every answer is immediate. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
@@ -17,7 +21,7 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.list_offsets import EARLIEST, LATEST, MAX_TIMESTAMP
+from mq.protocol.list_offsets import EARLIEST, EARLIEST_LOCAL, LATEST, LATEST_TIERED, MAX_TIMESTAMP, SPECIAL_FROM
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
@@ -41,16 +45,21 @@ def offsets_apis(
         info = None if cache is None else cache.topics.get(tp.topic)
         return info is not None and tp.partition in info.partitions
 
-    def list_one(tp: TopicPartition, timestamp: int, consumer: bool) -> dict[str, Any]:
+    def list_one(tp: TopicPartition, timestamp: int, consumer: bool, version: int) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
+        if timestamp < 0 and SPECIAL_FROM.get(timestamp, version + 1) > version:
+            answer["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+            return answer
         try:
             partition = replica_manager.leader_partition(tp)
             limit = partition.high_watermark if consumer else partition.log_end_offset
             answer["leader_epoch"] = partition.leader_epoch
             if timestamp == LATEST:
                 answer["offset"] = limit
-            elif timestamp == EARLIEST:
+            elif timestamp in (EARLIEST, EARLIEST_LOCAL):
                 answer["offset"] = partition.log_start_offset
+            elif timestamp == LATEST_TIERED:
+                answer["leader_epoch"] = -1
             else:
                 log: Log = partition.log
                 found = (
@@ -90,7 +99,7 @@ def offsets_apis(
             {
                 "name": t.name,
                 "partitions": [
-                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer)
+                    list_one(TopicPartition(t.name, p.partition_index), p.timestamp, consumer, context.version)
                     if t.name in described
                     else refused_listing(p.partition_index)
                     for p in t.partitions
@@ -202,7 +211,7 @@ def offsets_apis(
         return {"throttle_time": 0, "topics": topics}
 
     return [
-        Api(ApiKey.LIST_OFFSETS, 0, 7, list_offsets, list_offsets_error),
+        Api(ApiKey.LIST_OFFSETS, 0, 10, list_offsets, list_offsets_error),
         Api(ApiKey.DELETE_RECORDS, 0, 2, delete_records, delete_records_error),
     ]
 
