@@ -502,7 +502,7 @@ class KafkaServer:
         self.client_quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds, self.clock.time_ms)
         for api in [
             produce_api(self.replica_manager, acl, self.cache),
-            fetch_api(self.replica_manager, acl),
+            fetch_api(self.replica_manager, acl, self.cache),
             *offsets_apis(self.replica_manager, self.cache, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
