@@ -511,7 +511,7 @@ class KafkaServer:
             *admin_topic_apis(admin, self.cache, config, self.broker_id, acl),
             *configs_apis(admin, config, self.broker_id, acl),
             *client_quota_apis(self.zk),
-            *client_metrics_apis(acl),
+            *client_metrics_apis(self.cache, acl),
             *user_scram_credential_apis(self.zk),
             *acl_apis(acl),
             *cluster_apis(self.cache, ProducerIdManager(self.store, self.broker_id), acl),

@@ -1,5 +1,8 @@
 """InitProducerId (idempotent producers) and DescribeCluster.
 
+InitProducerId v5 tells that the client also accepts TRANSACTION_ABORTABLE (KIP-890), which only a transactional
+producer can get; an idempotent one is answered as at v4.
+
 With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
 some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 whatever the ACLs (mq has no transactions). DescribeCluster answers the client's authorized
@@ -97,6 +100,6 @@ def cluster_apis(cache: MetadataCache, producer_ids: ProducerIdManager, acl: Acl
         }
 
     return [
-        Api(ApiKey.INIT_PRODUCER_ID, 0, 4, init_producer_id, init_error),
+        Api(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id, init_error),
         Api(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster, describe_cluster_error),
     ]
