@@ -1,6 +1,7 @@
 """Kafka 4.1's API versions against the broker process: kafka-python infers a 4.1 broker and round-trips, librdkafka
-picks the newest versions both sides have (Fetch v16 by topic id, Produce v10), and Produce v13 / Fetch v18 by topic
-id over a raw socket. The versions each client really used are read from the broker's request metrics."""
+picks the newest versions both sides have (Fetch v16 by topic id, Produce v10), Produce v13 / Fetch v18 by topic id
+over a raw socket, and KIP-951's current leader from a broker without the partition in a cluster. The versions each
+client really used are read from the broker's request metrics."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic
 from waiting import wait_for
 
 from mq.errors import ErrorCode
@@ -161,3 +163,29 @@ def test_produce_v13_and_fetch_v18_name_topics_by_id(broker: BrokerProcess) -> N
         assert bytes(partition.records)[8:] == batch[8:] and len(partition.records) == len(batch)
         missing = fetch(broker.bootstrap, version, unknown, 0).responses[0]
         assert (missing.topic_id, missing.partitions[0].error_code) == (unknown, ErrorCode.UNKNOWN_TOPIC_ID)
+
+
+@pytest.mark.timeout(180)
+def test_a_broker_without_the_partition_names_its_leader(cluster: tuple[str, list[BrokerProcess]]) -> None:
+    """KIP-951 in a ZooKeeper cluster: Produce v10 and Fetch v16 sent to brokers that host no replica of the
+    partition answer NOT_LEADER_OR_FOLLOWER with the leader (id, epoch) and its endpoint."""
+    _, brokers = cluster
+    admin = KafkaAdminClient(bootstrap_servers=brokers[0].bootstrap)
+    try:
+        admin.create_topics([NewTopic("on-one", replica_assignments={0: [1]})])
+    finally:
+        admin.close()
+    others = [b.bootstrap for b in brokers[1:]]
+    ids = [topic_id(bootstrap, "on-one") for bootstrap in others]  # each has had the partition's metadata
+    assert ids[0] == ids[1]
+    produced = answer(others[0], ApiKey.PRODUCE, 10, produce_frame(10, [("on-one", [(0, v2_batch())])]))
+    (partition,) = produced.responses[0].partition_responses
+    assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (1, 0)
+    leader = [(e.node_id, f"{e.host}:{e.port}") for e in produced.node_endpoints]
+    assert leader == [(1, brokers[0].bootstrap)]
+    fetched = fetch(others[1], 16, ids[0], 0)
+    (partition,) = fetched.responses[0].partitions
+    assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (1, 0)
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in fetched.node_endpoints] == [(1, brokers[0].bootstrap)]

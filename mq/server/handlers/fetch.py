@@ -23,6 +23,9 @@ listener (KIP-951). v17's replica directory id is read and not used (one log dir
 v18's replica high watermark (KIP-1166) is honoured by the replica manager: a follower whose high watermark is behind
 is answered at once rather than parked.
 
+As in Kafka, a partition this broker hosts no replica of answers NOT_LEADER_OR_FOLLOWER when the metadata knows it
+(UNKNOWN_TOPIC_OR_PARTITION otherwise).
+
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
 at once).
@@ -71,6 +74,12 @@ UNKNOWN_ID = FetchResult(ErrorCode.UNKNOWN_TOPIC_ID)
 INCONSISTENT_ID = FetchResult(ErrorCode.INCONSISTENT_TOPIC_ID)
 LEADER_ERRORS = frozenset((ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH))
 """The errors whose partitions name their current leader from v16."""
+
+
+def not_hosted(cache: MetadataCache, tp: TopicPartition, result: FetchResult) -> FetchResult:
+    """``result`` with its error as Kafka answers it for a partition this broker hosts no replica of."""
+    code = cache.not_hosted_error(tp, result.error)
+    return result if code == result.error else FetchResult(code)
 
 
 def _unresolved(topic_id: uuid.UUID) -> str:
@@ -159,6 +168,8 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None, cach
         aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
+            if cache is not None and any(r.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for r in results.values()):
+                results = {tp: not_hosted(cache, tp, r) for tp, r in results.items()}
             if refused:
                 results = {**refused, **results}
             named = version >= NODE_ENDPOINTS_FROM and any(r.error in LEADER_ERRORS for r in results.values())

@@ -41,10 +41,6 @@ def offsets_apis(
     """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer); ``cache``
     tells a known partition led elsewhere from an unknown one (None: every partition not hosted is unknown)."""
 
-    def known(tp: TopicPartition) -> bool:
-        info = None if cache is None else cache.topics.get(tp.topic)
-        return info is not None and tp.partition in info.partitions
-
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool, version: int) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
         if timestamp < 0 and SPECIAL_FROM.get(timestamp, version + 1) > version:
@@ -162,7 +158,7 @@ def offsets_apis(
             log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
         except UnknownTopicOrPartitionError as exc:
-            code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known(tp) else exc.code
+            code = exc.code if cache is None else cache.not_hosted_error(tp, exc.code)
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": code}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}

@@ -45,7 +45,7 @@ def stored(topic_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
 
 
-def metadata_cache(partitions: int = 8, leader: int = 1, epoch: int = 0) -> MetadataCache:
+def metadata_cache(partitions: int = 2, leader: int = 1, epoch: int = 0) -> MetadataCache:
     """Brokers 1 and 2; ``t`` (id ``T_ID``) with ``partitions`` partitions led by ``leader`` at ``epoch``."""
     cache = MetadataCache(1, "cluster")
     cache.update_brokers([BrokerEndpoint(1, "127.0.0.1", 9092), BrokerEndpoint(2, "127.0.0.2", 9093, "r2")], 1)
@@ -327,3 +327,19 @@ def test_a_follower_behind_on_the_high_watermark_is_answered_at_once(
         return waiting
 
     assert asyncio.run(run()) is parked
+
+
+@pytest.mark.parametrize("version", [12, 16])
+def test_a_known_partition_hosted_elsewhere_is_not_leader_with_its_leader(tmp_path: Path, version: int) -> None:
+    """As Kafka answers: NOT_LEADER_OR_FOLLOWER (with the leader from v16), not UNKNOWN_TOPIC_OR_PARTITION, for a
+    partition the metadata knows and this broker hosts no replica of."""
+    rm = manager(tmp_path, 1, ManualClock())
+    cache = metadata_cache(partitions=1)
+    cache.update_partition("t", stored(T_ID), 1, PartitionInfo(2, 9, (2,), (2,)))
+    now = fetch_dispatcher(rm, cache).now(frame(version, [("t", 1, 0)]), CLIENT)
+    assert isinstance(now, bytes | list)  # answered at once
+    _, body = decode_response(wire(now)[4:], response_schema(ApiKey.FETCH, version))
+    (partition,) = body.responses[0].partitions
+    assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    leader = (partition.current_leader.leader_id, partition.current_leader.leader_epoch)
+    assert leader == ((2, 9) if version >= 16 else (-1, -1))

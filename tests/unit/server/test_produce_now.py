@@ -59,7 +59,8 @@ LED = [("t", 0), ("t", 1), ("c", 0), ("r", 0), ("__consumer_offsets", 0)]
 
 FOLLOWED_EPOCH = 4
 """The leader epoch of ``f``-0 in the metadata cache."""
-IDS = {topic: uuid.uuid5(uuid.NAMESPACE_DNS, topic) for topic, _ in [*LED, ("f", 0)]}
+IDS = {topic: uuid.uuid5(uuid.NAMESPACE_DNS, topic) for topic, _ in [*LED, ("f", 0), ("elsewhere", 0)]}
+"""The topic ids; ``elsewhere``-0 is known to the metadata and hosted on broker 2 only."""
 
 
 def produce_frame(version: int, topics: Topics, **kwargs: Any) -> bytearray:
@@ -73,8 +74,8 @@ def metadata_cache() -> MetadataCache:
     """The cluster as the broker knows it: brokers 1 and 2, ``f``-0 led by 2, the other partitions by 1."""
     cache = MetadataCache(LEADER, "cluster")
     cache.update_brokers([BrokerEndpoint(LEADER, "127.0.0.1", 9092), BrokerEndpoint(FOLLOWER, "127.0.0.2", 9093)], 1)
-    for topic, index in [*LED, ("f", 0)]:
-        leader, epoch = (FOLLOWER, FOLLOWED_EPOCH) if topic == "f" else (LEADER, 0)
+    for topic, index in [*LED, ("f", 0), ("elsewhere", 0)]:
+        leader, epoch = (FOLLOWER, FOLLOWED_EPOCH) if topic in ("f", "elsewhere") else (LEADER, 0)
         topic_id = base64.urlsafe_b64encode(IDS[topic].bytes).rstrip(b"=").decode()
         cache.update_partition(topic, topic_id, index, PartitionInfo(leader, epoch, (leader,), (leader,)))
     return cache
@@ -127,6 +128,11 @@ CASES: list[tuple[str, Callable[[int, int], bytearray], ErrorCode | None]] = [
     ("legacy", lambda v, a: produce_frame(v, [("t", [(1, legacy_batch(1))])], acks=a), ErrorCode.NONE),
     ("unknown", lambda v, a: produce_frame(v, [("zz", [(0, GOOD)])], acks=a), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     ("not-leader", lambda v, a: produce_frame(v, [("f", [(0, GOOD)])], acks=a), ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    (
+        "not-hosted",
+        lambda v, a: produce_frame(v, [("elsewhere", [(0, GOOD)])], acks=a),
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ),
     (
         "internal",
         lambda v, a: produce_frame(v, [("__consumer_offsets", [(0, GOOD)])], acks=a),
@@ -210,7 +216,7 @@ def test_not_leader_names_the_current_leader_and_its_endpoint_from_v10(
 ) -> None:
     """KIP-951: from v10 a partition answered NOT_LEADER_OR_FOLLOWER names its leader and epoch, and the response
     that leader's endpoint; the partitions answered otherwise name none."""
-    topics: Topics = [("f", [(0, GOOD)])] if shape == "one" else [("t", [(0, GOOD)]), ("f", [(0, GOOD)])]
+    topics: Topics = [("f", [(0, GOOD)])] if shape == "one" else [("t", [(0, GOOD)]), ("elsewhere", [(0, GOOD)])]
     frame = produce_frame(version, topics)
     answer = dispatcher_of(replica_manager(tmp_path)).now(frame, CLIENT)
     assert isinstance(answer, bytes)
@@ -221,7 +227,8 @@ def test_not_leader_names_the_current_leader_and_its_endpoint_from_v10(
         ]
         for t in body.responses
     }
-    (error, leader) = found["f" if version < 13 else IDS["f"]][0]
+    failed = "f" if shape == "one" else "elsewhere"  # led by broker 2: followed here, or not hosted here at all
+    (error, leader) = found[failed if version < 13 else IDS[failed]][0]
     assert error == ErrorCode.NOT_LEADER_OR_FOLLOWER
     if version < 10:
         assert leader is None and not hasattr(body, "node_endpoints")
