@@ -30,7 +30,7 @@ import uuid
 
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import InvalidRequestError, RequestHeader, parse_request_header, peek_api
-from mq.protocol.frame_fields import FIELD_ERRORS, MalformedField, count, string, uvarint
+from mq.protocol.frame_fields import FIELD_ERRORS, MalformedField, count, skip_tagged_fields, string, uvarint
 
 MIN_VERSION = 0
 MAX_VERSION = 18
@@ -167,15 +167,8 @@ def _partition_tagged_fields(data: bytes, position: int, version: int) -> tuple[
     if data[position] == 0:
         return UNKNOWN_HIGH_WATERMARK, position + 1
     end = len(data)
-    fields, start = uvarint(data, position)
-    position = start
-    for _ in range(fields):
-        _, position = uvarint(data, position)
-        size, position = uvarint(data, position)
-        position += size
-        if position > end:
-            raise MalformedField("a tagged field runs past the end")
-    position = start
+    skip_tagged_fields(data, position, end)  # by sizes: every field within the frame
+    fields, position = uvarint(data, position)
     high_watermark = UNKNOWN_HIGH_WATERMARK
     for _ in range(fields):
         tag, position = uvarint(data, position)

@@ -70,7 +70,8 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
         name = getattr(topic, "name", None)
         if name is None:
             topic_id = getattr(topic, "topic_id", None)
-            found = next((info for info in cache.topics.values() if info.topic_uuid == topic_id), None)
+            known = None if topic_id is None else cache.topic_name(topic_id)
+            found = None if known is None else cache.topics.get(known)
             if found is None:
                 return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID)
             if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, found.name):
