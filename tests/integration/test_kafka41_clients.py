@@ -17,6 +17,7 @@ import confluent_kafka
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
+from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
 from waiting import wait_for
 
 from mq.errors import ErrorCode
@@ -24,6 +25,7 @@ from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, decode_response, encode_request, request_schema, response_schema
 from mq.protocol.entities import build
 from tests.integration.conftest import BrokerProcess, free_port
+from tests.integration.test_admin_tools_cli import advertised_versions
 from tests.integration.test_metrics_endpoint import get
 from tests.integration.wire import recv_exactly
 from tests.produce_frames import produce_frame
@@ -45,7 +47,15 @@ def versions_used(port: int, request: str) -> set[int]:
 
 
 def test_kafka_python_infers_a_kafka_4_1_broker_and_round_trips(broker_factory: Callable[..., BrokerProcess]) -> None:
+    """Every API both mq and Kafka 4.1 serve is advertised up to Kafka 4.1's newest version (kafka-python's record of
+    a 4.1 broker's ApiVersions), and from an oldest version no newer than 4.1's."""
     broker, port = with_metrics(broker_factory)
+    kafka_41 = BROKER_API_VERSIONS[(4, 1)]
+    advertised = advertised_versions(broker.bootstrap)
+    shared = sorted(set(advertised) & set(kafka_41))
+    assert len(shared) >= 40
+    assert {key: advertised[key][1] for key in shared} == {key: kafka_41[key][1] for key in shared}
+    assert all(advertised[key][0] <= kafka_41[key][0] for key in shared)
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         assert admin._client.check_version() == (4, 1)
