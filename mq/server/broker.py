@@ -435,6 +435,7 @@ class KafkaServer:
         )
         self.log_manager.dir_failure_listener = self._log_dir_failed
         self.cache.local_replica_offline = self.replica_manager.is_offline
+        self.replica_manager.known_partition = lambda tp: self.cache.partition(tp) is not None
 
         def flush_rolled(rolled: Log) -> None:
             """A log rolled (on the loop, or on a retention thread): fsync its old segments on a worker thread."""
@@ -503,7 +504,7 @@ class KafkaServer:
         for api in [
             produce_api(self.replica_manager, acl, self.cache),
             fetch_api(self.replica_manager, acl, self.cache),
-            *offsets_apis(self.replica_manager, self.cache, acl),
+            *offsets_apis(self.replica_manager, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
             *leader_epoch_apis(self.replica_manager, acl),
             metadata_api(self.cache, self._auto_create if config.auto_create_topics_enable else None, acl),

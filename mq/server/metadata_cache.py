@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from mq.errors import ErrorCode
 from mq.topic_partition import TopicPartition
 
 
@@ -125,13 +124,6 @@ class MetadataCache:
             if self.topic_removed_listener is not None:
                 self.topic_removed_listener(topic)
         self._notify()
-
-    def not_hosted_error(self, tp: TopicPartition, code: ErrorCode) -> ErrorCode:
-        """``code`` as Kafka answers it for ``tp``: UNKNOWN_TOPIC_OR_PARTITION (this broker hosts no replica) is
-        NOT_LEADER_OR_FOLLOWER when the metadata knows the partition, so the client looks for its leader."""
-        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self.partition(tp) is not None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return code
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         """The name of the topic whose id is ``topic_id``; None when no known topic has it."""

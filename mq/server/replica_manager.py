@@ -121,6 +121,9 @@ class ReplicaManager:
         self.topic_stats = BrokerTopicStats()
         """Counted per produced batch and per answered fetch partition (``mq.server.metrics``)."""
         self.stats = ReplicaManagerStats()
+        self.known_partition: Callable[[TopicPartition], bool] = lambda tp: False
+        """Whether the metadata knows a partition (the broker answers from its metadata cache): one this broker
+        hosts no replica of is then NOT_LEADER_OR_FOLLOWER, as Kafka answers, rather than UNKNOWN_TOPIC_OR_PARTITION."""
         self.leadership_listener: Callable[[TopicPartition, bool], None] | None = None
         """Told (partition, now leads it) after each applied leadership decision and each stopped replica: the group
         coordinator loads and unloads ``__consumer_offsets`` partitions through it."""
@@ -211,6 +214,8 @@ class ReplicaManager:
     def leader_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
+            if self.known_partition(tp):
+                raise NotLeaderOrFollowerError(f"This broker hosts no replica of {tp}")
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {tp}")

@@ -23,8 +23,8 @@ listener (KIP-951). v17's replica directory id is read and not used (one log dir
 v18's replica high watermark (KIP-1166) is honoured by the replica manager: a follower whose high watermark is behind
 is answered at once rather than parked.
 
-As in Kafka, a partition this broker hosts no replica of answers NOT_LEADER_OR_FOLLOWER when the metadata knows it
-(UNKNOWN_TOPIC_OR_PARTITION otherwise).
+A partition this broker hosts no replica of is NOT_LEADER_OR_FOLLOWER when the metadata knows it
+(``ReplicaManager.leader_partition``), so it names its leader too.
 
 With an authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster; a refused
 partition answers TOPIC_AUTHORIZATION_FAILED (no wait is spent on it: a fetch of only refused partitions is answered
@@ -37,7 +37,7 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from mq.errors import ErrorCode, error_code_of
@@ -76,10 +76,9 @@ LEADER_ERRORS = frozenset((ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LE
 """The errors whose partitions name their current leader from v16."""
 
 
-def not_hosted(cache: MetadataCache, tp: TopicPartition, result: FetchResult) -> FetchResult:
-    """``result`` with its error as Kafka answers it for a partition this broker hosts no replica of."""
-    code = cache.not_hosted_error(tp, result.error)
-    return result if code == result.error else FetchResult(code)
+def keys(request: FetchRequest) -> Sequence[TopicKey]:
+    """The request's topics as its response names them: by id from v13, by name below."""
+    return [topic for topic, _ in request.topics] if request.topic_ids is None else request.topic_ids
 
 
 def _unresolved(topic_id: uuid.UUID) -> str:
@@ -150,33 +149,37 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None, cach
         authorizer, ``listener`` is the request's. With ``deferred`` (v0-v3), a response with records is left to
         the encoder appended to it (the answer is then a placeholder), so the caller runs the down-conversion off
         the loop."""
-        refused = resolve(request)
-        keys: list[TopicKey] = list(request.topic_ids or (topic for topic, _ in request.topics))
-        unknown = {tp.topic for tp, r in refused.items() if r is UNKNOWN_ID}
-        allowed = None if context is None else readable(context, request, unknown)
-        wanted = []
-        for topic, partitions in request.topics:
-            for p in partitions:
-                tp = TopicPartition(topic, p[0])
-                if tp in refused:
-                    continue
-                if allowed is None or topic in allowed:
-                    wanted.append(FetchRequestPartition(tp, p[2], p[5], p[1], p[6]))
-                else:
-                    refused[tp] = REFUSED
+        refused = {} if request.topic_ids is None else resolve(request)
+        if context is None and not refused:
+            wanted = [
+                FetchRequestPartition(TopicPartition(topic, p[0]), p[2], p[5], p[1], p[6])
+                for topic, partitions in request.topics
+                for p in partitions
+            ]
+        else:
+            unknown = {tp.topic for tp, r in refused.items() if r is UNKNOWN_ID}
+            allowed = None if context is None else readable(context, request, unknown)
+            wanted = []
+            for topic, partitions in request.topics:
+                for p in partitions:
+                    tp = TopicPartition(topic, p[0])
+                    if tp in refused:
+                        continue
+                    if allowed is None or topic in allowed:
+                        wanted.append(FetchRequestPartition(tp, p[2], p[5], p[1], p[6]))
+                    else:
+                        refused[tp] = REFUSED
         read_committed = request.isolation_level == 1
         aborted: list[tuple[int, int]] | None = [] if read_committed else None
 
         def encode(results: dict[TopicPartition, FetchResult]) -> Response:
-            if cache is not None and any(r.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for r in results.values()):
-                results = {tp: not_hosted(cache, tp, r) for tp, r in results.items()}
             if refused:
                 results = {**refused, **results}
             named = version >= NODE_ENDPOINTS_FROM and any(r.error in LEADER_ERRORS for r in results.values())
             if not named and all(r.records is None or not r.records.length for r in results.values()):
                 shape = tuple(
                     (key, tuple(p[0] for p in partitions))
-                    for key, (_, partitions) in zip(keys, request.topics, strict=True)
+                    for key, (_, partitions) in zip(keys(request), request.topics, strict=True)
                 )
                 order = (
                     (w.tp for w in wanted)
@@ -197,7 +200,7 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None, cach
             topics = []
             budget = request.max_bytes
             current, endpoints = leaders(listener, results) if version >= NODE_ENDPOINTS_FROM else ({}, [])
-            for key, (topic, partitions) in zip(keys, request.topics, strict=True):
+            for key, (topic, partitions) in zip(keys(request), request.topics, strict=True):
                 answered = []
                 for p in partitions:
                     tp = TopicPartition(topic, p[0])
@@ -269,10 +272,9 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None, cach
         return found
 
     def error(context: RequestContext, request: FetchRequest, code: ErrorCode) -> bytes:
-        keys: list[TopicKey] = list(request.topic_ids or (topic for topic, _ in request.topics))
         topics = [
             FetchTopic(*keyed(key), [FetchPartition(p[0], code, records=b"") for p in partitions])
-            for key, (_, partitions) in zip(keys, request.topics, strict=True)
+            for key, (_, partitions) in zip(keys(request), request.topics, strict=True)
         ]
         pieces = encode_fetch_response(context.version, context.header.correlation_id, topics)
         return b"".join(cast(list[bytes], pieces))  # no records: no file regions

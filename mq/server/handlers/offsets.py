@@ -5,8 +5,8 @@ The max-timestamp spec (-3, KIP-734, v7+) answers the offset and timestamp of th
 largest timestamp. Logs have no remote (tiered) segments: earliest-local (-4, v8+) answers the log start offset and
 latest-tiered (-5, v9+) offset -1 with leader epoch -1, as Kafka answers for a topic without remote storage. A special
 timestamp asked before its version (or an unknown negative one) answers UNSUPPORTED_VERSION for its partition. v10's
-timeout_ms bounds reads from remote storage: with none, every answer is immediate. DeleteRecords for a partition of a known topic this broker does not lead answers NOT_LEADER_OR_FOLLOWER,
-UNKNOWN_TOPIC_OR_PARTITION only for a partition the metadata does not know, as Kafka's brokers answer.
+timeout_ms bounds reads from remote storage: with none, every answer is immediate. A partition this broker hosts no replica of answers NOT_LEADER_OR_FOLLOWER when the metadata knows it,
+UNKNOWN_TOPIC_OR_PARTITION otherwise, as Kafka's brokers answer (``ReplicaManager.leader_partition``).
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
 (``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, EARLIEST_LOCAL, LATEST, LATEST_TIERED, MAX_TIMESTAMP, SPECIAL_FROM
 from mq.security.acl import AclOperation, ResourceType
@@ -27,7 +27,6 @@ from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import allowed_names
-from mq.server.metadata_cache import MetadataCache
 from mq.server.replica_manager import ReplicaManager
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
@@ -35,11 +34,8 @@ from mq.topic_partition import TopicPartition
 HIGH_WATERMARK_OFFSET = -1
 
 
-def offsets_apis(
-    replica_manager: ReplicaManager, cache: MetadataCache | None = None, acl: AclCache | None = None
-) -> list[Api]:
-    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer); ``cache``
-    tells a known partition led elsewhere from an unknown one (None: every partition not hosted is unknown)."""
+def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -> list[Api]:
+    """ListOffsets and DeleteRecords over ``replica_manager``, authorized by ``acl`` (None: no authorizer)."""
 
     def list_one(tp: TopicPartition, timestamp: int, consumer: bool, version: int) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
@@ -157,9 +153,6 @@ def offsets_apis(
             log: Log = partition.log
             log.maybe_increment_log_start_offset(target)
             return {"partition_index": tp.partition, "low_watermark": partition.log_start_offset, "error_code": 0}
-        except UnknownTopicOrPartitionError as exc:
-            code = exc.code if cache is None else cache.not_hosted_error(tp, exc.code)
-            return {"partition_index": tp.partition, "low_watermark": -1, "error_code": code}
         except KafkaError as exc:
             return {"partition_index": tp.partition, "low_watermark": -1, "error_code": exc.code}
 

@@ -18,9 +18,9 @@ Produce v13 names topics by id: each id is resolved through the metadata cache, 
 has answers UNKNOWN_TOPIC_ID (before authorization, which is by name); answers name topics as the request did. From
 v10 a partition answered NOT_LEADER_OR_FOLLOWER carries the leader the metadata cache knows (id and epoch) and the
 response the endpoints of those leaders on the request's listener (KIP-951). v11's TRANSACTION_ABORTABLE and v12's
-implicit AddPartitionsToTxn concern transactional appends only, which are refused here. As in Kafka, a partition this
-broker hosts no replica of answers NOT_LEADER_OR_FOLLOWER when the metadata knows it (UNKNOWN_TOPIC_OR_PARTITION
-otherwise).
+implicit AddPartitionsToTxn concern transactional appends only, which are refused here. A partition this broker
+hosts no replica of is NOT_LEADER_OR_FOLLOWER when the metadata knows it (``ReplicaManager.leader_partition``), so it
+names its leader too.
 
 Produce v0-v2 bring message sets (magic 0 and 1): the general path takes them, and up-converts each partition's set
 to one v2 batch (``mq.records.convert``) on a worker thread before it is appended, so the log holds v2 batches only;
@@ -92,9 +92,6 @@ def produce_api(
     def topic_name(topic_id: uuid.UUID) -> str | None:
         return None if cache is None else cache.topic_name(topic_id)
 
-    def not_hosted(tp: TopicPartition, code: ErrorCode) -> ErrorCode:
-        return code if cache is None else cache.not_hosted_error(tp, code)
-
     def failed(version: int, correlation_id: int, key: TopicKey, answer: PartitionResponse, listener: str) -> bytes:
         """The answer for one partition that failed, with its current leader where KIP-951 asks for it."""
         endpoints: dict[int, NodeEndpoint] = {}
@@ -150,7 +147,7 @@ def produce_api(
             return None
         if isinstance(result, ProduceResult):
             answer = PartitionResponse(
-                index, not_hosted(tp, result.error), error_message=result.message, record_errors=result.record_errors
+                index, result.error, error_message=result.message, record_errors=result.record_errors
             )
             return failed(version, correlation_id, key, answer, listener)
         base_offset, log_append_time_ms, log_start_offset = result
@@ -221,7 +218,7 @@ def produce_api(
                         answer = PartitionResponse(p.index, r)
                     elif isinstance(r, ProduceResult):
                         answer = PartitionResponse(
-                            p.index, not_hosted(tp, r.error), error_message=r.message, record_errors=r.record_errors
+                            p.index, r.error, error_message=r.message, record_errors=r.record_errors
                         )
                         answer = with_leader(version, key, answer, listener, endpoints)
                     else:

@@ -55,7 +55,9 @@ def metadata_cache(partitions: int = 2, leader: int = 1, epoch: int = 0) -> Meta
 
 
 def fetch_dispatcher(rm: ReplicaManager, cache: MetadataCache | None = None) -> ApiDispatcher:
-    return ApiDispatcher([fetch_api(rm, None, metadata_cache() if cache is None else cache)])
+    known = metadata_cache() if cache is None else cache
+    rm.known_partition = lambda tp: known.partition(tp) is not None  # as the broker wires it
+    return ApiDispatcher([fetch_api(rm, None, known)])
 
 
 def frame(

@@ -58,7 +58,8 @@ def test_delete_records_answers_not_leader_for_a_known_partition_hosted_elsewher
         rm = manager(tmp_path, 1, ManualClock())
         cache = MetadataCache(1, "cluster")
         cache.update_partition("t", None, 5, PartitionInfo(2, 0, (2,), (2,)))
-        dispatcher = ApiDispatcher(offsets_apis(rm, cache))
+        rm.known_partition = lambda tp: cache.partition(tp) is not None  # as the broker wires it
+        dispatcher = ApiDispatcher(offsets_apis(rm))
         values = {
             "topics": [{"name": "t", "partitions": [{"partition_index": 5, "offset": 0}]},
                        {"name": "u", "partitions": [{"partition_index": 0, "offset": 0}]}],

@@ -88,7 +88,9 @@ def broker(directory: Path) -> ApiDispatcher:
 
 
 def dispatcher_of(rm: ReplicaManager) -> ApiDispatcher:
-    dispatcher = ApiDispatcher([produce_api(rm, None, metadata_cache())])
+    cache = metadata_cache()
+    rm.known_partition = lambda tp: cache.partition(tp) is not None  # as the broker wires it
+    dispatcher = ApiDispatcher([produce_api(rm, None, cache)])
     dispatcher.add(api_versions_api(dispatcher))
     return dispatcher
 
