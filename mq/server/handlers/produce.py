@@ -92,23 +92,23 @@ def produce_api(
     def topic_name(topic_id: uuid.UUID) -> str | None:
         return None if cache is None else cache.topic_name(topic_id)
 
-    def failed(version: int, correlation_id: int, key: TopicKey, answer: PartitionResponse, listener: str) -> bytes:
-        """The answer for one partition that failed, with its current leader where KIP-951 asks for it."""
+    def failed(
+        version: int, correlation_id: int, key: TopicKey, topic: str, answer: PartitionResponse, listener: str
+    ) -> bytes:
+        """The answer for one partition of ``topic`` (``key`` as the request names it) that failed, with its current
+        leader where KIP-951 asks for it."""
         endpoints: dict[int, NodeEndpoint] = {}
-        answer = with_leader(version, key, answer, listener, endpoints)
+        answer = with_leader(version, topic, answer, listener, endpoints)
         return encode_produce_response(version, correlation_id, [(key, [answer])], 0, list(endpoints.values()))
 
     def with_leader(
-        version: int, key: TopicKey, answer: PartitionResponse, listener: str, endpoints: dict[int, NodeEndpoint]
+        version: int, topic: str, answer: PartitionResponse, listener: str, endpoints: dict[int, NodeEndpoint]
     ) -> PartitionResponse:
-        """``answer`` with its current leader when it is NOT_LEADER_OR_FOLLOWER in a v10+ answer; the leader's
-        endpoint is added to ``endpoints``."""
+        """``answer`` (of a partition of ``topic``) with its current leader when it is NOT_LEADER_OR_FOLLOWER in a
+        v10+ answer; the leader's endpoint is added to ``endpoints``."""
         if cache is None or version < CURRENT_LEADER_FROM or answer.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
             return answer
-        name = topic_name(key) if isinstance(key, uuid.UUID) else key
-        if name is None:
-            return answer
-        leader, broker = cache.current_leader(TopicPartition(name, answer.index), listener)
+        leader, broker = cache.current_leader(TopicPartition(topic, answer.index), listener)
         if broker is not None:
             endpoints[broker.broker_id] = (broker.broker_id, broker.host, broker.port, broker.rack)
         return PartitionResponse(
@@ -149,7 +149,7 @@ def produce_api(
             answer = PartitionResponse(
                 index, result.error, error_message=result.message, record_errors=result.record_errors
             )
-            return failed(version, correlation_id, key, answer, listener)
+            return failed(version, correlation_id, key, topic, answer, listener)
         base_offset, log_append_time_ms, log_start_offset = result
         if acks == 1:
             return encode_one_partition(
@@ -220,7 +220,7 @@ def produce_api(
                         answer = PartitionResponse(
                             p.index, r.error, error_message=r.message, record_errors=r.record_errors
                         )
-                        answer = with_leader(version, key, answer, listener, endpoints)
+                        answer = with_leader(version, topic.name, answer, listener, endpoints)
                     else:
                         answer = PartitionResponse(
                             p.index, outcomes[tp], r.base_offset, r.log_append_time_ms, r.log_start_offset
