@@ -46,6 +46,7 @@ from mq.protocol.fetch_request import MAX_VERSION, FetchPartitionRequest, FetchR
 from mq.protocol.fetch_response import (
     NODE_ENDPOINTS_FROM,
     TRANSACTIONS_FROM,
+    EmptyShape,
     FetchPartition,
     FetchTopic,
     TopicKey,
@@ -177,10 +178,15 @@ def fetch_api(replica_manager: ReplicaManager, acl: AclCache | None = None, cach
                 results = {**refused, **results}
             named = version >= NODE_ENDPOINTS_FROM and any(r.error in LEADER_ERRORS for r in results.values())
             if not named and all(r.records is None or not r.records.length for r in results.values()):
-                shape = tuple(
-                    (key, tuple(p[0] for p in partitions))
-                    for key, (_, partitions) in zip(keys(request), request.topics, strict=True)
-                )
+                ids = request.topic_ids
+                shape: EmptyShape
+                if ids is None:
+                    shape = tuple((topic, tuple(p[0] for p in partitions)) for topic, partitions in request.topics)
+                else:
+                    shape = tuple(
+                        (topic_id, tuple(p[0] for p in partitions))
+                        for topic_id, (_, partitions) in zip(ids, request.topics, strict=True)
+                    )
                 order = (
                     (w.tp for w in wanted)
                     if not refused
