@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import uuid
 
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader, encode_request, request_schema
 from mq.protocol.entities import build
 
-Topics = list[tuple[str, list[tuple[int, bytes | None]]]]
-"""(topic name, [(partition index, record set or None)])."""
+Topics = list[tuple[str | uuid.UUID, list[tuple[int, bytes | None]]]]
+"""(topic name, or id from v13, [(partition index, record set or None)])."""
 
 
 def produce_frame(
@@ -27,7 +28,11 @@ def produce_frame(
         "acks": acks,
         "timeout": datetime.timedelta(milliseconds=timeout_ms),
         "topic_data": [
-            {"name": name, "partition_data": [{"index": i, "records": r} for i, r in parts]} for name, parts in topics
+            {
+                "topic_id" if isinstance(topic, uuid.UUID) else "name": topic,
+                "partition_data": [{"index": i, "records": r} for i, r in parts],
+            }
+            for topic, parts in topics
         ],
     }
     body = build(request_schema(ApiKey.PRODUCE, version), values)

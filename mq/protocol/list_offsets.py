@@ -21,6 +21,14 @@ EARLIEST: Final = -2
 """The log start offset."""
 MAX_TIMESTAMP: Final = -3
 """The record with the largest timestamp (KIP-734, v7+): its offset and timestamp."""
+EARLIEST_LOCAL: Final = -4
+"""The start of the local log (KIP-405, v8+): the log start offset, as no log has remote segments."""
+LATEST_TIERED: Final = -5
+"""The last offset in remote storage (KIP-1005, v9+): -1 (with leader epoch -1), as no log has remote segments."""
+
+SPECIAL_FROM: Final = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+"""The first version (v1+) that may ask for each special timestamp; any other negative timestamp, or one asked
+before its version, answers UNSUPPORTED_VERSION for its partition, as Kafka's brokers answer."""
 
 LIST_OFFSETS = 2
 

@@ -1,12 +1,17 @@
-"""Produce requests (v0-v9) read without copying their record sets.
+"""Produce requests (v0-v13) read without copying their record sets.
 
-Body layout after the request header; v9 is flexible (compact strings, arrays and bytes: unsigned varint length
+Body layout after the request header; v9+ is flexible (compact strings, arrays and bytes: unsigned varint length
 plus one, 0 meaning null; a tagged-field section after each partition, each topic and the body):
 
     transactional_id  nullable string (v3+)
     acks              int16
     timeout_ms        int32
-    topic_data        [name string, partition_data [index int32, records nullable bytes]]
+    topic_data        [name string (v0-v12) | topic_id uuid (v13+),
+                       partition_data [index int32, records nullable bytes]]
+
+v10-v12 read as v9 (they tell what the client accepts back: current leaders, TRANSACTION_ABORTABLE, an implicit
+AddPartitionsToTxn for a transactional append); v13 names topics by id, read as ``ProduceTopic.topic_id`` with an
+empty name, which the handler resolves.
 
 Record sets come back as memoryview slices of the frame: from a writable frame (the network layer's bytearray)
 they are writable, so the log assigns offsets in place and writes them with no copy.
@@ -20,6 +25,7 @@ returns None and the caller uses ``decode_produce_request``, which alone refuses
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass
 
 from mq.protocol.api_keys import ApiKey
@@ -37,7 +43,9 @@ from mq.protocol.frame_fields import (
     uvarint,
 )
 
+MAX_VERSION = 13
 FLEXIBLE_FROM = 9
+TOPIC_IDS_FROM = 13
 TRANSACTIONAL_FROM = 3
 """The first version with a transactional_id (and the first whose records must be v2 batches)."""
 
@@ -55,7 +63,10 @@ class ProducePartition:
 @dataclass(frozen=True, slots=True)
 class ProduceTopic:
     name: str
+    """The topic's name; empty in a v13+ request until the handler resolves ``topic_id``."""
     partition_data: list[ProducePartition]
+    topic_id: uuid.UUID | None = None
+    """The topic's id, as a v13+ request names it; None below v13."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,19 +78,22 @@ class ProduceRequest:
 
 
 def decode_produce_request(frame: bytes | bytearray) -> tuple[RequestHeader, ProduceRequest]:
-    """Header and body of a Produce v0-v9 frame. Raises InvalidRequestError on malformed or truncated input."""
+    """Header and body of a Produce v0-v13 frame. Raises InvalidRequestError on malformed or truncated input."""
     api_key, version, _ = peek_api(frame)
-    if api_key != ApiKey.PRODUCE or not 0 <= version <= FLEXIBLE_FROM:
-        raise InvalidRequestError(f"not a produce request v0-v{FLEXIBLE_FROM}: api key {api_key} v{version}")
+    if api_key != ApiKey.PRODUCE or not 0 <= version <= MAX_VERSION:
+        raise InvalidRequestError(f"not a produce request v0-v{MAX_VERSION}: api key {api_key} v{version}")
     flexible = version >= FLEXIBLE_FROM
     header = parse_request_header(frame, flexible)
     try:
-        return header, _body(memoryview(frame), header.size, flexible, version >= TRANSACTIONAL_FROM)
+        return header, _body(memoryview(frame), header.size, version)
     except FIELD_ERRORS as exc:
         raise InvalidRequestError(f"malformed ProduceRequest v{version}: {exc}") from None
 
 
-def _body(view: memoryview, position: int, flexible: bool, transactional: bool) -> ProduceRequest:
+def _body(view: memoryview, position: int, version: int) -> ProduceRequest:
+    flexible = version >= FLEXIBLE_FROM
+    transactional = version >= TRANSACTIONAL_FROM
+    by_id = version >= TOPIC_IDS_FROM
     end = len(view)
     transactional_id = None
     if transactional:
@@ -89,7 +103,14 @@ def _body(view: memoryview, position: int, flexible: bool, transactional: bool) 
     topics: list[ProduceTopic] = []
     topic_count, position = count(view, position, flexible)
     for _ in range(topic_count):
-        name, position = string(view, position, flexible, end)
+        topic_id = None
+        if by_id:
+            if position + 16 > end:
+                raise MalformedField("a topic id runs past the end")
+            name, topic_id = "", uuid.UUID(bytes=bytes(view[position : position + 16]))
+            position += 16
+        else:
+            name, position = string(view, position, flexible, end)
         partitions: list[ProducePartition] = []
         partition_count, position = count(view, position, flexible)
         for _ in range(partition_count):
@@ -106,7 +127,7 @@ def _body(view: memoryview, position: int, flexible: bool, transactional: bool) 
             partitions.append(ProducePartition(index, records))
             if flexible:
                 position = skip_tagged_fields(view, position, end)
-        topics.append(ProduceTopic(name, partitions))
+        topics.append(ProduceTopic(name, partitions, topic_id))
         if flexible:
             position = skip_tagged_fields(view, position, end)
     if flexible:
@@ -114,8 +135,9 @@ def _body(view: memoryview, position: int, flexible: bool, transactional: bool) 
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
 
 
-OnePartition = tuple[str | None, bool, int, int, str, int, memoryview | None]
-"""(client_id, has a transactional_id, acks, timeout_ms, topic name, partition index, records)."""
+OnePartition = tuple[str | None, bool, int, int, str | uuid.UUID, int, memoryview | None]
+"""(client_id, has a transactional_id, acks, timeout_ms, topic name (v3-v12) or id (v13+), partition index,
+records)."""
 
 
 _LEGACY_HEAD = struct.Struct(">hhiih")
@@ -124,15 +146,17 @@ _LEGACY_PARTITION = struct.Struct(">iii")
 """partition count, partition index, records length (v3-v8)."""
 _FLEXIBLE_HEAD = struct.Struct(">BBhiBB")
 """Header tag count, transactional_id length, acks, timeout_ms, topic count, topic name length, when each varint is
-one byte (v9)."""
+one byte (v9-v12)."""
+_TOPIC_ID_HEAD = struct.Struct(">BBhiB16s")
+"""Header tag count, transactional_id length, acks, timeout_ms, topic count, topic id (v13+)."""
 _FLEXIBLE_PARTITION = struct.Struct(">Bi")
-"""partition count, partition index (v9)."""
+"""partition count, partition index (v9+)."""
 _NO_TAGS = b"\0\0\0"
 """Three empty tagged-field sections: the partition's, the topic's and the body's."""
 
 
 def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
-    """The fields of the Produce ``version`` (3-9) frame clients send most: one topic with one partition, no
+    """The fields of the Produce ``version`` (3-13) frame clients send most: one topic with one partition, no
     transactional id, one-byte lengths and counts, no tagged fields; read with one unpack per structure and no
     entity. None for any other frame, and for every frame of v0-v2, which ``decode_produce_request`` reads (or
     refuses)."""
@@ -145,7 +169,14 @@ def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
         if size < -1:
             return None
         client_id = None if size < 0 else frame[_CLIENT_ID_LENGTH + 2 : at].decode("utf-8")
-        if version >= FLEXIBLE_FROM:
+        topic: str | uuid.UUID
+        if version >= TOPIC_IDS_FROM:
+            tags, null, acks, timeout_ms, topics, topic_id = _TOPIC_ID_HEAD.unpack_from(frame, at)
+            at += _TOPIC_ID_HEAD.size
+            common = tags == 0 and null == 0 and topics == 2
+            size = 0
+            topic = uuid.UUID(bytes=topic_id)
+        elif version >= FLEXIBLE_FROM:
             tags, null, acks, timeout_ms, topics, size = _FLEXIBLE_HEAD.unpack_from(frame, at)
             at += _FLEXIBLE_HEAD.size
             common = tags == 0 and null == 0 and topics == 2 and 0 < size < 0x80
@@ -156,8 +187,9 @@ def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
             common = null == -1 and topics == 1 and size >= 0
         if not common or at + size > end:
             return None
-        name = frame[at : at + size].decode("utf-8")
-        at += size
+        if version < TOPIC_IDS_FROM:
+            topic = frame[at : at + size].decode("utf-8")
+            at += size
         if version >= FLEXIBLE_FROM:
             partitions, index = _FLEXIBLE_PARTITION.unpack_from(frame, at)
             size, at = uvarint(frame, at + _FLEXIBLE_PARTITION.size)
@@ -172,4 +204,4 @@ def read_one_partition(frame: bytearray, version: int) -> OnePartition | None:
     if not common:
         return None
     records = None if size < 0 else memoryview(frame)[at : at + size]
-    return client_id, False, acks, timeout_ms, name, index, records
+    return client_id, False, acks, timeout_ms, topic, index, records

@@ -1,7 +1,13 @@
 """Hand-built responses for the hot APIs (Produce, Fetch): byte runs plus file regions, in wire order.
 
 Lengths are int16 (strings) or int32 (arrays, bytes) in classic versions, and unsigned varint of length + 1 in
-flexible ones, where 0 means null and every structure ends with a tagged-field section (always empty here).
+flexible ones, where 0 means null and every structure ends with a tagged-field section: a count, then per field
+(ascending tags) its tag, its size and its value, all counts, tags and sizes unsigned varints. A field whose value is
+its default is left out, as Kafka leaves it out.
+
+KIP-951's fields, which Produce (v10+) and Fetch (v12+ leader, v16+ endpoints) share, are tagged: a partition's
+``current_leader`` (leader_id int32, leader_epoch int32, its own empty tagged-field section; default -1, -1) and the
+body's ``node_endpoints`` ([node_id int32, host string, port int32, rack nullable string, tags]; default empty).
 """
 
 from __future__ import annotations
@@ -10,6 +16,12 @@ from typing import Protocol
 
 from mq.protocol.frame_fields import I16, I32
 from mq.records.varint import encode_unsigned_varint
+
+NO_LEADER = (-1, -1)
+"""The default (leader_id, leader_epoch) of a ``current_leader``: not sent."""
+
+NodeEndpoint = tuple[int, str, int, str | None]
+"""(node_id, host, port, rack) of a broker named in ``node_endpoints``."""
 
 
 class FileRegion(Protocol):
@@ -66,6 +78,12 @@ class ResponseWriter:
         if self.flexible:
             self.run.append(0)
 
+    def tagged(self, fields: list[tuple[int, bytes]]) -> None:
+        """A tagged-field section holding ``fields`` ((tag, encoded value), ascending tags)."""
+        self.run += encode_unsigned_varint(len(fields))
+        for tag, value in fields:
+            self.run += encode_unsigned_varint(tag) + encode_unsigned_varint(len(value)) + value
+
     def _flush(self) -> None:
         if self.run:
             self.pieces.append(bytes(self.run))
@@ -85,3 +103,22 @@ class ResponseWriter:
         self.run[:4] = I32.pack(len(self.run) - 4)
         assert not self.pieces
         return bytes(self.run)
+
+
+def current_leader_value(leader: tuple[int, int]) -> bytes:
+    """The encoded value of a ``current_leader`` tagged field."""
+    return I32.pack(leader[0]) + I32.pack(leader[1]) + b"\0"
+
+
+def node_endpoints_value(endpoints: list[NodeEndpoint]) -> bytes:
+    """The encoded value of a ``node_endpoints`` tagged field."""
+    w = ResponseWriter(flexible=True)
+    w.run = bytearray()
+    w.array_length(len(endpoints))
+    for node_id, host, port, rack in endpoints:
+        w.run += I32.pack(node_id)
+        w.string(host)
+        w.run += I32.pack(port)
+        w.string(rack)
+        w.tags()
+    return bytes(w.run)

@@ -538,8 +538,8 @@ class KafkaServer:
         dispatcher = self.dispatcher = ApiDispatcher(acl=acl)
         self.client_quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds, self.clock.time_ms)
         for api in [
-            produce_api(self.replica_manager, acl),
-            fetch_api(self.replica_manager, acl),
+            produce_api(self.replica_manager, acl, self.cache),
+            fetch_api(self.replica_manager, acl, self.cache),
             *offsets_apis(self.replica_manager, acl),
             producers_api(self.replica_manager, self.cache, acl),
             *log_dirs_apis(self.replica_manager, self.log_dir_mover),
@@ -549,7 +549,7 @@ class KafkaServer:
             *admin_topic_apis(admin, self.cache, config, self.broker_id, acl),
             *configs_apis(admin, config, self.broker_id, acl),
             *client_quota_apis(self.zk),
-            *client_metrics_apis(acl),
+            *client_metrics_apis(self.cache, acl),
             *user_scram_credential_apis(self.zk),
             *acl_apis(acl),
             *cluster_apis(self.cache, producer_ids, acl, transactions),

@@ -67,6 +67,7 @@ class MetadataCache:
         self.controller_id = -1
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.topics: dict[str, TopicInfo] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}
         self._changed: asyncio.Event | None = None
         self.topic_removed_listener: Callable[[str], None] | None = None
         """Told the name of each deleted topic: the group coordinator drops the offsets committed for it."""
@@ -108,13 +109,34 @@ class MetadataCache:
             entry = self.topics[topic] = TopicInfo(topic, topic_id)
         elif entry.topic_id is None:
             entry.topic_id = topic_id
+        known = entry.topic_uuid
+        if known is not None:
+            self._names_by_id[known] = topic
         entry.partitions[partition] = info
         self._notify()
 
     def remove_topic(self, topic: str) -> None:
-        if self.topics.pop(topic, None) is not None and self.topic_removed_listener is not None:
-            self.topic_removed_listener(topic)
+        entry = self.topics.pop(topic, None)
+        if entry is not None:
+            known = entry.topic_uuid
+            if known is not None and self._names_by_id.get(known) == topic:
+                del self._names_by_id[known]
+            if self.topic_removed_listener is not None:
+                self.topic_removed_listener(topic)
         self._notify()
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic whose id is ``topic_id``; None when no known topic has it."""
+        return self._names_by_id.get(topic_id)
+
+    def current_leader(self, tp: TopicPartition, listener: str) -> tuple[tuple[int, int], BrokerEndpoint | None]:
+        """KIP-951's current leader of ``tp``: (leader id, leader epoch), (-1, -1) for an unknown partition, and the
+        leader as clients of ``listener`` reach it (None when it is not live there)."""
+        info = self.partition(tp)
+        if info is None:
+            return (-1, -1), None
+        broker = self.brokers.get(info.leader)
+        return (info.leader, info.leader_epoch), None if broker is None else broker.on(listener)
 
     def partition(self, tp: TopicPartition) -> PartitionInfo | None:
         topic = self.topics.get(tp.topic)

@@ -95,6 +95,8 @@ class Partition:
     the snapshot is written off the loop (``write_roll_snapshot``)."""
     follower_lag: int = 0
     """As a follower: the leader's high watermark at the last fetch minus this log's end (ReplicaFetcher MaxLag)."""
+    topic_id: str | None = None
+    """The topic id the controller's decisions named (stored form); None until one does."""
 
     @property
     def is_leader(self) -> bool:
@@ -218,6 +220,8 @@ class Partition:
             return False
         self.leader_id = info.leader
         self.leader_epoch = info.leader_epoch
+        if info.topic_id is not None:
+            self.topic_id = info.topic_id
         self.replicas = info.replicas
         self.isr = frozenset(info.isr)
         self.pending_isr = None

@@ -5,7 +5,8 @@ passes the appended offsets or the timeout. The append is synchronous (``append_
 (``when_replicated``) costs a future and a purgatory entry only when the high watermark does not already pass the
 batch. Fetch reads file slices from each partition, and when fewer than
 ``min_bytes`` are available waits for an append (or the timeout) before answering, so clients long-poll instead of
-spinning. The controller's LeaderAndIsr and StopReplica decisions arrive here.
+spinning; a follower that reports a high watermark behind the leader's (Fetch v18, KIP-1166) is answered at once, so
+it learns the high watermark without waiting for data. The controller's LeaderAndIsr and StopReplica decisions arrive here.
 
 A partition whose log dir is offline answers KAFKA_STORAGE_ERROR to produce and fetch; an OSError while appending to
 or reading a log takes its dir offline (``LogManager.mark_offline``) and is answered the same way, never acknowledged.
@@ -29,6 +30,7 @@ from mq.errors import (
     UnknownTopicOrPartitionError,
     error_code_of,
 )
+from mq.protocol.fetch_request import UNKNOWN_HIGH_WATERMARK
 from mq.records.crc import Buffer
 from mq.server import state_change_log as state_change
 from mq.server.clock import Clock, SystemClock
@@ -76,6 +78,8 @@ class FetchRequestPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     """The requester's leader epoch; -1 when it sent none."""
+    replica_high_watermark: int = UNKNOWN_HIGH_WATERMARK
+    """A follower's high watermark (Fetch v18, KIP-1166); ``UNKNOWN_HIGH_WATERMARK`` when it sent none."""
 
 
 @dataclass(frozen=True)
@@ -550,6 +554,10 @@ class ReplicaManager:
                     stats[BYTES_OUT] += result.records.length
             return answer(results)
 
+        behind = {
+            r.tp: r.replica_high_watermark for r in requests if r.replica_high_watermark != UNKNOWN_HIGH_WATERMARK
+        }
+
         def ready(results: dict[TopicPartition, FetchResult]) -> bool:
             available = 0
             for r in results.values():
@@ -557,6 +565,8 @@ class ReplicaManager:
                     return True
                 if r.records is not None:
                     available += r.records.length
+            if behind and any(results[tp].high_watermark > known for tp, known in behind.items() if tp in results):
+                return True  # a follower behind on the high watermark learns it now (KIP-1166)
             return available >= min_bytes
 
         whole, only, committed = whole_batch_each, leader_only, read_committed

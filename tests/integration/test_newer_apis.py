@@ -27,7 +27,7 @@ class Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def test_kafka_python_pages_through_topic_partitions_and_lists_no_config_resources(broker) -> None:
+def test_kafka_python_pages_through_topic_partitions_and_lists_config_resources(broker) -> None:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         admin.create_topics([KafkaPythonNewTopic("pages-a", 3, 1), KafkaPythonNewTopic("pages-b", 2, 1)])
@@ -43,7 +43,9 @@ def test_kafka_python_pages_through_topic_partitions_and_lists_no_config_resourc
             if cursor is None:
                 break
         assert seen == [("pages-a", p, node) for p in range(3)] + [("pages-b", p, node) for p in range(2)]
-        assert admin.list_config_resources() == {}
+        listed = admin.list_config_resources()  # v1 (KIP-1142): every type
+        assert listed == {"broker_logger": [str(node)], "broker": [str(node)], "topic": ["pages-a", "pages-b"]}
+        assert admin.list_config_resources(["CLIENT_METRICS"]) == {}
     finally:
         admin.close()
 

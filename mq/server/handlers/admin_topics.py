@@ -171,7 +171,7 @@ def admin_topic_apis(
         for t in request.topics:
             name = t.name
             if name is None:
-                name = next((i.name for i in cache.topics.values() if i.topic_uuid == t.topic_id), None)
+                name = None if t.topic_id is None else cache.topic_name(t.topic_id)
             found.append((name, t.topic_id, t.name is None))
         return found
 

@@ -1,4 +1,4 @@
-"""Client metrics (KIP-714): GetTelemetrySubscriptions, PushTelemetry and ListConfigResources v0.
+"""Client metrics (KIP-714): GetTelemetrySubscriptions, PushTelemetry, and ListConfigResources.
 
 mq keeps no client-metrics subscriptions, so it answers as a Kafka broker whose subscriptions match no client: a
 GetTelemetrySubscriptions assigns a client instance id when the client has none (the zero UUID) and answers an empty
@@ -6,8 +6,12 @@ GetTelemetrySubscriptions assigns a client instance id when the client has none 
 pushes. A PushTelemetry is answered and its metrics are dropped; one without a client instance id (null, the zero
 UUID or Kafka's reserved id 1) is INVALID_REQUEST, as Kafka answers it. Neither is authorized, as in Kafka.
 
-ListConfigResources v0 (Kafka's ListClientMetricsResources) lists the client-metrics resources: none. It needs
-DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED. v1 (KIP-1142, any resource type) is not served.
+ListConfigResources v0 (Kafka's ListClientMetricsResources) lists the client-metrics resources: none. v1 (KIP-1142)
+lists the resources of the types asked (every supported type for an empty list), in Kafka's order of types: groups
+with configs (none: mq keeps no group configs), client-metrics resources (none), each broker on the request's
+listener as a BROKER_LOGGER and then as a BROKER resource, and every topic (internal ones included); within a type
+by name (brokers by id). A type outside those five fails the whole request with UNSUPPORTED_VERSION. Either version
+needs DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from typing import Any
 
 from mq.errors import ErrorCode
 from mq.protocol.api_keys import ApiKey
+from mq.protocol.configs import ResourceType
 from mq.records.batch_header import Codec
 from mq.records.crc import crc32c
 from mq.security.acl import AclOperation
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import Api, RequestContext
 from mq.server.authorization import allows_cluster
+from mq.server.metadata_cache import MetadataCache
 
 PUSH_INTERVAL_MS = 300_000
 """How long a client waits before asking for its subscriptions again (Kafka's ``ClientMetricsConfigs`` default)."""
@@ -32,6 +38,11 @@ ACCEPTED_COMPRESSION_TYPES = (Codec.ZSTD, Codec.LZ4, Codec.GZIP, Codec.SNAPPY)
 """In Kafka's order of preference."""
 RESERVED_INSTANCE_IDS = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})
 """Kafka's ``Uuid.RESERVED``: the zero UUID and the metadata topic's id; never a client instance id."""
+CLIENT_METRICS = 16
+GROUP = 32
+"""Kafka's ``ConfigResource.Type`` of the resources whose configs mq does not keep."""
+LISTED_TYPES = (GROUP, CLIENT_METRICS, ResourceType.BROKER_LOGGER, ResourceType.BROKER, ResourceType.TOPIC)
+"""The types ListConfigResources v1 lists, in the order it lists them."""
 
 
 def subscription_id(client_instance_id: uuid.UUID) -> int:
@@ -44,8 +55,9 @@ def subscription_id(client_instance_id: uuid.UUID) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def client_metrics_apis(acl: AclCache | None = None) -> list[Api]:
-    """The three APIs, ListConfigResources authorized by ``acl`` (None: no authorizer)."""
+def client_metrics_apis(cache: MetadataCache, acl: AclCache | None = None) -> list[Api]:
+    """The three APIs, ListConfigResources listing from ``cache`` and authorized by ``acl`` (None: no
+    authorizer)."""
 
     async def get_subscriptions(context: RequestContext, request: Any) -> dict[str, Any]:
         instance_id = request.client_instance_id
@@ -77,7 +89,24 @@ def client_metrics_apis(acl: AclCache | None = None) -> list[Api]:
     async def list_resources(context: RequestContext, request: Any) -> dict[str, Any]:
         if not allows_cluster(acl, context, AclOperation.DESCRIBE_CONFIGS):
             return list_error(context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        return {"throttle_time": 0, "error_code": ErrorCode.NONE, "config_resources": []}
+        if context.version == 0:
+            return {"throttle_time": 0, "error_code": ErrorCode.NONE, "config_resources": []}
+        asked = set(request.resource_types) or set(LISTED_TYPES)
+        if not asked <= set(LISTED_TYPES):
+            return list_error(context, request, ErrorCode.UNSUPPORTED_VERSION)
+        brokers = sorted(b.broker_id for b in cache.brokers_on(context.client.listener))
+        names: dict[int, list[str]] = {
+            ResourceType.BROKER_LOGGER: [str(b) for b in brokers],
+            ResourceType.BROKER: [str(b) for b in brokers],
+            ResourceType.TOPIC: sorted(cache.topics),
+        }
+        resources = [
+            {"resource_name": name, "resource_type": kind}
+            for kind in LISTED_TYPES
+            if kind in asked
+            for name in names.get(kind, ())
+        ]
+        return {"throttle_time": 0, "error_code": ErrorCode.NONE, "config_resources": resources}
 
     def list_error(context: RequestContext, request: Any, code: ErrorCode) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "config_resources": []}
@@ -85,5 +114,5 @@ def client_metrics_apis(acl: AclCache | None = None) -> list[Api]:
     return [
         Api(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, get_subscriptions, get_subscriptions_error),
         Api(ApiKey.PUSH_TELEMETRY, 0, 0, push, push_error),
-        Api(ApiKey.LIST_CONFIG_RESOURCES, 0, 0, list_resources, list_error),
+        Api(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, list_resources, list_error),
     ]

@@ -1,9 +1,12 @@
 """InitProducerId (idempotent and transactional producers) and DescribeCluster.
 
 A transactional producer's InitProducerId goes to the transaction coordinator (PRODUCER_FENCED is answered as
-INVALID_PRODUCER_EPOCH before v4). With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs
-IDEMPOTENT_WRITE on the cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional one WRITE
-on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED. DescribeCluster answers the client's authorized
+INVALID_PRODUCER_EPOCH before v4). InitProducerId v5 tells that the client also accepts TRANSACTION_ABORTABLE (KIP-890),
+which mq's coordinator never answers; v5 is otherwise answered as v4.
+
+With an authorizer, as Kafka 3.x (KIP-679): an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+some topic, else CLUSTER_AUTHORIZATION_FAILED; a transactional one WRITE on its transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED. DescribeCluster answers the client's authorized
 operations on the cluster when asked (0 without DESCRIBE on it). A DescribeCluster for controller endpoints (v1+
 ``endpoint_type`` 2) is MISMATCHED_ENDPOINT_TYPE and one of an unknown type UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers
 answer them; v2's fenced brokers never exist in a ZooKeeper-era cluster, so every broker listed is unfenced."""
@@ -119,6 +122,6 @@ def cluster_apis(
         }
 
     return [
-        Api(ApiKey.INIT_PRODUCER_ID, 0, 4, init_producer_id, init_error),
+        Api(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id, init_error),
         Api(ApiKey.DESCRIBE_CLUSTER, 0, 2, describe_cluster, describe_cluster_error),
     ]

@@ -10,6 +10,9 @@ others out, a named one answers TOPIC_AUTHORIZATION_FAILED (by id: with its id a
 CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED. v8+ requests may ask for the authorized
 operations of the cluster (v8-v10: DESCRIBE on the cluster needed, else 0) and of each topic listed.
 
+v13 adds a top-level error code (KIP-1102), which a broker sets only to send a client back to its bootstrap servers
+(REBOOTSTRAP_REQUIRED); mq never does, so it is always NONE.
+
 v0 asks for every topic with an empty list (it has no null). As Kafka's brokers do, only a v0 answer lists just the
 replicas and ISR members on registered brokers and marks a partition that names another REPLICA_NOT_AVAILABLE; v1+
 answers list the replica set as assigned, with no error while the leader is live. A live leader without the listener
@@ -71,7 +74,8 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
         name = getattr(topic, "name", None)
         if name is None:
             topic_id = getattr(topic, "topic_id", None)
-            found = next((info for info in cache.topics.values() if info.topic_uuid == topic_id), None)
+            known = None if topic_id is None else cache.topic_name(topic_id)
+            found = None if known is None else cache.topics.get(known)
             if found is None:
                 return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID)
             if not allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, found.name):
@@ -125,7 +129,7 @@ def metadata_api(cache: MetadataCache, auto_create: AutoCreate | None, acl: AclC
         names = ["" if t.name is None and named else t.name for t in request.topics or ()]
         return _response(cache, context.client.listener, [_error_topic(name, code) for name in names])
 
-    return Api(ApiKey.METADATA, 0, 12, handle, error)
+    return Api(ApiKey.METADATA, 0, 13, handle, error)
 
 
 def _response(cache: MetadataCache, listener: str, topics: list[dict[str, Any]]) -> dict[str, Any]:
@@ -139,6 +143,7 @@ def _response(cache: MetadataCache, listener: str, topics: list[dict[str, Any]])
         "controller_id": cache.controller_id,
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "error_code": ErrorCode.NONE,
     }
 
 

@@ -1,10 +1,16 @@
-"""ListOffsets (earliest, latest, max timestamp, by timestamp through the time index) and DeleteRecords.
+"""ListOffsets (earliest, latest, max timestamp, earliest local, latest tiered, by timestamp through the time index)
+and DeleteRecords.
 
-The max-timestamp spec (-3, KIP-734) answers the offset and timestamp of the first record holding the log's largest
-timestamp. While a new leader's high watermark lags behind the start of its epoch, a consumer's latest offset (or a
-timestamp past what it may read) answers OFFSET_NOT_AVAILABLE (LEADER_NOT_AVAILABLE before v5). From v1 a partition
-named twice is refused with INVALID_REQUEST at each mention; from v4 a requester's current leader epoch is checked
-(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as Kafka 2.8 answers.
+The max-timestamp spec (-3, KIP-734, v7+) answers the offset and timestamp of the first record holding the log's
+largest timestamp. Logs have no remote (tiered) segments: earliest-local (-4, v8+) answers the log start offset and
+latest-tiered (-5, v9+) offset -1 with leader epoch -1, as Kafka answers for a topic without remote storage. A special
+timestamp asked before its version (or an unknown negative one) answers UNSUPPORTED_VERSION for its partition. v10's
+timeout_ms bounds reads from remote storage: with none, every answer is immediate. While a new leader's high watermark
+lags behind the start of its epoch, a consumer's latest offset (or a timestamp past what it may read) answers
+OFFSET_NOT_AVAILABLE (LEADER_NOT_AVAILABLE before v5). From v1 a partition named twice is refused with INVALID_REQUEST
+at each mention; from v4 a requester's current leader epoch is checked (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), as
+Kafka 2.8 answers. A partition this broker hosts no replica of answers NOT_LEADER_OR_FOLLOWER when the metadata knows
+it, UNKNOWN_TOPIC_OR_PARTITION otherwise (``ReplicaManager.leader_partition``).
 
 ListOffsets v0 asks for up to ``max_num_offsets`` offsets and answers them as ``old_style_offsets``, descending
 (``legacy_offsets``): the log end for LATEST, the log start for EARLIEST, and for a timestamp the base offset of
@@ -20,7 +26,7 @@ from typing import Any
 
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
-from mq.protocol.list_offsets import EARLIEST, LATEST, MAX_TIMESTAMP
+from mq.protocol.list_offsets import EARLIEST, EARLIEST_LOCAL, LATEST, LATEST_TIERED, MAX_TIMESTAMP, SPECIAL_FROM
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.admin_audit import audit
@@ -57,6 +63,9 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
         read_committed: bool,
     ) -> dict[str, Any]:
         answer: dict[str, Any] = {"partition_index": tp.partition, "error_code": 0, "timestamp": -1, "offset": -1}
+        if timestamp < 0 and SPECIAL_FROM.get(timestamp, version + 1) > version:
+            answer["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+            return answer
         try:
             partition = replica_manager.leader_partition(tp, current_leader_epoch)
             if not consumer:
@@ -70,8 +79,10 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
                 if lagging:
                     raise _offset_not_available(version, tp, partition.high_watermark, epoch_start)
                 answer["offset"] = limit
-            elif timestamp == EARLIEST:
+            elif timestamp in (EARLIEST, EARLIEST_LOCAL):
                 answer["offset"] = partition.log_start_offset
+            elif timestamp == LATEST_TIERED:
+                answer["leader_epoch"] = -1
             else:
                 log: Log = partition.log
                 found = (
@@ -228,7 +239,7 @@ def offsets_apis(replica_manager: ReplicaManager, acl: AclCache | None = None) -
         return {"throttle_time": 0, "topics": topics}
 
     return [
-        Api(ApiKey.LIST_OFFSETS, 0, 7, list_offsets, list_offsets_error),
+        Api(ApiKey.LIST_OFFSETS, 0, 10, list_offsets, list_offsets_error),
         Api(ApiKey.DELETE_RECORDS, 0, 2, delete_records, delete_records_error),
     ]
 

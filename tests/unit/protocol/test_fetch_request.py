@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+import uuid
 from typing import Any
 
 import pytest
@@ -11,16 +12,26 @@ from kafka.protocol.consumer import FetchRequest as ClientFetchRequest
 
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import InvalidRequestError, decode_request, request_schema
-from mq.protocol.fetch_request import MAX_VERSION, MIN_VERSION, NO_RESPONSE_LIMIT, FetchRequest, decode_fetch_request
+from mq.protocol.fetch_request import (
+    MAX_VERSION,
+    MIN_VERSION,
+    NO_RESPONSE_LIMIT,
+    UNKNOWN_HIGH_WATERMARK,
+    FetchRequest,
+    decode_fetch_request,
+)
 from tests.fuzz_requests import malformed_frames, valid_frame
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
+ZERO_ID = uuid.UUID(int=0)
+"""The zero topic id, which kio reads as None."""
 
 
 def _expected(body: Any) -> tuple[Any, ...]:
     """What the fast decoder must produce for a body kio decoded."""
+    state = getattr(body, "replica_state", None)
     return (
-        body.replica_id,
+        body.replica_id if state is None else state.replica_id,
         body.max_wait // datetime.timedelta(milliseconds=1),
         body.min_bytes,
         getattr(body, "max_bytes", NO_RESPONSE_LIMIT),  # v0-v2 have no response limit
@@ -29,7 +40,7 @@ def _expected(body: Any) -> tuple[Any, ...]:
         getattr(body, "session_epoch", -1),
         [
             (
-                t.topic,
+                getattr(t, "topic", ""),  # v13+: by id
                 [
                     (
                         p.partition,
@@ -38,14 +49,19 @@ def _expected(body: Any) -> tuple[Any, ...]:
                         getattr(p, "last_fetched_epoch", -1),
                         getattr(p, "log_start_offset", -1),
                         p.partition_max_bytes,
+                        getattr(p, "high_watermark", UNKNOWN_HIGH_WATERMARK),
                     )
                     for p in t.partitions
                 ],
             )
             for t in body.topics
         ],
-        [(t.topic, list(t.partitions)) for t in getattr(body, "forgotten_topics_data", ())],
+        [
+            (t.topic if hasattr(t, "topic") else t.topic_id or ZERO_ID, list(t.partitions))
+            for t in getattr(body, "forgotten_topics_data", ())
+        ],
         getattr(body, "rack_id", ""),
+        [t.topic_id or ZERO_ID for t in body.topics] if body.__version__ >= 13 else None,
     )
 
 
@@ -61,6 +77,7 @@ def _fields(request: FetchRequest) -> tuple[Any, ...]:
         [(topic, list(partitions)) for topic, partitions in request.topics],
         request.forgotten_topics,
         request.rack_id,
+        request.topic_ids,
     )
 
 
@@ -122,7 +139,7 @@ def test_body_tagged_fields_as_the_general_decoder(tags: bytes) -> None:
     assert (_outcome(decode_request, frame) is None) == (_outcome(decode_fetch_request, frame) is None)
 
 
-@pytest.mark.parametrize("version", [4, 7, 11, 12])
+@pytest.mark.parametrize("version", [4, 7, 11, 12, 13, 15, 17, 18])
 def test_every_truncation_is_an_invalid_request(version: int) -> None:
     body = st.from_type(request_schema(ApiKey.FETCH, version)).example()
     frame = valid_frame(ApiKey.FETCH, version, 1, body)
@@ -135,10 +152,10 @@ def test_other_apis_and_versions_are_refused() -> None:
     with pytest.raises(InvalidRequestError, match="not a fetch request"):
         decode_fetch_request(struct.pack(">hhih", ApiKey.PRODUCE, 9, 1, -1))
     with pytest.raises(InvalidRequestError, match="not a fetch request"):
-        decode_fetch_request(struct.pack(">hhih", ApiKey.FETCH, 13, 1, -1))
+        decode_fetch_request(struct.pack(">hhih", ApiKey.FETCH, 19, 1, -1))
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", range(MIN_VERSION, 13))
 def test_decodes_what_kafka_python_encodes(version: int) -> None:
     partition = ClientFetchRequest.FetchTopic.FetchPartition(
         partition=3,
@@ -179,7 +196,37 @@ def test_decodes_what_kafka_python_encodes(version: int) -> None:
         1 if version >= 4 else 0,
         8 if version >= 7 else 0,
         2 if version >= 7 else -1,
-        [("tópic", [(3, leader_epoch, 42, last_fetched, log_start, 1000)])],
+        [("tópic", [(3, leader_epoch, 42, last_fetched, log_start, 1000, UNKNOWN_HIGH_WATERMARK)])],
         [],
         "rack" if version >= 11 else "",
+        None,
     )
+
+
+_HEADER_V18 = struct.pack(">hhih", ApiKey.FETCH, 18, 5, -1) + b"\0"
+_FIXED_V18 = struct.pack(">iiibii", 500, 1, 1000, 0, 0, -1)
+_PARTITION_V18 = struct.pack(">iiqiqi", 0, 3, 42, 2, 0, 1000)
+
+
+@pytest.mark.parametrize(
+    ("partition_tags", "body_tags"),
+    [
+        (b"\0", b"\0"),
+        (b"\x01\x01\x08" + struct.pack(">q", 77), b"\0"),  # high_watermark
+        (b"\x02\x00\x10" + b"d" * 16 + b"\x01\x08" + struct.pack(">q", 77), b"\0"),  # directory id, high_watermark
+        (b"\x01\x01\x07" + struct.pack(">q", 77)[:7], b"\0"),  # high_watermark in a short field
+        (b"\x01\x02\x01\x00", b"\0"),  # an unknown partition tag
+        (b"\x01\x00\x10" + b"d" * 15, b"\0"),  # a directory id past the end
+        (b"\0", b"\x01\x01\x0d" + struct.pack(">iq", 2, 9) + b"\0"),  # replica_state of broker 2
+        (b"\0", b"\x01\x01\x0e" + struct.pack(">iq", 2, 9) + b"\x01\x00\x00"),  # replica_state with a tag of its own
+        (b"\0", b"\x02\x00\x03\x03ab\x01\x0d" + struct.pack(">iq", 3, 9) + b"\0"),  # cluster_id, replica_state
+        (b"\0", b"\x01\x02\x01\x00"),  # an unknown body tag
+    ],
+)
+def test_v18_tagged_fields_as_the_general_decoder(partition_tags: bytes, body_tags: bytes) -> None:
+    topic = b"\x02" + uuid.UUID(int=5).bytes + b"\x02" + _PARTITION_V18 + partition_tags + b"\0"
+    frame = _HEADER_V18 + _FIXED_V18 + topic + b"\x01\x01" + body_tags
+    general, fast = _outcome(decode_request, frame), _outcome(decode_fetch_request, frame)
+    assert (general is None) == (fast is None)
+    if general is not None and fast is not None:
+        assert _fields(fast[4]) == _expected(general[4])

@@ -20,7 +20,9 @@ from mq.protocol.fetch_response import (
     FileRegion,
     encode_empty_fetch_response,
     encode_fetch_response,
+    keyed,
 )
+from mq.protocol.response_writer import NodeEndpoint
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def topics(region: Region) -> list[FetchTopic]:
     ]
 
 
-@pytest.mark.parametrize("version", range(17))
+@pytest.mark.parametrize("version", range(19))
 def test_pieces_decode_with_kio(version: int, region: Region) -> None:
     wire = materialise(encode_fetch_response(version, 42, topics(region), throttle_time_ms=5, session_id=0))
     assert struct.unpack(">i", wire[:4])[0] == len(wire) - 4
@@ -99,17 +101,34 @@ def test_regions_stay_regions(region: Region) -> None:
 
 def test_unsupported_version() -> None:
     with pytest.raises(ValueError):
-        encode_fetch_response(17, 1, [])
+        encode_fetch_response(19, 1, [])
 
 
-@pytest.mark.parametrize("version", range(13))
+@pytest.mark.parametrize("version", range(12, 19))
+def test_current_leaders_and_node_endpoints_decode_with_kio(version: int, region: Region) -> None:
+    """KIP-951's tagged fields: a partition's current leader from v12, the node endpoints from v16."""
+    answered = topics(region)
+    answered[0].partitions[1].current_leader = (2, 7)
+    endpoints: list[NodeEndpoint] = [(2, "broker-2", 9093, None), (3, "broker-3", 9094, "r1")]
+    wire = materialise(encode_fetch_response(version, 42, answered, node_endpoints=endpoints))
+    _, body = decode_response(wire[4:], response_schema(1, version))
+    p0, p1, _ = body.responses[0].partitions
+    assert (p1.current_leader.leader_id, p1.current_leader.leader_epoch) == (2, 7)
+    assert (p0.current_leader.leader_id, p0.current_leader.leader_epoch) == (-1, -1)
+    assert bytes(p0.records) == V2_HELLO + V2_HELLO
+    found = [(e.node_id, e.host, e.port, e.rack) for e in getattr(body, "node_endpoints", ())]
+    assert found == (endpoints if version >= 16 else [])
+
+
+@pytest.mark.parametrize("version", range(19))
 @pytest.mark.parametrize("read_committed", [False, True])
 def test_empty_responses_from_their_layout_equal_the_encoders(version: int, read_committed: bool) -> None:
-    shape = (("tópic", (0, 7)), ("b", (3,)))
+    first, second = ("tópic", "b") if version < 13 else (uuid.UUID(int=1), uuid.UUID(int=2))
+    shape = ((first, (0, 7)), (second, (3,)))
     values = [(0, 10, 9, 2), (6, -1, -1, -1), (0, 2**40, 2**40 - 1, 0)]
     for correlation_id in (1, -5):  # the second answer is patched into the layout the first one left
         aborted: list[tuple[int, int]] | None = [] if read_committed else None
         partitions = [FetchPartition(p, *v, aborted, -1, b"") for p, v in zip((0, 7, 3), values, strict=True)]
-        topics = [FetchTopic("tópic", None, partitions[:2]), FetchTopic("b", None, partitions[2:])]
+        topics = [FetchTopic(*keyed(first), partitions[:2]), FetchTopic(*keyed(second), partitions[2:])]
         expected = b"".join(encode_fetch_response(version, correlation_id, topics))  # type: ignore[arg-type]
         assert encode_empty_fetch_response(version, correlation_id, shape, read_committed, values) == expected

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,7 @@ def _frame(version: int, transactional_id: str | None, acks: int, timeout_ms: in
 
 @settings(max_examples=150, deadline=None)
 @given(
-    version=st.integers(0, 9),
+    version=st.integers(0, 13),
     transactional_id=st.none() | names,
     acks=st.sampled_from([-1, 0, 1, 2]),
     timeout_ms=st.integers(0, 2**31 - 1),
@@ -30,14 +32,17 @@ def test_decodes_what_kio_encodes(
 ) -> None:
     if version < 3:
         transactional_id = None  # v0-v2 have none
+    if version >= 13:  # topics by id
+        topics = [(uuid.uuid5(uuid.NAMESPACE_DNS, name), parts) for name, parts in topics]
     header, request = decode_produce_request(_frame(version, transactional_id, acks, timeout_ms, topics))
     assert (header.api_version, header.correlation_id, header.client_id) == (version, 7, "client-é")
     assert (request.transactional_id, request.acks, request.timeout_ms) == (transactional_id, acks, timeout_ms)
     decoded = [
-        (t.name, [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
+        (t.topic_id or t.name, [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
         for t in request.topic_data
     ]
     assert decoded == topics
+    assert all((t.name == "") == (version >= 13) for t in request.topic_data)
 
 
 def test_record_sets_are_writable_views_of_the_frame() -> None:
@@ -49,9 +54,10 @@ def test_record_sets_are_writable_views_of_the_frame() -> None:
     assert b"BATCH-bytes" in frame
 
 
-@pytest.mark.parametrize("version", [0, 2, 3, 8, 9])
+@pytest.mark.parametrize("version", [0, 2, 3, 8, 9, 12, 13])
 def test_every_truncation_is_an_invalid_request(version: int) -> None:
-    frame = _frame(version, "tx" if version >= 3 else None, 1, 1000, [("topic", [(0, b"x" * 20), (1, None)])])
+    topic = uuid.uuid4() if version >= 13 else "topic"
+    frame = _frame(version, "tx" if version >= 3 else None, 1, 1000, [(topic, [(0, b"x" * 20), (1, None)])])
     for end in range(8, len(frame)):
         with pytest.raises(InvalidRequestError):
             decode_produce_request(frame[:end])

@@ -1,5 +1,5 @@
 """GetTelemetrySubscriptions, PushTelemetry and ListConfigResources through the dispatcher with real frames: the answers
-of a broker whose client-metrics subscriptions match no client."""
+of a broker whose client-metrics subscriptions match no client, and ListConfigResources v1's other resources."""
 
 from __future__ import annotations
 
@@ -11,15 +11,31 @@ from mq.protocol.api_keys import ApiKey
 from mq.security.acl import AclOperation, ResourceType
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import ApiDispatcher
-from mq.server.handlers.client_metrics import PUSH_INTERVAL_MS, client_metrics_apis, subscription_id
+from mq.server.handlers.client_metrics import (
+    CLIENT_METRICS,
+    GROUP,
+    PUSH_INTERVAL_MS,
+    client_metrics_apis,
+    subscription_id,
+)
+from mq.server.metadata_cache import BrokerEndpoint, MetadataCache, PartitionInfo
 from tests.unit.server.test_authorization_checks import acl_cache, decoded, general, request_frame
 
 CLIENT = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 
 
-def ask(key: ApiKey, values: dict[str, Any], acl: AclCache | None = None) -> Any:
-    dispatcher = ApiDispatcher(client_metrics_apis(acl), acl)
-    return decoded(key, 0, general(dispatcher, request_frame(key, 0, values)))
+def cluster() -> MetadataCache:
+    """Brokers 7 and 3; topics ``b``, ``a`` and ``__consumer_offsets``."""
+    cache = MetadataCache(3, "cluster")
+    cache.update_brokers([BrokerEndpoint(7, "h7", 9092), BrokerEndpoint(3, "h3", 9092)], 3)
+    for topic in ("b", "a", "__consumer_offsets"):
+        cache.update_partition(topic, None, 0, PartitionInfo(3, 0, (3,), (3,)))
+    return cache
+
+
+def ask(key: ApiKey, values: dict[str, Any], acl: AclCache | None = None, version: int = 0) -> Any:
+    dispatcher = ApiDispatcher(client_metrics_apis(cluster(), acl), acl)
+    return decoded(key, version, general(dispatcher, request_frame(key, version, values)))
 
 
 def test_a_new_client_gets_an_instance_id_and_an_empty_subscription() -> None:
@@ -73,3 +89,17 @@ def test_no_client_metrics_resources_are_listed_to_a_client_that_may_describe_th
     assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     allowed = acl_cache((ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS))
     assert ask(ApiKey.LIST_CONFIG_RESOURCES, {}, allowed).error_code == ErrorCode.NONE
+
+
+def test_v1_lists_the_resources_of_the_types_asked_in_kafkas_order() -> None:
+    def listed(types: list[int]) -> tuple[int, list[tuple[int, str]]]:
+        answer = ask(ApiKey.LIST_CONFIG_RESOURCES, {"resource_types": types}, version=1)
+        return answer.error_code, [(r.resource_type, r.resource_name) for r in answer.config_resources]
+
+    brokers = [(8, "3"), (8, "7"), (4, "3"), (4, "7")]  # as broker loggers, then as brokers
+    topics = [(2, "__consumer_offsets"), (2, "a"), (2, "b")]
+    assert listed([]) == (ErrorCode.NONE, brokers + topics)
+    assert listed([2, 4, 2]) == (ErrorCode.NONE, brokers[2:] + topics)
+    assert listed([GROUP, CLIENT_METRICS]) == (ErrorCode.NONE, [])
+    assert listed([2, 64]) == (ErrorCode.UNSUPPORTED_VERSION, [])
+    assert ask(ApiKey.LIST_CONFIG_RESOURCES, {}).config_resources == ()  # v0: client metrics only

@@ -1,5 +1,6 @@
-"""The newest versions of admin APIs Kafka 4.1 serves: DescribeCluster v2 (endpoint types, fenced brokers) and
-AlterPartitionReassignments v1 (KIP-860: refusing a change of replication factor), through real frames."""
+"""The newest versions of admin APIs Kafka 4.1 serves: DescribeCluster v2 (endpoint types, fenced brokers),
+AlterPartitionReassignments v1 (KIP-860: refusing a change of replication factor) and InitProducerId v5, through real
+frames."""
 
 from __future__ import annotations
 
@@ -19,12 +20,20 @@ from mq.zk.local_store import LocalStore
 from tests.unit.server.test_authorization_checks import decoded, general, request_frame
 
 
-def describe_cluster(version: int, values: dict[str, Any]) -> Any:
+def describe_cluster(version: int, values: dict[str, Any], key: ApiKey = ApiKey.DESCRIBE_CLUSTER) -> Any:
     cache = MetadataCache(1, "the-cluster")
     cache.update_brokers([BrokerEndpoint(1, "h", 9092), BrokerEndpoint(2, "h", 9093)], 2)
     dispatcher = ApiDispatcher(cluster_apis(cache, ProducerIdManager(LocalStore(None), 1)))
-    key = ApiKey.DESCRIBE_CLUSTER
     return decoded(key, version, general(dispatcher, request_frame(key, version, values)))
+
+
+def test_init_producer_id_v5_answers_an_idempotent_producer_as_v4_does() -> None:
+    values = {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
+    for version in (4, 5):
+        fresh = describe_cluster(version, values, ApiKey.INIT_PRODUCER_ID)
+        assert (fresh.error_code, fresh.producer_epoch) == (ErrorCode.NONE, 0) and fresh.producer_id >= 0
+        bumped = describe_cluster(version, {**values, "producer_id": 42, "producer_epoch": 3}, ApiKey.INIT_PRODUCER_ID)
+        assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (ErrorCode.NONE, 42, 4)
 
 
 def test_describe_cluster_v2_lists_every_broker_unfenced() -> None:
