@@ -26,6 +26,9 @@ from mq.server.consumer_groups import HEARTBEAT_INTERVAL_MS, ConsumerGroups, Par
 from mq.server.group_coordinator import GroupCoordinator
 from mq.server.metadata_cache import MetadataCache
 
+CONSUMER_MEMBER = 1
+"""ConsumerGroupDescribe v1's member type of a member that speaks the consumer protocol (0: classic, -1: unknown)."""
+
 
 def consumer_group_protocol_apis(
     coordinator: GroupCoordinator, cache: MetadataCache, acl: AclCache | None = None
@@ -148,6 +151,7 @@ def consumer_group_protocol_apis(
                             "subscribed_topic_regex": None,
                             "assignment": wire(m.assigned),
                             "target_assignment": wire(group.target.get(m.member_id, frozenset())),
+                            "member_type": CONSUMER_MEMBER,  # v1+: no classic members (no migration)
                         }
                         for m in group.members.values()
                     ],
@@ -161,7 +165,7 @@ def consumer_group_protocol_apis(
 
     return [
         Api(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, heartbeat, heartbeat_error),
-        Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0, describe, describe_error),
+        Api(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, describe, describe_error),
     ]
 
 

@@ -1,7 +1,13 @@
-"""The transaction APIs: AddPartitionsToTxn (v0-v3, the client's path; v4, brokers' batches of transactions, each
+"""The transaction APIs: AddPartitionsToTxn (v0-v3, the client's path; v4-v5, brokers' batches of transactions, each
 added or, with ``verify_only``, checked: NONE for a partition of the producer's ongoing transaction,
 INVALID_TXN_STATE for another), AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
-WriteTxnMarkers (from coordinators to partition leaders), DescribeTransactions and ListTransactions.
+WriteTxnMarkers (from coordinators to partition leaders), DescribeTransactions and ListTransactions (v2: only the ids
+its ``transactional_id_pattern`` matches whole; INVALID_REGULAR_EXPRESSION for one that does not compile).
+
+Transactions are Kafka's transaction.version 1 (the broker finalizes no features): the versions that only add the
+TRANSACTION_ABORTABLE error (AddPartitionsToTxn v5, AddOffsetsToTxn, EndTxn and TxnOffsetCommit v4, KIP-890) are
+served, and the coordinator never answers that error; EndTxn and TxnOffsetCommit v5 (transaction.version 2: an epoch
+bump at every commit, offsets added implicitly) are not advertised.
 
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH to the versions before it existed (AddPartitionsToTxn,
 AddOffsetsToTxn and EndTxn before v2, TxnOffsetCommit before v3), as Kafka answers them.
@@ -18,6 +24,7 @@ the client may DESCRIBE.
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 from mq.config import BrokerConfig
@@ -317,10 +324,19 @@ def transaction_apis(
         unknown = sorted(name for name in state_filters if name not in known)
         producer_filters = set(request.producer_id_filters)
         duration = int(getattr(request, "duration_filter", -1))
+        pattern_text = getattr(request, "transactional_id_pattern", None)  # v2+ (KIP-1152)
+        pattern = None
+        if pattern_text:
+            try:
+                pattern = re.compile(pattern_text)
+            except re.error:
+                return list_transactions_error(context, request, ErrorCode.INVALID_REGULAR_EXPRESSION)
         now = coordinator.time_ms()
         listed = []
         for meta in coordinator.list():
             if state_filters and STATE_NAMES[meta.state] not in state_filters:
+                continue
+            if pattern is not None and not pattern.fullmatch(meta.transactional_id):
                 continue
             if producer_filters and meta.producer_id not in producer_filters:
                 continue
@@ -346,11 +362,11 @@ def transaction_apis(
         return {"throttle_time": 0, "error_code": code, "unknown_state_filters": [], "transaction_states": []}
 
     return [
-        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, add_partitions, add_partitions_error),
-        Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 3, add_offsets, error_only),
-        Api(ApiKey.END_TXN, 0, 3, end_txn, error_only),
-        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 3, txn_offset_commit, txn_offset_commit_error),
+        Api(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, add_partitions, add_partitions_error),
+        Api(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, add_offsets, error_only),
+        Api(ApiKey.END_TXN, 0, 4, end_txn, error_only),
+        Api(ApiKey.TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit, txn_offset_commit_error),
         Api(ApiKey.WRITE_TXN_MARKERS, 1, 1, write_txn_markers, write_txn_markers_error),
         Api(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions, describe_transactions_error),
-        Api(ApiKey.LIST_TRANSACTIONS, 0, 1, list_transactions, list_transactions_error),
+        Api(ApiKey.LIST_TRANSACTIONS, 0, 2, list_transactions, list_transactions_error),
     ]

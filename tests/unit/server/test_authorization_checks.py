@@ -540,3 +540,9 @@ def test_transactional_apis_need_write_on_the_transactional_id_and_their_topics_
         ("other", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
     ]
     assert [t.transactional_id for t in call(ApiKey.LIST_TRANSACTIONS, 1, {}).transaction_states] == ["tx"]
+    by_pattern = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+    for pattern, listed in (("t.", ["tx"]), ("t", []), ("", ["tx"])):  # matched whole, as Java's matches()
+        found = call(ApiKey.LIST_TRANSACTIONS, 2, {**by_pattern, "transactional_id_pattern": pattern})
+        assert [t.transactional_id for t in found.transaction_states] == listed
+    invalid = call(ApiKey.LIST_TRANSACTIONS, 2, {**by_pattern, "transactional_id_pattern": "(unclosed"})
+    assert invalid.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
