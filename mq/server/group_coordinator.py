@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, partition_for
 from mq.server.clock import Clock, SystemClock
 from mq.server.consumer_groups import ConsumerGroups
+from mq.server.coordinator_partitions import CoordinatorPartitions
 from mq.server.group_metadata import (
     CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
@@ -72,13 +73,16 @@ class JoinRequest:
     protocols: Protocols
 
 
-class GroupCoordinator:
+class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
+    topic = GROUP_METADATA_TOPIC_NAME
+
     def __init__(
         self,
         config: BrokerConfig,
         manager: GroupMetadataManager,
         clock: Clock | None = None,
     ) -> None:
+        super().__init__()
         self.config = config
         self.manager = manager
         self.clock = clock or SystemClock()
@@ -86,12 +90,6 @@ class GroupCoordinator:
         self.join_purgatory: Purgatory[str] = Purgatory(self.clock, "Rebalance")
         self.heartbeat_purgatory: Purgatory[tuple[str, str]] = Purgatory(self.clock, "Heartbeat")
         self.groups: dict[str, GroupMetadata] = {}
-        self.owned_partitions: set[int] = set()
-        self.loading_partitions: set[int] = set()
-        self.active = True
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._loads: dict[int, asyncio.Task[Any]] = {}
-        """Partition -> its running load."""
         self.consumer_groups: ConsumerGroups | None = None
         """The groups of the KIP-848 consumer protocol (None: not served); their members commit at their epoch."""
         self._consumer_sessions: dict[tuple[str, str], Watch] = {}
@@ -109,54 +107,10 @@ class GroupCoordinator:
         """Kafka's validateGroupStatus: whether this coordinator may act on ``group_id`` now."""
         if group_id is None or (not group_id and not allow_empty):
             return ErrorCode.INVALID_GROUP_ID
-        if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = self.partition_for(group_id)
-        if partition in self.loading_partitions:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if partition not in self.owned_partitions:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
+        return self.partition_status(self.partition_for(group_id))
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def on_leadership_change(self, tp: TopicPartition, is_leader: bool) -> None:
-        """The replica manager's hook: load a ``__consumer_offsets`` partition this broker now leads, unload one it
-        no longer leads."""
-        if tp.topic != GROUP_METADATA_TOPIC_NAME:
-            return
-        if is_leader:
-            if tp.partition not in self.owned_partitions and tp.partition not in self.loading_partitions:
-                self.loading_partitions.add(tp.partition)
-                self._loads[tp.partition] = self._spawn(self._load(tp.partition))
-        else:
-            self._unload(tp.partition)
-
-    async def _load(self, partition: int) -> None:
-        started = self.time_ms()
-        loaded: LoadedPartition | None = None
-        try:
-            loaded = await asyncio.get_running_loop().run_in_executor(None, self.manager.load, partition)
-        except Exception:
-            log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, partition)
-        if self._loads.get(partition) is not asyncio.current_task():
-            return  # superseded by a newer election
-        del self._loads[partition]
-        self.loading_partitions.discard(partition)
-        if loaded is None:
-            return
-        self.owned_partitions.add(partition)
-        self._install(partition, loaded)
-        log.info(
-            "Finished loading offsets and group metadata from %s-%d in %d milliseconds",
-            GROUP_METADATA_TOPIC_NAME,
-            partition,
-            self.time_ms() - started,
-        )
+    def _read_partition(self, partition: int) -> LoadedPartition:
+        return self.manager.load(partition)
 
     def _install(self, partition: int, loaded: LoadedPartition) -> None:
         now = self.time_ms()
@@ -202,14 +156,7 @@ class GroupCoordinator:
                 self.consumer_groups.install(group_id, records, now)
                 self.watch_consumer_members(group_id)
 
-    def _unload(self, partition: int) -> None:
-        self.loading_partitions.discard(partition)
-        load = self._loads.pop(partition, None)
-        if load is not None:
-            load.cancel()  # resigned while loading: what it read is dropped
-        if partition not in self.owned_partitions:
-            return
-        self.owned_partitions.discard(partition)
+    def _uninstall(self, partition: int) -> None:
         for group_id, group in list(self.groups.items()):
             if group.partition != partition:
                 continue
@@ -219,7 +166,6 @@ class GroupCoordinator:
             for group_id in [g for g in self.consumer_groups.groups if self.partition_for(g) == partition]:
                 del self.consumer_groups.groups[group_id]
                 self.watch_consumer_members(group_id)
-        log.info("Unloaded groups of %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
 
     def _fail_all(self, group: GroupMetadata, error: ErrorCode) -> None:
         if group.join_timer is not None:
@@ -232,13 +178,6 @@ class GroupCoordinator:
                 member.heartbeat_timer.cancel()
             self._answer_join(member, JoinResult(error, member.member_id))
             self._answer_sync(member, SyncResult(error))
-
-    def shutdown(self) -> None:
-        self.active = False
-        for partition in list(self.owned_partitions):
-            self._unload(partition)
-        for task in self._tasks:
-            task.cancel()
 
     # --- consumer-protocol groups --------------------------------------------------------------------------------
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
 
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.transaction_log import TransactionLogValue, TransactionState
 from mq.server.clock import Clock, SystemClock
+from mq.server.coordinator_partitions import CoordinatorPartitions
 from mq.server.transaction_state_manager import (
     TRANSACTION_STATE_TOPIC_NAME,
     TransactionMetadata,
@@ -54,7 +54,9 @@ MarkerWriter = Callable[[TopicPartition, int, int, int, bool], Awaitable[ErrorCo
 manager where this broker leads it (``write_marker``), else to its leader (``send_markers``)."""
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(CoordinatorPartitions[dict[str, TransactionLogValue]]):
+    topic = TRANSACTION_STATE_TOPIC_NAME
+
     def __init__(
         self,
         config: BrokerConfig,
@@ -64,6 +66,7 @@ class TransactionCoordinator:
         leads: Callable[[TopicPartition], bool],
         clock: Clock | None = None,
     ) -> None:
+        super().__init__()
         self.config = config
         self.manager = manager
         self.next_producer_id = next_producer_id
@@ -75,61 +78,19 @@ class TransactionCoordinator:
         self.clock = clock or SystemClock()
         self.time_ms = self.clock.time_ms
         self.transactions: dict[str, TransactionMetadata] = {}
-        self.owned_partitions: dict[int, int] = {}
-        """Owned ``__transaction_state`` partition -> its leader epoch (the coordinator epoch)."""
-        self.loading_partitions: set[int] = set()
-        self._loads: dict[int, asyncio.Task[Any]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.active = True
 
-    # --- ownership -----------------------------------------------------------------------------------------------
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+    # --- ownership (``owned_partitions``: partition -> its leader epoch, the coordinator epoch) -----------------
 
     def status(self, transactional_id: str) -> ErrorCode:
         """Whether this coordinator may act on ``transactional_id`` now."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
-        if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = self.manager.partition_for(transactional_id)
-        if partition in self.loading_partitions:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if partition not in self.owned_partitions:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
+        return self.partition_status(self.manager.partition_for(transactional_id))
 
-    def on_leadership_change(self, tp: TopicPartition, is_leader: bool, leader_epoch: int) -> None:
-        """The replica manager's hook: load a ``__transaction_state`` partition this broker now leads, unload one
-        it no longer leads."""
-        if tp.topic != TRANSACTION_STATE_TOPIC_NAME:
-            return
-        if is_leader:
-            if tp.partition in self.owned_partitions:
-                self.owned_partitions[tp.partition] = leader_epoch
-            elif tp.partition not in self.loading_partitions:
-                self.loading_partitions.add(tp.partition)
-                self._loads[tp.partition] = self._spawn(self._load(tp.partition, leader_epoch))
-        else:
-            self._unload(tp.partition)
+    def _read_partition(self, partition: int) -> dict[str, TransactionLogValue]:
+        return self.manager.load(partition)
 
-    async def _load(self, partition: int, coordinator_epoch: int) -> None:
-        loaded: dict[str, TransactionLogValue] | None = None
-        try:
-            loaded = await asyncio.get_running_loop().run_in_executor(None, self.manager.load, partition)
-        except Exception:
-            log.exception("loading %s-%d failed", TRANSACTION_STATE_TOPIC_NAME, partition)
-        if self._loads.get(partition) is not asyncio.current_task():
-            return  # superseded by a newer election
-        del self._loads[partition]
-        self.loading_partitions.discard(partition)
-        if loaded is None:
-            return
-        self.owned_partitions[partition] = coordinator_epoch
+    def _install(self, partition: int, loaded: dict[str, TransactionLogValue]) -> None:
         for transactional_id, value in loaded.items():
             meta = TransactionMetadata.of_value(transactional_id, value)
             self.transactions[transactional_id] = meta
@@ -138,25 +99,10 @@ class TransactionCoordinator:
                     State.COMPLETE_COMMIT if meta.state == State.PREPARE_COMMIT else State.COMPLETE_ABORT
                 )
                 self._spawn(self._complete(meta, partition))
-        log.info("Loaded %d transactional ids from %s-%d", len(loaded), TRANSACTION_STATE_TOPIC_NAME, partition)
 
-    def _unload(self, partition: int) -> None:
-        self.loading_partitions.discard(partition)
-        load = self._loads.pop(partition, None)
-        if load is not None:
-            load.cancel()
-        if self.owned_partitions.pop(partition, None) is None:
-            return
+    def _uninstall(self, partition: int) -> None:
         for transactional_id in [t for t in self.transactions if self.manager.partition_for(t) == partition]:
             del self.transactions[transactional_id]
-        log.info("Unloaded transactional ids of %s-%d", TRANSACTION_STATE_TOPIC_NAME, partition)
-
-    def shutdown(self) -> None:
-        self.active = False
-        for partition in list(self.owned_partitions):
-            self._unload(partition)
-        for task in self._tasks:
-            task.cancel()
 
     # --- writes --------------------------------------------------------------------------------------------------
 

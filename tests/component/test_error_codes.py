@@ -440,7 +440,7 @@ def coordinator_loading(state: State) -> Callable[[], None]:
     """The coordinator is loading the group's __consumer_offsets partition (Kafka: isCoordinatorLoadInProgress)."""
     coordinator = state.broker.server.group_coordinator
     assert coordinator is not None
-    owned = set(coordinator.owned_partitions)
+    owned = dict(coordinator.owned_partitions)
     coordinator.loading_partitions.update(owned)
     coordinator.owned_partitions.clear()
 
@@ -455,7 +455,7 @@ def coordinator_moved(state: State) -> Callable[[], None]:
     """The group's __consumer_offsets partition is led elsewhere now (Kafka: !isCoordinatorForGroup)."""
     coordinator = state.broker.server.group_coordinator
     assert coordinator is not None
-    owned = set(coordinator.owned_partitions)
+    owned = dict(coordinator.owned_partitions)
     coordinator.owned_partitions.clear()
     return lambda: coordinator.owned_partitions.update(owned)
 

@@ -78,7 +78,7 @@ def make(**overrides: Any) -> tuple[GroupCoordinator, FakeManager, Clock]:
     manager = FakeManager()
     clock = Clock()
     coordinator = GroupCoordinator(config, manager, clock)  # type: ignore[arg-type]
-    coordinator.owned_partitions.add(0)
+    coordinator.owned_partitions[0] = 0
     return coordinator, manager, clock
 
 

@@ -19,7 +19,7 @@ from tests.unit.server.test_group_coordinator import request, sync
 def coordinator_on(clock: ManualClock) -> GroupCoordinator:
     config = BrokerConfig(group_min_session_timeout_ms=10, group_initial_rebalance_delay_ms=0)
     coordinator = GroupCoordinator(config, FakeManager(), clock)  # type: ignore[arg-type]
-    coordinator.owned_partitions.add(0)
+    coordinator.owned_partitions[0] = 0
     return coordinator
 
 
