@@ -1,6 +1,11 @@
 """The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): membership and server-side assignment.
 
-INCOMPLETE: no regex subscriptions, no rack awareness, no migration to or from classic groups.
+Not served: rack-aware assignment (racks are ignored) and migration to or from classic groups.
+
+A member subscribes to topic names, a regular expression (KIP-848's subscribed_topic_regex, matched whole against
+every topic name but the internal topics, of those the member may describe), or both; the topics a regex matches are
+resolved again at each of the member's heartbeats, so a new matching topic joins its subscription (and bumps the
+epoch) at its next heartbeat.
 
 A group is kept in ``__consumer_offsets`` as Kafka's records 3, 5, 6, 7 and 8 (``mq.protocol.consumer_offsets``):
 ``unwritten`` gives the records that changed since the last write (tombstones for removed members) and ``install``
@@ -24,6 +29,8 @@ Pure logic: no asyncio; times are milliseconds passed in by the caller.
 
 from __future__ import annotations
 
+import functools
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -80,6 +87,9 @@ class Member:
     """When it was asked to give up ``revoking``: past its rebalance timeout it is removed from the group."""
     previous_epoch: int = -1
     instance_id: str | None = None
+    names: frozenset[str] = frozenset()
+    """The topic names the member subscribed to; ``subscribed`` adds the topics ``regex`` matches."""
+    regex: str | None = None
 
 
 @dataclass
@@ -205,10 +215,15 @@ class ConsumerGroups:
         client_host: str = "",
         rebalance_timeout_ms: int = -1,
         instance_id: str | None = None,
+        regex: str | None = None,
+        visible: Callable[[str], bool] | None = None,
     ) -> HeartbeatResult:
-        """One ConsumerGroupHeartbeat; ``subscribed``/``owned`` None: unchanged since the member's last heartbeat."""
+        """One ConsumerGroupHeartbeat; ``subscribed``/``regex``/``owned`` None: unchanged since the member's last
+        heartbeat (``regex`` "": none). ``visible``: the topics a regex may match (None: every topic)."""
         if assignor is not None and assignor not in ASSIGNORS:
             return HeartbeatResult(ErrorCode.UNSUPPORTED_ASSIGNOR, message=f"Assignor {assignor} is not supported.")
+        if regex and _pattern(regex) is None:
+            return HeartbeatResult(ErrorCode.INVALID_REGULAR_EXPRESSION, message=f"Invalid regular expression {regex}.")
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
@@ -240,9 +255,10 @@ class ConsumerGroups:
         if taking_over and member is not None:
             member.client_id, member.client_host = client_id, client_host  # keeps the partitions it took over
         elif member_epoch == 0:
-            if not subscribed and member is None:
+            if not subscribed and not regex and member is None:
                 return HeartbeatResult(
-                    ErrorCode.INVALID_REQUEST, message="SubscribedTopicNames must be set in first request."
+                    ErrorCode.INVALID_REQUEST,
+                    message="SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
                 )
             if member is None:
                 member_id = member_id or str(uuid.uuid4())
@@ -266,13 +282,18 @@ class ConsumerGroups:
         member.last_seen_ms = now_ms
         if rebalance_timeout_ms >= 0:
             member.rebalance_timeout_ms = rebalance_timeout_ms
-        if subscribed is not None and frozenset(subscribed) != member.subscribed:
-            member.subscribed = frozenset(subscribed)
+        if subscribed is not None:
+            member.names = frozenset(subscribed)
+        if regex is not None:
+            member.regex = regex or None
+        counts = {name: count for name, (_, count) in self.topics().items()}
+        resolved = _subscription(member, counts, visible)
+        if resolved != member.subscribed:
+            member.subscribed = resolved
             changed = True
         if assignor is not None and assignor != member.assignor:
             member.assignor = assignor
             changed = True
-        counts = {name: count for name, (_, count) in self.topics().items()}
         subscribed_counts = {t: counts[t] for m in group.members.values() for t in m.subscribed if t in counts}
         if changed or subscribed_counts != group.partition_counts:
             self._bump(group)
@@ -402,8 +423,8 @@ class ConsumerGroups:
                 None,
                 m.client_id,
                 m.client_host,
-                tuple(sorted(m.subscribed)),
-                None,
+                tuple(sorted(m.names)),
+                m.regex,
                 m.rebalance_timeout_ms,
                 m.assignor,
             )
@@ -477,6 +498,8 @@ class ConsumerGroups:
                     now_ms,
                     rebalance_timeout_ms=value.rebalance_timeout_ms,
                     instance_id=value.instance_id,
+                    names=frozenset(value.subscribed_topic_names),
+                    regex=value.subscribed_topic_regex or None,
                 )
         for key, value in records.items():
             member = group.members.get(key.member_id or "")
@@ -486,6 +509,32 @@ class ConsumerGroups:
                 member.revoking_since_ms = now_ms
         group.target = {m: ps for m, ps in group.target.items() if m in group.members}
         counts = {name: count for name, (_, count) in self.topics().items()}
+        for member in group.members.values():
+            member.subscribed = _subscription(member, counts, None)
         group.partition_counts = {t: counts[t] for m in group.members.values() for t in m.subscribed if t in counts}
         self.groups[group_id] = group
         group.written = self._records(group)
+
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Topics a regex never matches."""
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(regex: str) -> re.Pattern[str] | None:
+    """``regex`` compiled (None: it does not compile)."""
+    try:
+        return re.compile(regex)
+    except re.error:
+        return None
+
+
+def _subscription(member: Member, topics: Iterable[str], visible: Callable[[str], bool] | None) -> frozenset[str]:
+    """The member's topic names and the topics its regex matches whole (of those ``visible``)."""
+    pattern = None if member.regex is None else _pattern(member.regex)
+    if pattern is None:
+        return member.names
+    matched = {
+        t for t in topics if t not in INTERNAL_TOPICS and pattern.fullmatch(t) and (visible is None or visible(t))
+    }
+    return member.names | matched

@@ -220,3 +220,40 @@ def test_a_static_member_replaced_under_its_instance_id_keeps_its_partitions_wit
     assert after[-1][0] == before[0]  # the group epoch did not move: no rebalance
     for consumer in members.values():
         consumer.close()
+
+
+def test_a_regex_subscription_consumes_the_matching_topics_and_takes_up_new_ones(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for name in ("rx-a", "skipped"):
+        admin.create_topics([NewTopic(name, 2, 1)])[name].result(15)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for name in ("rx-a", "skipped"):
+        producer.produce(name, value=name.encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "by-regex",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    consumer.subscribe(["^rx-.*"])
+    seen: set[str] = set()
+
+    def poll_until(wanted: set[str]) -> None:
+        deadline = time.monotonic() + 40
+        while not wanted <= seen and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.add(message.value().decode())
+
+    poll_until({"rx-a"})
+    admin.create_topics([NewTopic("rx-b", 1, 1)])["rx-b"].result(15)
+    producer.produce("rx-b", value=b"rx-b")
+    assert producer.flush(15) == 0
+    poll_until({"rx-a", "rx-b"})
+    assert seen == {"rx-a", "rx-b"}
+    assert describe(broker.bootstrap, "by-regex").members[0].subscribed_topic_regex == "(^rx-.*)"  # librdkafka's form
+    consumer.close()

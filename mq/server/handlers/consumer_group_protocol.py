@@ -74,11 +74,6 @@ def consumer_group_protocol_apis(
                 **heartbeat_error(context, request, ErrorCode.GROUP_ID_NOT_FOUND),
                 "error_message": f"Group {request.group_id} is not a consumer group.",
             }
-        if getattr(request, "subscribed_topic_regex", None):  # librdkafka sends "" for none
-            return {
-                **heartbeat_error(context, request, ErrorCode.INVALID_REQUEST),
-                "error_message": "Regular expression subscriptions are not supported.",
-            }
         result = groups.heartbeat(
             request.group_id,
             request.member_id,
@@ -91,6 +86,10 @@ def consumer_group_protocol_apis(
             context.client.host,
             int(request.rebalance_timeout.total_seconds() * 1000),
             request.instance_id,
+            getattr(request, "subscribed_topic_regex", None),  # v1+; librdkafka sends "" for none
+            None
+            if acl is None
+            else lambda topic: allows(acl, context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic, audit=False),
         )
         if result.error == ErrorCode.NONE:
             coordinator.watch_consumer_members(request.group_id)
@@ -147,8 +146,8 @@ def consumer_group_protocol_apis(
                             "member_epoch": m.epoch,
                             "client_id": m.client_id,
                             "client_host": m.client_host,
-                            "subscribed_topic_names": sorted(m.subscribed),
-                            "subscribed_topic_regex": None,
+                            "subscribed_topic_names": sorted(m.names),
+                            "subscribed_topic_regex": m.regex,
                             "assignment": wire(m.assigned),
                             "target_assignment": wire(group.target.get(m.member_id, frozenset())),
                             "member_type": CONSUMER_MEMBER,  # v1+: no classic members (no migration)

@@ -458,3 +458,29 @@ def test_offsets_of_topics_a_consumer_protocol_group_subscribes_to_do_not_expire
 
     assert asyncio.run(scenario()) == 1
     assert set(coordinator.groups["g"].offsets) == {t0}
+
+
+def test_a_regex_subscription_follows_the_matching_topics() -> None:
+    topics = {"rx-a": (uuid.UUID(int=1), 2), "other": (uuid.UUID(int=2), 1), "__consumer_offsets": (None, 50)}
+    g = ConsumerGroups(lambda: dict(topics))
+    assert (
+        g.heartbeat("g", "a", 0, None, None, frozenset(), 0, regex="rx-(").error == ErrorCode.INVALID_REGULAR_EXPRESSION
+    )
+    joined = g.heartbeat("g", "a", 0, None, None, frozenset(), 0, regex="rx-.*|__.*")  # internal topics never match
+    assert joined.error == ErrorCode.NONE and joined.assignment == frozenset({("rx-a", 0), ("rx-a", 1)})
+    topics["rx-b"] = (uuid.UUID(int=3), 1)  # a matching topic created: taken up at the next heartbeat
+    later = g.heartbeat("g", "a", joined.member_epoch, None, None, None, 10)
+    assert later.member_epoch == joined.member_epoch + 1
+    assert later.assignment == frozenset({("rx-a", 0), ("rx-a", 1), ("rx-b", 0)})
+    assert g.subscribed_topics("g") == {"rx-a", "rx-b"}
+    hidden = g.heartbeat("g", "b", 0, ["other"], None, frozenset(), 20, regex="rx-b", visible=lambda t: t != "rx-b")
+    assert g.groups["g"].members["b"].subscribed == {"other"}  # a regex matches only the topics the member may see
+    assert hidden.error == ErrorCode.NONE
+
+    loaded = LoadedPartition()
+    for key, value in g.unwritten("g"):
+        apply_record(loaded, key, value)
+    rebuilt = ConsumerGroups(lambda: dict(topics))
+    rebuilt.install("g", loaded.consumer_groups["g"], 100)
+    member = rebuilt.groups["g"].members["a"]
+    assert (member.regex, member.names, member.subscribed) == ("rx-.*|__.*", frozenset(), {"rx-a", "rx-b"})
