@@ -119,9 +119,22 @@ def admin_client_options(path: str | None) -> dict[str, Any]:
                 options[name] = kind(value)
             except ValueError:
                 raise ToolError(f"invalid value '{value}' for {key} in {path}", EXIT_USAGE) from None
-        elif key != "bootstrap.servers" and key not in SECURITY_KEYS:
+        elif key not in ("bootstrap.servers", "isolation.level") and key not in SECURITY_KEYS:
             click.echo(f"Warning: ignoring admin client property {key}", err=True)
     return options
+
+
+def isolation_level(command_config: str | None) -> str:
+    """The ``isolation.level`` of a ``--command-config`` file (Kafka's tools read end offsets with a consumer of its
+    properties): ``read_committed`` makes the latest offset the last stable offset. A bad value is bad usage."""
+    from mq.client.consumer import ISOLATION_LEVELS
+
+    if command_config is None:
+        return "read_uncommitted"
+    value = client_properties_file(command_config).get("isolation.level", "read_uncommitted").strip()
+    if value not in ISOLATION_LEVELS:
+        raise ToolError(f"invalid value '{value}' for isolation.level in {command_config}", EXIT_USAGE)
+    return value
 
 
 def command_config_option(*names: str) -> Callable[[F], F]:

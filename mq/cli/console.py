@@ -16,6 +16,7 @@ from mq.cli.common import (
     admin_options,
     admin_settings,
     client_properties_file,
+    isolation_level,
     zookeeper_store,
 )
 from mq.client.security import PLAINTEXT
@@ -467,6 +468,7 @@ def get_offsets(
         timeout = max_wait_ms / 1000
     try:
         settings = admin_settings(command_config, timeout)
+        isolation = isolation_level(command_config)
     except ToolError as exc:
         _fail(str(exc), exc.exit_code)
     if max_offsets > 1:
@@ -483,7 +485,7 @@ def get_offsets(
             for p in leaderless:
                 click.echo(f"Error: partition {p} does not have a leader. Skip getting offsets", err=True)
             asked = {TopicPartition(topic, p): when for p in chosen if p not in leaderless}
-            found = admin.call(AsyncAdmin.list_offsets, asked) if asked else {}
+            found = admin.call(AsyncAdmin.list_offsets, asked, isolation) if asked else {}
     except KafkaError as exc:
         _fail(str(exc))
     offsets = {tp.partition: result.offset for tp, result in found.items()}

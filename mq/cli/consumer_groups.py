@@ -23,6 +23,7 @@ from mq.cli.common import (
     default_format,
     format_option,
     handle_errors,
+    isolation_level,
     print_table,
     zookeeper_store,
 )
@@ -176,7 +177,7 @@ def consumer_groups(**options: Any) -> None:
             if not bootstrap:
                 raise ToolError(f"no brokers are registered in {options['zookeeper']}")
         sync = stack.enter_context(SyncAdmin(bootstrap, **config))
-        admin: GroupAdmin = tool.ClientGroupAdmin(sync)
+        admin: GroupAdmin = tool.ClientGroupAdmin(sync, isolation_level(options["command_config"]))
         if groups is not None:
             from mq.tools.zk_groups import ZkGroupAdmin
 

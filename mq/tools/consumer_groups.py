@@ -96,8 +96,10 @@ class GroupAdmin(Protocol):
 class ClientGroupAdmin:
     """``GroupAdmin`` over mq's admin client."""
 
-    def __init__(self, sync: SyncAdmin) -> None:
+    def __init__(self, sync: SyncAdmin, isolation_level: str = "read_uncommitted") -> None:
         self.sync = sync
+        self.isolation_level = isolation_level
+        """Of the end offsets lag is measured against (read_committed: the last stable offset)."""
 
     def list_groups(
         self, states: Iterable[str] | None = None, types: Iterable[str] | None = None
@@ -124,7 +126,7 @@ class ClientGroupAdmin:
         return self.sync.call(AsyncAdmin.delete_group_offsets, group_id, list(partitions))
 
     def list_offsets(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        found = self.sync.call(AsyncAdmin.list_offsets, dict(timestamps))
+        found = self.sync.call(AsyncAdmin.list_offsets, dict(timestamps), self.isolation_level)
         return {tp: entry.offset for tp, entry in found.items()}
 
     def partitions_of(self, topics: Sequence[str]) -> list[TopicPartition]:

@@ -76,3 +76,42 @@ def test_an_open_transaction_is_listed_described_and_aborted_on_a_partition(brok
     producer.commit_transaction(15)
     (described,) = only("describe", "--transactional-id", "tx-cli")
     assert described["TransactionState"] == "CompleteCommit" and described["TopicPartitions"] == ""
+
+
+def test_end_offsets_of_the_offset_tools_honour_read_committed(broker, mq_command, tmp_path) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("iso", 1, 1)])["iso"].result(15)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(2):
+        plain.produce("iso", value=b"plain %d" % i)
+    assert plain.flush(15) == 0
+    open_txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "iso-tx"})
+    open_txn.init_transactions(15)
+    open_txn.begin_transaction()
+    for i in range(3):
+        open_txn.produce("iso", value=b"pending %d" % i)
+    assert open_txn.flush(15) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "iso-g", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("iso", 0, 1)], asynchronous=False)
+    consumer.close()
+    committed = tmp_path / "read-committed.properties"
+    committed.write_text("isolation.level=read_committed\n")
+
+    def run(*args: str) -> list[str]:
+        done = subprocess.run([*mq_command, *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    offsets = ["get-offsets", "--bootstrap-server", broker.bootstrap, "--topic", "iso"]
+    assert run(*offsets) == ["iso:0:5"]
+    assert run(*offsets, "--command-config", str(committed)) == ["iso:0:2"]  # the last stable offset
+    describe = ["consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group", "iso-g"]
+    rows = [line.split() for line in run(*describe, "--format", "text") if line.startswith("iso-g")]
+    assert [row[2:6] for row in rows] == [["0", "1", "5", "4"]]
+    rows = [
+        line.split()
+        for line in run(*describe, "--command-config", str(committed), "--format", "text")
+        if line.startswith("iso-g")
+    ]
+    assert [row[2:6] for row in rows] == [["0", "1", "2", "1"]]
+    open_txn.abort_transaction(15)

@@ -48,7 +48,7 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> FakeGroupAdmin:
         ends={T0: 5, T1: 4},
     )
     monkeypatch.setattr("mq.client.sync.SyncAdmin", FakeSync)
-    monkeypatch.setattr(tool, "ClientGroupAdmin", lambda sync: fake)
+    monkeypatch.setattr(tool, "ClientGroupAdmin", lambda sync, isolation_level="read_uncommitted": fake)
     return fake
 
 
