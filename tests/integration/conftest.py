@@ -29,6 +29,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class PortTakenError(RuntimeError):
+    """The broker could not listen on its port: another process took it."""
+
+
 @dataclass
 class BrokerProcess:
     """One broker process with its own log directory; ``start``/``stop``/``kill`` as an operator would."""
@@ -38,6 +42,8 @@ class BrokerProcess:
     port: int = field(default_factory=free_port)
     overrides: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
+    started: bool = False
+    """Whether it has listened once (its port is then its own: a restart keeps it)."""
 
     @property
     def bootstrap(self) -> str:
@@ -52,6 +58,18 @@ class BrokerProcess:
         return self.data_dir / "broker.stderr"
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
+        """Start and wait until it listens. A first start whose port another process took meanwhile (``free_port``
+        only found it free) is retried on a new port."""
+        for _ in range(3):
+            try:
+                return self._start(timeout)
+            except PortTakenError:
+                if self.started:
+                    raise
+                self.port = free_port()
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> BrokerProcess:
         args = [*self.command, "server", "start"]
         for item in [
             f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
@@ -69,9 +87,12 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.stderr_path.read_text()}")
+                text = self.stderr_path.read_text()
+                failure = PortTakenError if text.rstrip().endswith("Address already in use") else RuntimeError
+                raise failure(f"broker exited with {self.process.returncode}:\n{text}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                self.started = True
                 return self
             except OSError:
                 time.sleep(0.05)
