@@ -7,8 +7,9 @@ decoded in full once, as the general path decodes it, and its verdict kept (for 
 
 v3+ answers carry no supported or finalized features (KIP-584; epoch -1), as a ZooKeeper-era cluster without feature
 flags: ``metadata.version`` and ``kraft.version`` describe a KRaft quorum mq does not have, and a finalized
-``group.version`` or ``transaction.version`` would tell Java clients to use the KIP-848 group protocol and KIP-890
-transactions, which mq does not serve. librdkafka skips these fields; kafka-python reads them only for
+``transaction.version`` 2 would tell Java clients to use KIP-890's second transaction protocol (an epoch bump per
+transaction), which mq does not serve; its transactions are transaction.version 1, and clients choose the KIP-848
+group protocol by their own ``group.protocol``. librdkafka skips these fields; kafka-python reads them only for
 ``describe_features``.
 """
 

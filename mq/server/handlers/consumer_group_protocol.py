@@ -1,10 +1,11 @@
 """ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) on the coordinator's ``ConsumerGroups``.
 
-INCOMPLETE (see ``mq.server.consumer_groups``). A heartbeat that changed its group is answered once the group's
-changed records are written to ``__consumer_offsets`` (a failed write answers its error, e.g. NOT_COORDINATOR, and
-the member retries). Partitions travel by topic id on the wire and by name inside; a
-heartbeat needs READ on its group and DESCRIBE on every topic it subscribes to (else TOPIC_AUTHORIZATION_FAILED), as
-Kafka checks them; ConsumerGroupDescribe needs DESCRIBE on each group and does not compute authorized operations. ConsumerGroupDescribe
+What is served and what is not: ``mq.server.consumer_groups``. A heartbeat that changed its group is answered once
+the group's changed records are written to ``__consumer_offsets`` (a failed write answers its error, e.g.
+NOT_COORDINATOR, and the member retries; the records are written again at the next heartbeat). Partitions travel by
+topic id on the wire and by name inside; a heartbeat needs READ on its group and DESCRIBE on every topic it names
+(else TOPIC_AUTHORIZATION_FAILED), and its regex matches only topics it may describe, as Kafka checks them;
+ConsumerGroupDescribe needs DESCRIBE on each group and does not compute authorized operations. ConsumerGroupDescribe
 answers GROUP_ID_NOT_FOUND for a group that is not a consumer-protocol group (a classic one included), so that
 librdkafka falls back to DescribeGroups, as Kafka answers it. A heartbeat for a classic group with members is refused
 with GROUP_ID_NOT_FOUND, and a JoinGroup for a consumer-protocol group with members with INCONSISTENT_GROUP_PROTOCOL
