@@ -1,5 +1,6 @@
 """The partitions of an internal topic a coordinator owns (``__consumer_offsets`` for the group coordinator,
-``__transaction_state`` for the transaction coordinator): Kafka's load-on-election, unload-on-resignation cycle.
+``__transaction_state`` for the transaction coordinator): Kafka's load-on-election, unload-on-resignation cycle, and
+(``InternalTopicLogs``) where each partition's log is.
 
 A partition this broker comes to lead is loading (COORDINATOR_LOAD_IN_PROGRESS) while its log is read off the loop
 (``_read_partition``, blocking), then installed on the loop (``_install``) and owned with the leader epoch of its
@@ -12,16 +13,47 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from mq.config import BrokerConfig
 from mq.errors import ErrorCode
+from mq.server.replica_manager import ReplicaManager
+from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
 Loaded = TypeVar("Loaded")
+
+
+class InternalTopicLogs:
+    """The logs of ``topic``'s partitions this broker hosts, for a coordinator's state manager to read and append."""
+
+    topic: str
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        partition_count: Callable[[], int],
+        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.config = config
+        self.replica_manager = replica_manager
+        self.partition_count = partition_count
+        """Partitions of ``topic``: the topic's own count once it exists, else the configured one."""
+        self.time_ms = time_ms
+
+    def log_of(self, partition: int) -> Log | None:
+        """The log of ``topic``-``partition`` (None when this broker hosts no replica of it)."""
+        hosted = self.replica_manager.partitions.get(TopicPartition(self.topic, partition))
+        if hosted is None:
+            return None
+        log_: Log = hosted.log
+        return log_
 
 
 class CoordinatorPartitions(ABC, Generic[Loaded]):

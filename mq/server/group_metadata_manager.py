@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import (
     ConsumerGroupKey,
@@ -42,9 +40,10 @@ from mq.protocol.consumer_offsets import (
 )
 from mq.records.batch_header import BatchHeader, iter_headers
 from mq.records.default_batch import RecordBatchBuilder, iter_batch_records, read_end_txn_marker
+from mq.server.coordinator_partitions import InternalTopicLogs
 from mq.server.group_metadata import GroupMetadata
 from mq.server.purgatory import settled
-from mq.server.replica_manager import ProduceResult, ReplicaManager
+from mq.server.replica_manager import ProduceResult
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
@@ -189,26 +188,8 @@ def group_metadata_value(group: GroupMetadata, assignment: dict[str, bytes]) -> 
     )
 
 
-class GroupMetadataManager:
-    def __init__(
-        self,
-        config: BrokerConfig,
-        replica_manager: ReplicaManager,
-        partition_count: Callable[[], int],
-        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-    ) -> None:
-        self.config = config
-        self.replica_manager = replica_manager
-        self.partition_count = partition_count
-        """Partitions of ``__consumer_offsets``: the topic's own count once it exists, else the configured one."""
-        self.time_ms = time_ms
-
-    def log_of(self, partition: int) -> Log | None:
-        hosted = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
-        if hosted is None:
-            return None
-        log_: Log = hosted.log
-        return log_
+class GroupMetadataManager(InternalTopicLogs):
+    topic = GROUP_METADATA_TOPIC_NAME
 
     def load(self, partition: int) -> LoadedPartition:
         log_ = self.log_of(partition)

@@ -10,11 +10,8 @@ thread. Append errors map as Kafka's coordinator maps them, so clients retry or 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import FormatError, partition_for
 from mq.protocol.transaction_log import (
@@ -26,9 +23,10 @@ from mq.protocol.transaction_log import (
     encode_transaction_log_value,
 )
 from mq.records.default_batch import RecordBatchBuilder, iter_batch_records
+from mq.server.coordinator_partitions import InternalTopicLogs
 from mq.server.group_metadata_manager import COORDINATOR_APPEND_ERRORS, replay_batches
 from mq.server.purgatory import settled
-from mq.server.replica_manager import ProduceResult, ReplicaManager
+from mq.server.replica_manager import ProduceResult
 from mq.storage.partition_log import Log
 from mq.topic_partition import TopicPartition
 
@@ -107,29 +105,18 @@ def read_partition(log_: Log, buffer_bytes: int) -> dict[str, TransactionLogValu
     return found
 
 
-class TransactionStateManager:
-    def __init__(
-        self,
-        config: BrokerConfig,
-        replica_manager: ReplicaManager,
-        partition_count: Callable[[], int],
-        time_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-    ) -> None:
-        self.config = config
-        self.replica_manager = replica_manager
-        self.partition_count = partition_count
-        """Partitions of ``__transaction_state``: the topic's own count once it exists, else the configured one."""
-        self.time_ms = time_ms
+class TransactionStateManager(InternalTopicLogs):
+    topic = TRANSACTION_STATE_TOPIC_NAME
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.partition_count())
 
     def load(self, partition: int) -> dict[str, TransactionLogValue]:
         """Any thread: the stored metadata of the partition's transactional ids."""
-        hosted = self.replica_manager.partitions.get(TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition))
-        if hosted is None:
+        log_ = self.log_of(partition)
+        if log_ is None:
             return {}
-        return read_partition(hosted.log, self.config.transaction_state_log_load_buffer_size)
+        return read_partition(log_, self.config.transaction_state_log_load_buffer_size)
 
     async def append(self, transactional_id: str, value: TransactionLogValue | None) -> ErrorCode:
         """Write ``value`` (None: a tombstone) for the id and wait for the ISR; the error as a coordinator reports
