@@ -234,7 +234,8 @@ def test_a_lag_alarm_fires_when_the_group_stops_and_resolves_when_it_resumes(
         assert fired["value"] > 2 and fired["threshold"] == 2 and fired["metric"] == "group_lag_seconds"
         consuming.set()
         assert consume_until(lambda: len(received) == 2, timeout=60)
-        assert (received[1]["state"], received[1]["value"]) == ("resolved", 0.0)
+        assert received[1]["state"] == "resolved"
+        assert received[1]["value"] < 2  # caught up but for the records produced since the last poll
     finally:
         done.set()
         producing.join()
