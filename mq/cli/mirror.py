@@ -76,9 +76,8 @@ def _flag(value: str) -> bool:
     "--offset.commit.interval.ms",
     "commit_interval_ms",
     type=click.IntRange(min=1),
-    default=60_000,
-    show_default=True,
-    help="How often acknowledged source offsets are committed.",
+    help="How often acknowledged source offsets are committed (--exactly-once: how often the transactions "
+    "commit)  [default: 60000; 1000 with --exactly-once]",
 )
 @click.option(
     "--abort.on.send.failure",
@@ -118,6 +117,19 @@ def _flag(value: str) -> bool:
     help="Replication factor of target topics the mirror creates (default: the target broker's default).",
 )
 @click.option("--no-create-topics", is_flag=True, help="Do not create missing target topics.")
+@click.option(
+    "--exactly-once",
+    is_flag=True,
+    help="Copy each source partition in transactions that also commit its position on the target (read_committed "
+    "consumers of the target see every record once).",
+)
+@click.option(
+    "--transactional.id.prefix",
+    "transactional_id_prefix",
+    metavar="PREFIX",
+    help="With --exactly-once: prefix of the transactional ids, one per source partition  [default: "
+    "mq-mirror-<group.id>-]",
+)
 @click.option("--check", is_flag=True, help="Compare source and target partitions instead of mirroring.")
 @verbose_option()
 @handle_errors
@@ -127,7 +139,7 @@ def mirror(
     whitelist: str | None,
     blacklist: str | None,
     num_streams: int,
-    commit_interval_ms: int,
+    commit_interval_ms: int | None,
     abort_on_send_failure: str,
     message_handler: str | None,
     message_handler_args: str | None,
@@ -138,6 +150,8 @@ def mirror(
     queue_size: int | None,
     replication_factor: int,
     no_create_topics: bool,
+    exactly_once: bool,
+    transactional_id_prefix: str | None,
     check: bool,
     verbose: bool,
 ) -> None:
@@ -152,14 +166,23 @@ def mirror(
     deleted records, a recreated topic) are reported on stderr as GAP lines and counted. SIGTERM or SIGINT stops
     cleanly. A summary line ends on stderr.
 
+    --exactly-once copies each source partition with its own transactional producer (transactional id
+    <prefix><topic>-<partition>) whose transactions also commit the source position to the consumer group's
+    offsets on the target cluster (--offset.commit.interval.ms apart). A restarted or new owner of a partition
+    fences the previous one, completes or aborts its open transaction and resumes from the position on the
+    target (else the source group's committed offset, else auto.offset.reset): consumers of the target with
+    isolation.level=read_committed see every source record exactly once, whatever crashed. Needs group sources
+    (bootstrap.servers) and a target that serves transactions; the source group's offsets follow for monitoring.
+
     A --consumer.config naming zookeeper.connect and no bootstrap.servers (Kafka 0.8's consumer.properties) makes
     that source a ZooKeeper-coordinated consumer as Kafka 0.8's MirrorMaker ran: registered in /consumers/<group>/ids
     with the --whitelist or --blacklist regex and --num.streams threads, offsets in ZooKeeper (offsets.storage=kafka:
     in the brokers), auto.commit.enable forced off; a position out of range is reset by its auto.offset.reset
     (smallest|largest) without a GAP line.
 
-    --check reads every partition of the matching topics in the source and the target and prints one line per
-    partition: record count and sha256 over length-prefixed keys and values in offset order on each side.
+    --check reads every partition of the matching topics in the source and the target (committed records only,
+    as read_committed) and prints one line per partition: record count and sha256 over length-prefixed keys and
+    values in offset order on each side.
     Partition p is compared with partition p, so a target topic with fewer partitions (records placed by key)
     differs.
 
@@ -180,8 +203,14 @@ def mirror(
         listener = load_rebalance_listener(rebalance_listener, rebalance_listener_args) if rebalance_listener else None
         if rebalance_listener_args is not None and rebalance_listener is None:
             raise MirrorError("--rebalance.listener.args needs --consumer.rebalance.listener", usage=True)
+        if exactly_once and any(isinstance(source, ZkSourceConfig) for source in sources):
+            raise MirrorError("--exactly-once needs sources with bootstrap.servers (group consumers)", usage=True)
+        if transactional_id_prefix is not None and not exactly_once:
+            raise MirrorError("--transactional.id.prefix needs --exactly-once", usage=True)
     except MirrorError as exc:
         raise ToolError(str(exc), EXIT_USAGE if exc.usage else EXIT_FAILED) from None
+    if commit_interval_ms is None:
+        commit_interval_ms = 1000 if exactly_once else 60_000
     if check:
         if len(sources) != 1:
             raise ToolError("--check compares one --consumer.config source with the target", EXIT_USAGE)
@@ -203,6 +232,8 @@ def mirror(
         create_topics=not no_create_topics,
         target_replication_factor=replication_factor,
         topic_filter=topic_filter(whitelist, blacklist),
+        exactly_once=exactly_once,
+        transactional_id_prefix=transactional_id_prefix,
     )
     _run(options)
 

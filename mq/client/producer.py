@@ -167,6 +167,9 @@ class AsyncProducer:
         """How long ``send`` waits for a topic without leaders yet (Kafka's ``max.block.ms``)."""
         self.producer_id = -1
         self.producer_epoch = -1
+        self.transactional_id: str | None = None
+        """Set by transactional producers: their batches carry the transactional flag and their Produce requests
+        the id."""
         self._batches: dict[TopicPartition, deque[_Batch]] = defaultdict(deque)
         self._in_flight: set[TopicPartition] = set()
         self._next_sequence: dict[TopicPartition, int] = defaultdict(int)
@@ -223,8 +226,7 @@ class AsyncProducer:
         timestamp_ms: int | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Queue one record; the returned future completes once the broker acknowledged it (or failed)."""
-        if self._closed:
-            raise KafkaError("the producer is closed", code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        self._check_send()
         await self.start()
         partitions = await self.partitions_for(topic)
         if partition is None:
@@ -252,8 +254,7 @@ class AsyncProducer:
         """Queue many records of ``topic``, all to ``partition`` or each where the partitioner puts it, with one
         future instead of one per record: it gets the number of records once all were acknowledged, or the first
         error. The records join the same per-partition batches as ``send``'s, in order."""
-        if self._closed:
-            raise KafkaError("the producer is closed", code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        self._check_send()
         await self.start()
         partitions = await self.partitions_for(topic)
         if partition is not None and partition not in partitions:
@@ -287,6 +288,11 @@ class AsyncProducer:
             self._wakeup.set()
         return bulk.future
 
+    def _check_send(self) -> None:
+        """Raise when no record may be sent now."""
+        if self._closed:
+            raise KafkaError("the producer is closed", code=ErrorCode.UNKNOWN_SERVER_ERROR)
+
     def _choose_partition(self, topic: str, key: bytes | None, count: int) -> int:
         if key is not None:
             return partition_for_key(key, count)
@@ -308,7 +314,12 @@ class AsyncProducer:
             if batch.builder.estimated_size + record_size <= self.batch_size:
                 return batch
             batch.full = True
-        builder = RecordBatchBuilder(codec=self.codec, producer_id=self.producer_id, producer_epoch=self.producer_epoch)
+        builder = RecordBatchBuilder(
+            codec=self.codec,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            is_transactional=self.transactional_id is not None,
+        )
         batch = _Batch(tp, builder, asyncio.get_running_loop().time())
         queue.append(batch)
         self._wakeup.set()  # the sender learns the new batch's linger deadline
@@ -355,7 +366,7 @@ class AsyncProducer:
         by_node: dict[int, list[_Batch]] = defaultdict(list)
         next_check: float | None = None
         for tp, queue in self._batches.items():
-            if not queue or tp in self._in_flight:
+            if not queue or tp in self._in_flight or not self._may_send(tp):
                 continue
             batch = queue[0]
             ready_at = max(batch.not_before, batch.created + self.linger_ms / 1000)
@@ -378,6 +389,11 @@ class AsyncProducer:
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
         return next_check
+
+    def _may_send(self, tp: TopicPartition) -> bool:
+        """Whether batches of ``tp`` may be sent now (a transactional producer first adds ``tp`` to its
+        transaction)."""
+        return True
 
     def _leader(self, tp: TopicPartition) -> int | None:
         metadata = self.cluster.topics.get(tp.topic)
@@ -416,7 +432,7 @@ class AsyncProducer:
         for batch in batches:
             topics[batch.tp.topic].append({"index": batch.tp.partition, "records": batch.data})
         body = {
-            "transactional_id": None,
+            "transactional_id": self.transactional_id,
             "acks": self.acks,
             "timeout": self.request_timeout_ms,
             "topic_data": [{"name": name, "partition_data": parts} for name, parts in topics.items()],
@@ -472,6 +488,10 @@ class AsyncProducer:
             self._batches[batch.tp].appendleft(batch)
             self._request_metadata(batch.tp.topic)
             return
+        self._give_up(batch, error)
+
+    def _give_up(self, batch: _Batch, error: KafkaError) -> None:
+        """Fail every record of ``batch`` with ``error``."""
         for future in batch.futures:
             if not future.done():
                 future.set_exception(error)

@@ -1,6 +1,7 @@
 """``mq mirror --check``: compare each partition of the mirrored topics in the source and the target cluster.
 
-A partition's digest covers every record from its log start offset to its high watermark, in offset order:
+A partition's digest covers every committed record (read_committed: no aborted transaction's records, no control
+records) from its log start offset to its last stable offset, in offset order:
 ``count`` records and ``sha256`` over, per record, the key then the value, each as a 4-byte big-endian signed length
 (-1 for null, no bytes follow) and the bytes. Timestamps, headers and offsets are not part of it, so a faithful
 mirror has the same digest even though its offsets differ. Partition ``p`` of a source topic is compared with
@@ -18,7 +19,7 @@ from operator import attrgetter
 from typing import Any
 
 from mq.client.admin import AsyncAdmin
-from mq.client.consumer import AsyncConsumer, ConsumerRecord, list_offsets
+from mq.client.consumer import ISOLATION_LEVELS, AsyncConsumer, ConsumerRecord, list_offsets
 from mq.client.security import PLAINTEXT
 from mq.protocol.list_offsets import LATEST
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
@@ -85,11 +86,14 @@ async def digests(
     if not wanted:
         return result
     async with AsyncConsumer(
-        client["bootstrap_servers"], auto_offset_reset="earliest", fetch_max_wait_ms=100, security=security
+        client["bootstrap_servers"],
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+        isolation_level="read_committed",
+        security=security,
     ) as c:
-        ends = {
-            tp: offset for tp, (offset, _) in (await list_offsets(c.cluster, dict.fromkeys(wanted, LATEST))).items()
-        }
+        stable = await list_offsets(c.cluster, dict.fromkeys(wanted, LATEST), ISOLATION_LEVELS["read_committed"])
+        ends = {tp: offset for tp, (offset, _) in stable.items()}
         c.assign(wanted)
         c.seek_to_beginning()
         remaining = [tp for tp in wanted if await c.position(tp) < ends[tp]]

@@ -49,8 +49,9 @@ from mq.client.zk_consumer import ZkConsumerConfig, ZookeeperConsumer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.client_properties import consumer_settings, producer_settings
+from mq.tools.mirror_transactions import PartitionTransactions
 from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
-from mq.tools.record_copy import record_size, send_copies, target_partition
+from mq.tools.record_copy import copy_rows, record_size, send_copies, target_partition
 from mq.topic_partition import TopicFilter, TopicPartition, java_topic_regex
 from mq.zk.store import StoreError
 
@@ -317,6 +318,10 @@ class MirrorOptions:
     """-1: the target broker's default.replication.factor."""
     topic_filter: TopicFilter | None = None
     """What ZooKeeper sources register (the filter ``pattern`` came from); default: a whitelist of ``pattern``."""
+    exactly_once: bool = False
+    """Copy in transactions that also commit the source positions on the target (``mirror_transactions``)."""
+    transactional_id_prefix: str | None = None
+    """Prefix of the per-partition transactional ids; default ``mq-mirror-<group.id>-``."""
 
 
 class _Targets:
@@ -359,6 +364,8 @@ class _Forwarder:
         self.sent: list[asyncio.Future[int]] = []
         self._committing = asyncio.Lock()
         """One commit at a time: a later one must not pass an earlier one still waiting for acknowledgements."""
+        self.transactions: PartitionTransactions | None = None
+        """Exactly once: the per-partition transactions on the target (group sources only)."""
 
     async def run(self) -> None:
         raise NotImplementedError
@@ -367,6 +374,8 @@ class _Forwarder:
         """Commit what was acknowledged from ``revoked`` and forget them, then tell the user's listener."""
         if self.mirror.aborted:
             return
+        if self.transactions is not None:
+            await self.transactions.release(revoked, self.positions)
         await self.commit(revoked)
         for tp in revoked:
             self.positions.pop(tp, None)
@@ -377,6 +386,10 @@ class _Forwarder:
 
     async def source_partitions(self, topic: str) -> int:
         """How many partitions ``topic`` has in the source."""
+        raise NotImplementedError
+
+    async def rewind(self, positions: Mapping[TopicPartition, int]) -> None:
+        """Read partitions again from ``positions`` after their transaction aborted."""
         raise NotImplementedError
 
     async def store(self, offsets: dict[TopicPartition, int]) -> bool:
@@ -392,7 +405,7 @@ class _Forwarder:
         mirror = self.mirror
         stats = mirror.stats
         handler = mirror.options.handler
-        for (topic, _), group in itertools.groupby(records, key=_PLACE):
+        for (topic, source_partition), group in itertools.groupby(records, key=_PLACE):
             run = list(group)
             stats.records += len(run)
             stats.bytes += sum(map(record_size, run))
@@ -400,13 +413,21 @@ class _Forwarder:
             outputs = run if handler is None else [out for record in run for out in handler(record)]
             for (target_topic, partition), out in itertools.groupby(outputs, key=_PLACE):
                 count = await mirror.targets.count(target_topic, source_count)
-                future = await send_copies(mirror.producer, target_topic, out, target_partition(partition, count))
+                placed = target_partition(partition, count)
+                if self.transactions is not None:
+                    source = TopicPartition(topic, source_partition)
+                    await self.transactions.send(source, target_topic, copy_rows(out), placed)
+                    continue
+                future = await send_copies(mirror.producer, target_topic, out, placed)
                 future.add_done_callback(mirror.answered)
                 self.sent.append(future)
 
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a
-        send failed with abort_on_send_failure)."""
+        send failed with abort_on_send_failure). Exactly once, the transactions commit first (those aborted rewind
+        their partition) and the source group gets the positions they committed, for its lag only."""
+        if self.transactions is not None and partitions is None:
+            await self.rewind(await self.transactions.commit(self.positions))
         async with self._committing:
             waiting, self.sent = [f for f in self.sent if not f.done()], []
             if waiting:
@@ -432,10 +453,22 @@ class _Stream(_Forwarder):
         settings = dict(source.consumer)
         settings["client_id"] = f"{settings['group_id']}-{index}"
         self.consumer = AsyncGroupConsumer(**settings)
+        options = mirror.options
+        if options.exactly_once:
+            group = settings["group_id"]
+            prefix = options.transactional_id_prefix or f"mq-mirror-{group}-"
+            self.transactions = PartitionTransactions(mirror.producer.cluster, group, prefix, options.target)
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         self.committed.update(self.consumer.fetcher.known_positions())
+        transactions = self.transactions
+        if transactions is not None:  # the target's positions rule; the source group's are the fallback
+            for tp, offset in (await transactions.own(assigned)).items():
+                self.consumer.seek(tp, offset)
         await self.reposition(assigned)
+        if transactions is not None:
+            fetcher = self.consumer.fetcher
+            transactions.start_from({tp: await fetcher.position(tp) for tp in assigned})
         listener = self.mirror.options.rebalance_listener
         if listener is not None:
             listener.on_partitions_assigned(assigned)
@@ -500,6 +533,8 @@ class _Stream(_Forwarder):
                     await self.commit()
                     next_commit = loop.time() + interval
             await self.commit()
+            if self.transactions is not None:
+                await self.transactions.release(list(self.transactions.producers), self.positions)
         finally:
             stop.cancel()
             if not self.mirror.aborted:
@@ -523,6 +558,17 @@ class _Stream(_Forwarder):
 
     async def source_partitions(self, topic: str) -> int:
         return len((await self.consumer.cluster.topic(topic)).partitions)
+
+    async def rewind(self, positions: Mapping[TopicPartition, int]) -> None:
+        if not positions:
+            return
+        self.mirror.report(
+            "WARNING: a transaction was aborted; mirroring again from "
+            + ", ".join(f"{tp}@{offset}" for tp, offset in sorted(positions.items()))
+        )
+        for tp, offset in positions.items():
+            self.consumer.seek(tp, offset)
+            self.positions[tp] = offset
 
     async def store(self, offsets: dict[TopicPartition, int]) -> bool:
         try:

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Iterable
 
 from mq.client.consumer import ConsumerRecord
-from mq.client.producer import AsyncProducer
+from mq.client.producer import AsyncProducer, Row
 
 
 def target_partition(source_partition: int, target_partitions: int) -> int | None:
@@ -30,5 +30,9 @@ async def send_copies(
 ) -> asyncio.Future[int]:
     """Queue copies of ``records`` for ``partition`` of ``topic`` (None: each where the partitioner puts it); the
     future gets the number of records once the target acknowledged all of them."""
-    rows = [(r.key, r.value, r.headers, r.timestamp if r.timestamp >= 0 else None) for r in records]
-    return await producer.send_many(topic, rows, partition)
+    return await producer.send_many(topic, copy_rows(records), partition)
+
+
+def copy_rows(records: Iterable[ConsumerRecord]) -> list[Row]:
+    """``records`` as rows of ``send_many``: key, value, headers, and timestamp (None where the record has none)."""
+    return [(r.key, r.value, r.headers, r.timestamp if r.timestamp >= 0 else None) for r in records]

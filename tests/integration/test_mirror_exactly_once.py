@@ -1,0 +1,114 @@
+"""``mq mirror --exactly-once`` between two broker processes: kill -9 of the mirror, of the target broker and of
+the source broker while it copies, and still a read_committed consumer of the target sees every source record
+exactly once, in order per key, and ``--check`` finds source and target equal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from test_mirror import (
+    KEYS,
+    PACING_HANDLER,
+    Mirror,
+    create_topic,
+    no_mirror_left_behind,  # noqa: F401  (the autouse fixture that kills mirrors a test left running)
+    produce,
+    start_brokers,
+    wait_mirrored,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float = 3.0) -> list[tuple[int, bytes, bytes]]:
+    """(partition, key, value) of every committed record, read until every partition reached its end."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "eos-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    except Exception:
+        consumer.close()
+        return []
+    records: list[tuple[int, bytes, bytes]] = []
+    at_end: set[int] = set()
+    while len(at_end) < partitions:
+        messages = consumer.consume(10_000, timeout=timeout)
+        if not messages:
+            break
+        for m in messages:
+            if m.error() is not None:
+                if m.error().code() == -191:  # _PARTITION_EOF
+                    at_end.add(m.partition())
+                    continue
+                break
+            at_end.discard(m.partition())
+            records.append((m.partition(), m.key(), m.value()))
+    consumer.close()
+    return records
+
+
+def committed_count(bootstrap: str, topic: str) -> int:
+    return len(read_committed(bootstrap, topic, 2, timeout=1.0))
+
+
+def test_the_exactly_once_mirror_survives_kill_9_of_itself_and_of_either_broker(
+    mq_command: list[str], broker_factory: Callable[..., object], tmp_path: Path
+) -> None:
+    source, target = start_brokers(broker_factory)
+    total = 20_000
+    create_topic(source.bootstrap, "events", 2)
+    produce(source.bootstrap, "events", total)
+    (tmp_path / "pacing.py").write_text(PACING_HANDLER)
+    options = ["--exactly-once", "--offset.commit.interval.ms", "300", "--message.handler", "pacing:every_100th_waits"]
+    options += ["--message.handler.args", "0.1"]  # about 20 s of copying: time for three kills
+    mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "events", *options).start()
+
+    progress = [0]
+
+    def advanced(by: int) -> Callable[[], bool]:
+        def check() -> bool:
+            count = committed_count(target.bootstrap, "events")
+            if count >= progress[0] + by:
+                progress[0] = count
+                return True
+            return False
+
+        return check
+
+    wait_mirrored(advanced(total // 8), mirror)
+    mirror.kill()
+    mirror.start()
+    wait_mirrored(advanced(total // 8), mirror)
+    target.kill()
+    target.start()
+    wait_mirrored(advanced(total // 8), mirror)
+    source.kill()
+    source.start()
+    wait_mirrored(lambda: committed_count(target.bootstrap, "events") >= total, mirror, timeout=120)
+    code, err = mirror.stop()
+    assert code == 0, err
+
+    records = read_committed(target.bootstrap, "events", 2)
+    assert len(records) == total
+    per_key: dict[bytes, list[int]] = {}
+    for partition, key, value in records:
+        assert value.startswith(key + b":")
+        per_key.setdefault(key, []).append(int(value.split(b":")[1]))
+        assert partition in (0, 1)
+    assert len(per_key) == KEYS
+    for key, seqs in per_key.items():
+        assert seqs == list(range(total // KEYS)), key  # every record once, in order
+
+    check = mirror.check()
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("\tOK") == 2, check.stdout
