@@ -580,9 +580,13 @@ class Log:
             return found
 
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
-        """Record an aborted transaction in the index of the segment holding its marker (the active one)."""
+        """Record an aborted transaction in the index of the segment holding its marker, unless that index already
+        holds an entry for this marker or a later one (a replay of the log over markers already indexed)."""
         with self._lock:
-            self.segments[self._segment_for(txn.last_offset)].txn_index.append(txn)
+            index = self.segments[self._segment_for(txn.last_offset)].txn_index
+            indexed = index.last_offset
+            if indexed is None or indexed < txn.last_offset:
+                index.append(txn)
 
     def batches_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
         """(segment, header) of every entry whose last offset is >= ``offset``, in log order (headers only)."""
