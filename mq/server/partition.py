@@ -44,7 +44,7 @@ from mq.server.producer_state import (
     ProducerEntry,
     ProducerStateManager,
 )
-from mq.storage.file_names import offset_from_file_name, snapshot_file_name
+from mq.storage.file_names import log_file_name, offset_from_file_name, snapshot_file_name
 from mq.storage.log_segment import LogSegment
 from mq.storage.partition_log import FetchDataInfo, Log, LogAppendInfo
 from mq.storage.producer_snapshot import (
@@ -437,7 +437,11 @@ class Partition:
 
 
 def write_roll_snapshot(directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
-    """Any thread: write the snapshot a roll asked for (fsynced) and delete those below the log's first segment."""
+    """Any thread: write the snapshot a roll asked for (fsynced) and delete those below the log's first segment.
+    Nothing is written when the segment the roll started is gone (the log was truncated below it meanwhile, which
+    deleted the snapshots above the new log end: this one would describe data no longer in the log)."""
+    if not log_file_name(directory, offset).exists():
+        return
     write_snapshot(snapshot_file_name(directory, offset), entries)
     first = min((offset_from_file_name(p.name) for p in directory.glob("*.log")), default=offset)
     for older in list_snapshot_offsets(directory):

@@ -17,7 +17,7 @@ from mq.server.partition import Partition, write_roll_snapshot
 from mq.server.producer_state import InvalidProducerEpochError
 from mq.storage.file_names import snapshot_file_name
 from mq.storage.partition_log import Log
-from mq.storage.producer_snapshot import list_snapshot_offsets, read_snapshot
+from mq.storage.producer_snapshot import ProducerSnapshotEntry, list_snapshot_offsets, read_snapshot
 from mq.topic_partition import TopicPartition
 
 BROKER = 1
@@ -245,3 +245,23 @@ def test_a_replay_over_indexed_markers_adds_no_entries(tmp_path: Path) -> None:
     indexed = aborted(source)
     source.rebuild_producer_state()
     assert aborted(source) == indexed
+
+
+def test_a_roll_snapshot_asked_for_before_a_truncation_below_its_segment_is_not_written(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=200)
+    asked: list[tuple[Path, int, list[ProducerSnapshotEntry]]] = []
+    p = leader(tmp_path / "t-0", config)
+    p.on_roll_snapshot = lambda *request: asked.append(request)  # written later, as a worker thread would
+    append(p, batch(7, 0, 0))
+    append(p, batch(7, 0, 2))
+    append(p, batch(7, 0, 4))  # rolls at 4
+    assert [offset for _, offset, _ in asked] == [4]
+    p.truncate_to(2)
+    write_roll_snapshot(*asked[0])
+    assert list_snapshot_offsets(tmp_path / "t-0") == []
+    p.truncate_to(0)
+    append(p, batch(7, 0, 0))
+    append(p, batch(7, 0, 2))
+    append(p, batch(7, 0, 4))
+    write_roll_snapshot(*asked[-1])
+    assert list_snapshot_offsets(tmp_path / "t-0") == [4]
