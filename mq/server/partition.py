@@ -32,7 +32,7 @@ from mq.errors import (
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
 )
-from mq.records.batch_header import BatchHeader, iter_headers, parse_header
+from mq.records.batch_header import BatchHeader, parse_header
 from mq.records.crc import Buffer
 from mq.records.default_batch import build_control_batch, read_end_txn_marker
 from mq.records.record import ABORT, COMMIT, EndTxnMarker
@@ -335,9 +335,10 @@ class Partition:
         a roll first asks for the snapshot of the state before the new segment; an ABORT marker adds its transaction
         index entry."""
         active = self.log.active
-        info = self.log.append_as_follower(records)
+        headers: list[BatchHeader] = []
+        info = self.log.append_as_follower(records, headers)
         self._snapshot_if_rolled(active)
-        for header in iter_headers(records):
+        for header in headers:
             self._apply_batch(header, records)
         return info
 

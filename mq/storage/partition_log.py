@@ -430,9 +430,13 @@ class Log:
                 offset += h.last_offset_delta + 1 if h.magic >= 2 else 1
         return out
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, headers_out: list[BatchHeader] | None = None
+    ) -> LogAppendInfo:
         """Append batches whose offsets the leader assigned. They must start at or after the log end offset and
-        increase, else InvalidRecordError (the log unchanged)."""
+        increase, else InvalidRecordError (the log unchanged). ``headers_out``, when given, receives the validated
+        headers of the appended batches (positions in ``records``), so a caller reading each batch's header (producer
+        state) parses none again."""
         headers = self._validate(records, from_producer=False)
         with self._lock:
             expected = self.log_end_offset
@@ -465,6 +469,8 @@ class Log:
                 self.leader_epoch_cache.assign(epoch, start)
             segment.append(expected - 1, max_ts, offset_of_max, records)
             self.log_end_offset = expected
+            if headers_out is not None:
+                headers_out += headers
             return LogAppendInfo(
                 first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(records)
             )
