@@ -677,6 +677,18 @@ class BrokerConfig:
         "how often expired transactional ids are removed",
         minimum=1,
     )
+    producer_id_expiration_ms: int = _key(
+        "producer.id.expiration.ms",
+        86400000,
+        "how long a partition keeps an idempotent producer with no open transaction after its last batch or marker",
+        minimum=1,
+    )
+    producer_id_expiration_check_interval_ms: int = _key(
+        "producer.id.expiration.check.interval.ms",
+        600000,
+        "how often partitions forget producers past producer.id.expiration.ms",
+        minimum=1,
+    )
     broker_rack: str | None = _key("broker.rack", None, "rack of this broker, for rack-aware assignment")
     quota_window_num: int = _key("quota.window.num", 11, "samples kept to measure client quota rates", minimum=1)
     quota_window_size_seconds: int = _key(

@@ -876,6 +876,11 @@ class KafkaServer:
                 config.transaction_remove_expired_transaction_cleanup_interval_ms,
                 transactions.remove_expired,
             )
+        scheduler.schedule_on_loop(
+            "producer-id-expiration",
+            config.producer_id_expiration_check_interval_ms,
+            replica_manager.remove_expired_producers,
+        )
         scheduler.schedule(
             "recovery-point-checkpoint",
             config.log_flush_offset_checkpoint_interval_ms,

@@ -5,10 +5,13 @@ this replica leads and equals the smallest log end offset among the in-sync repl
 known from their fetches. The last stable offset is the first offset of the oldest open transaction, or the high
 watermark when that is lower (or no transaction is open); read_committed consumers read below it.
 
-Producer state (idempotence, open transactions) is rebuilt from the latest producer snapshot at or below the log end
-(``<offset>.snapshot``, written when a leader's append rolls the log and at a clean shutdown) and the batch headers
-after it, or from the log start without one; ABORT markers found there whose transaction index entry is missing (a
-follower's replicated markers, an unflushed index) get it.
+Producer state (idempotence, open transactions) follows the log on leaders and followers alike, one v2 batch header
+at a time (``_apply_batch``): a leader's validated appends and markers, a follower's replicated batches (a replicated
+ABORT marker adds its transaction index entry, as the leader's did). So a follower that becomes leader has the state
+already. It is rebuilt from the latest producer snapshot at or below the log end (``<offset>.snapshot``, written when
+an append rolls the log and at a clean shutdown) and the batch headers after it, or from the log start without one:
+when the log is loaded and when a truncation cuts it (Kafka's truncateAndReload); ABORT markers found there whose
+transaction index entry is missing (an unflushed index) get it.
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ from mq.errors import (
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
 )
-from mq.records.batch_header import parse_header
+from mq.records.batch_header import BatchHeader, parse_header
 from mq.records.crc import Buffer
 from mq.records.default_batch import build_control_batch, read_end_txn_marker
-from mq.records.record import ABORT, COMMIT
+from mq.records.record import ABORT, COMMIT, EndTxnMarker
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.producer_state import (
     SEQUENCE_MODULUS,
@@ -41,8 +44,9 @@ from mq.server.producer_state import (
     ProducerEntry,
     ProducerStateManager,
 )
-from mq.storage.file_names import offset_from_file_name, snapshot_file_name
-from mq.storage.partition_log import FetchDataInfo, Log
+from mq.storage.file_names import log_file_name, offset_from_file_name, snapshot_file_name
+from mq.storage.log_segment import LogSegment
+from mq.storage.partition_log import FetchDataInfo, Log, LogAppendInfo
 from mq.storage.producer_snapshot import (
     CorruptSnapshotError,
     ProducerSnapshotEntry,
@@ -91,8 +95,8 @@ class Partition:
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     on_roll_snapshot: Callable[[Path, int, list[ProducerSnapshotEntry]], None] | None = None
-    """Told (log dir, new segment's base offset, producer state before it) when a leader's append rolled the log:
-    the snapshot is written off the loop (``write_roll_snapshot``)."""
+    """Told (log dir, new segment's base offset, producer state before it) when a leader's or a follower's append
+    rolled the log: the snapshot is written off the loop (``write_roll_snapshot``)."""
     follower_lag: int = 0
     """As a follower: the leader's high watermark at the last fetch minus this log's end (ReplicaFetcher MaxLag)."""
     topic_id: str | None = None
@@ -128,28 +132,50 @@ class Partition:
         """Recover producers' recent batches and open transactions from the latest snapshot and the batch headers
         after it (control batches alone are read whole), so a retry that crosses a broker restart is still a
         duplicate and an open transaction still bounds the last stable offset."""
-        producers = self.producers
-        producers.truncate()
+        self.producers.truncate()
         start = self._load_snapshot()
         for segment, header in self.log.batches_from(start):
-            if header.magic < 2 or header.producer_id < 0:
-                continue
-            if header.is_control:
+            if header.is_control and header.producer_id >= 0:
                 data = os.pread(segment.fd, header.size, header.position)
                 parsed = parse_header(data, 0)
-                marker = None if parsed is None else read_end_txn_marker(data, parsed)
-                if marker is not None:
-                    done = producers.complete_txn(
-                        header.producer_id, header.producer_epoch, marker.coordinator_epoch, marker.commit
-                    )
-                    indexed = segment.txn_index.last_offset
-                    if done is not None and done.aborted and (indexed is None or indexed < header.offset):
-                        segment.txn_index.append(self._aborted_entry(done, header.offset))
-            elif header.base_sequence >= 0:
-                batch = BatchMetadata(
-                    header.base_sequence, header.last_sequence, header.offset, header.last_offset, header.max_timestamp
-                )
-                producers.update(header.producer_id, header.producer_epoch, batch, header.is_transactional)
+                if parsed is not None:
+                    self._apply_batch(parsed, data)
+            else:
+                self._apply_batch(header, b"")
+
+    def _apply_batch(self, header: BatchHeader, buf: Buffer) -> None:
+        """Update the producer state for one batch already in the log at its own offsets (replayed or replicated):
+        an idempotent v2 batch is recorded, a control batch (read from ``buf``, which holds it at ``header.position``;
+        no other batch is read) completes its producer's transaction. Batches without a producer id change nothing."""
+        if header.magic < 2 or header.producer_id < 0:
+            return
+        if header.is_control:
+            marker = read_end_txn_marker(buf, header)
+            if marker is not None:
+                self._complete_txn(marker, header.offset, header.max_timestamp)
+        elif header.base_sequence >= 0:
+            self._record_batch(header, header.offset, header.last_offset, header.max_timestamp)
+
+    def _record_batch(self, header: BatchHeader, first_offset: int, last_offset: int, timestamp: int) -> None:
+        """Record the idempotent batch ``header`` describes, appended at ``first_offset``..``last_offset``."""
+        batch = BatchMetadata(header.base_sequence, header.last_sequence, first_offset, last_offset, timestamp)
+        self.producers.update(header.producer_id, header.producer_epoch, batch, header.is_transactional)
+
+    def _complete_txn(self, marker: EndTxnMarker, offset: int, timestamp: int) -> None:
+        """Apply ``marker``, in the log at ``offset`` with ``timestamp``: close its producer's open transaction; an
+        aborted one gets its transaction index entry (once: a replay over indexed markers adds none)."""
+        done = self.producers.complete_txn(
+            marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.commit, timestamp
+        )
+        if done is not None and done.aborted:
+            self.log.append_aborted_txn(self._aborted_entry(done, offset))
+
+    def _snapshot_if_rolled(self, active: LogSegment) -> None:
+        """After an append that started in the segment ``active``: when it rolled the log, ask for the snapshot of the
+        producer state before the new segment (the state before the append's batches are applied)."""
+        log_ = self.log
+        if log_.active is not active and self.on_roll_snapshot is not None:
+            self.on_roll_snapshot(log_.dir, log_.active.base_offset, self.snapshot_entries())
 
     def _load_snapshot(self) -> int:
         """Load the latest readable snapshot at or below the log end (deleting those above it and damaged ones);
@@ -166,7 +192,9 @@ class Partition:
                 path.unlink(missing_ok=True)
                 continue
             for e in entries:
-                entry = ProducerEntry(e.producer_epoch, coordinator_epoch=e.coordinator_epoch)
+                entry = ProducerEntry(
+                    e.producer_epoch, coordinator_epoch=e.coordinator_epoch, last_timestamp=e.timestamp
+                )
                 if e.has_batch:
                     first_offset = e.last_offset - e.offset_delta
                     entry.batches.append(
@@ -191,7 +219,7 @@ class Partition:
                     last.last_sequence if last else -1,
                     last.last_offset if last else -1,
                     (last.last_sequence - last.first_sequence) % SEQUENCE_MODULUS if last else 0,
-                    last.timestamp if last else -1,
+                    entry.last_timestamp,
                     entry.coordinator_epoch,
                     entry.current_txn_first_offset,
                 )
@@ -275,13 +303,10 @@ class Partition:
                 return AppendResult(duplicate.first_offset, -1, self.log_start_offset)
         active = self.log.active
         info = self.log.append_as_leader(records, self.leader_epoch, header)
-        if self.log.active is not active and self.on_roll_snapshot is not None:
-            self.on_roll_snapshot(self.log.dir, int(info.first_offset), self.snapshot_entries())
+        self._snapshot_if_rolled(active)
         if idempotent:
-            batch = BatchMetadata(
-                header.base_sequence, header.last_sequence, info.first_offset, info.last_offset, header.max_timestamp
-            )
-            self.producers.update(header.producer_id, header.producer_epoch, batch, header.is_transactional)
+            timestamp = info.log_append_time_ms if info.log_append_time_ms >= 0 else header.max_timestamp
+            self._record_batch(header, info.first_offset, info.last_offset, timestamp)
         self.maybe_increment_high_watermark()
         return AppendResult(int(info.first_offset), int(info.log_append_time_ms), self.log_start_offset)
 
@@ -292,16 +317,43 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"This broker is not the leader for {self.tp}")
         self.producers.check_marker(producer_id, producer_epoch)
+        now = self.time_ms()
         marker = build_control_batch(
-            COMMIT if commit else ABORT, producer_id, producer_epoch, coordinator_epoch, timestamp=self.time_ms()
+            COMMIT if commit else ABORT, producer_id, producer_epoch, coordinator_epoch, timestamp=now
         )
+        active = self.log.active
         info = self.log.append_as_leader(bytearray(marker), self.leader_epoch)
+        self._snapshot_if_rolled(active)
         offset = int(info.first_offset)
-        done = self.producers.complete_txn(producer_id, producer_epoch, coordinator_epoch, commit)
-        if done is not None and done.aborted:
-            self.log.append_aborted_txn(self._aborted_entry(done, offset))
+        self._complete_txn(EndTxnMarker(producer_id, producer_epoch, coordinator_epoch, commit), offset, now)
         self.maybe_increment_high_watermark()
         return offset
+
+    def append_records_to_follower(self, records: Buffer) -> LogAppendInfo:
+        """Append whole batches whose offsets the leader assigned (``Log.append_as_follower``) and update the producer
+        state from each batch header as the leader did, without validating sequences (Kafka's replication origin):
+        a roll first asks for the snapshot of the state before the new segment; an ABORT marker adds its transaction
+        index entry."""
+        active = self.log.active
+        headers: list[BatchHeader] = []
+        info = self.log.append_as_follower(records, headers)
+        self._snapshot_if_rolled(active)
+        for header in headers:
+            self._apply_batch(header, records)
+        return info
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every offset >= ``offset`` (a follower catching up with its leader) with the leader epochs that
+        start there, cap the high watermark, and reload the producer state to the new log end (Kafka's
+        truncateAndReload: the snapshots above it went with the truncation; the latest one at or below it and the
+        batches after it give the state)."""
+        log_ = self.log
+        end = log_.log_end_offset
+        log_.truncate_to(offset)
+        log_.leader_epoch_cache.truncate_from_end(offset)  # also epochs that start at the log end
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        if log_.log_end_offset != end:
+            self.rebuild_producer_state()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """A requester that sent its leader epoch (>= 0) must know ours: FENCED_LEADER_EPOCH when its epoch is older,
@@ -386,7 +438,11 @@ class Partition:
 
 
 def write_roll_snapshot(directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
-    """Any thread: write the snapshot a roll asked for (fsynced) and delete those below the log's first segment."""
+    """Any thread: write the snapshot a roll asked for (fsynced) and delete those below the log's first segment.
+    Nothing is written when the segment the roll started is gone (the log was truncated below it meanwhile, which
+    deleted the snapshots above the new log end: this one would describe data no longer in the log)."""
+    if not log_file_name(directory, offset).exists():
+        return
     write_snapshot(snapshot_file_name(directory, offset), entries)
     first = min((offset_from_file_name(p.name) for p in directory.glob("*.log")), default=offset)
     for older in list_snapshot_offsets(directory):

@@ -9,6 +9,10 @@ newer epoch. A producer the partition has never seen may start at any sequence.
 Transactions: a producer's first transactional batch after a marker opens its transaction at that batch's first
 offset (``ongoing``, ordered by first offset since appends are); the ABORT or COMMIT marker closes it. The smallest
 open first offset bounds the last stable offset. A marker under an older epoch than the producer's is fenced.
+
+Expiration (producer.id.expiration.ms): a producer with no open transaction whose last timestamp (the max timestamp of
+its last batch, or its last marker's timestamp, as Kafka keeps it) is that old is forgotten; its next batch is then
+that of an unknown producer, accepted at any sequence (Kafka 2.5 and later, KIP-360).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ class ProducerEntry:
     """The first offset of the producer's open transaction; -1 without one."""
     coordinator_epoch: int = -1
     """The coordinator epoch of the producer's last marker."""
+    last_timestamp: int = -1
+    """The max timestamp of the producer's last batch or the timestamp of its last marker; -1 when unknown."""
 
     @property
     def last_sequence(self) -> int:
@@ -110,12 +116,14 @@ class ProducerStateManager:
             if previous is not None:
                 entry.current_txn_first_offset = previous.current_txn_first_offset
                 entry.coordinator_epoch = previous.coordinator_epoch
+                entry.last_timestamp = previous.last_timestamp
         return entry
 
     def update(self, producer_id: int, epoch: int, batch: BatchMetadata, transactional: bool = False) -> None:
         """Record an appended batch; a transactional one opens the producer's transaction unless one is open."""
         entry = self._entry(producer_id, epoch)
         entry.batches.append(batch)
+        entry.last_timestamp = batch.timestamp
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = batch.first_offset
             self.ongoing[producer_id] = batch.first_offset
@@ -129,14 +137,30 @@ class ProducerStateManager:
                 f"{producer_id}"
             )
 
-    def complete_txn(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool) -> CompletedTxn | None:
-        """Apply a marker appended for ``producer_id``: close its open transaction (returned), None if none was open."""
+    def complete_txn(
+        self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool, timestamp: int
+    ) -> CompletedTxn | None:
+        """Apply a marker appended for ``producer_id`` at ``timestamp``: close its open transaction (returned), None
+        if none was open."""
         entry = self._entry(producer_id, epoch)
         entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
         self.ongoing.pop(producer_id, None)
         return None if first < 0 else CompletedTxn(producer_id, first, not commit)
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers without an open transaction whose last timestamp is ``expiration_ms`` or more before
+        ``now_ms``; returns their ids."""
+        expired = [
+            producer_id
+            for producer_id, entry in self.producers.items()
+            if entry.current_txn_first_offset < 0 and now_ms - entry.last_timestamp >= expiration_ms
+        ]
+        for producer_id in expired:
+            del self.producers[producer_id]
+        return expired
 
     def truncate(self) -> None:
         """Forget everything (the log was truncated or replaced)."""

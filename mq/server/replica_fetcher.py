@@ -1,15 +1,15 @@
 """Followers replicate by fetching from their leaders, as consumers do but with ``replica_id`` set.
 
 One fetcher task per source broker long-polls Fetch for every partition this broker follows there, appends what
-arrives with ``append_as_follower`` (offsets as the leader assigned them), and takes the leader's high watermark,
-capped at its own log end. A partition moves between fetchers when LeaderAndIsr names a new leader.
+arrives with ``Partition.append_records_to_follower`` (offsets as the leader assigned them; producer state and
+transaction index kept as the leader keeps them), and takes the leader's high watermark, capped at its own log end. A partition moves between fetchers when LeaderAndIsr names a new leader.
 
 A newly followed partition is first *truncating* (KIP-101, KIP-279): the fetcher asks the leader with
 OffsetForLeaderEpoch where the follower's latest epoch ends in the leader's log and truncates to
 min(that end offset, its own end of that epoch, its log end); when the leader only knows an older epoch, the follower
 cuts back to where that older epoch ends on its side and asks again. A log without epochs truncates to its high
-watermark. Only then is the partition fetched, so a returning replica keeps exactly the prefix it shares with the
-leader. A fenced leader epoch (FENCED_LEADER_EPOCH) takes the partition out of the fetcher until the next
+watermark. Truncation reloads the producer state to the new log end. Only then is the partition fetched, so a
+returning replica keeps exactly the prefix it shares with the leader. A fenced leader epoch (FENCED_LEADER_EPOCH) takes the partition out of the fetcher until the next
 LeaderAndIsr follows it again; UNKNOWN_LEADER_EPOCH (the leader has not heard of the epoch yet) is retried.
 """
 
@@ -268,10 +268,7 @@ class ReplicaFetcher:
                 partition.log_end_offset,
                 self.leader_id,
             )
-        log_ = _log_of(partition)
-        log_.truncate_to(offset)
-        log_.leader_epoch_cache.truncate_from_end(offset)  # also epochs that start at the log end
-        partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
+        partition.truncate_to(offset)
 
     def _apply(self, response: Any, sent: dict[TopicPartition, tuple[int, int]]) -> bool:
         """Append what arrived; a partition whose log or epoch changed while the fetch was out (it was truncated, or
@@ -296,7 +293,7 @@ class ReplicaFetcher:
                 records = whole_batches(bytes(data.records or b""))
                 if records:
                     try:
-                        _log_of(partition).append_as_follower(records)
+                        partition.append_records_to_follower(records)
                     except KafkaError as exc:
                         log.warning("replica of %s rejected data from leader %d: %s", tp, self.leader_id, exc)
                         continue

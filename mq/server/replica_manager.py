@@ -121,8 +121,8 @@ class ReplicaManager:
         """Set in cluster mode: hands a leader's ISR change to the metadata writer, which answers through
         ``isr_change_done`` on the loop."""
         self.snapshot_requested: Callable[[Path, int, list[ProducerSnapshotEntry]], None] = write_roll_snapshot
-        """Called when a leader's append rolled its log, with the producer snapshot to write; the broker writes it on
-        a worker thread."""
+        """Called when a leader's or follower's append rolled its log, with the producer snapshot to write; the broker
+        writes it on a worker thread."""
         self.flush_requested: Callable[[Partition], None] = lambda partition: partition.log.flush()
         """Called when a log's flush.messages is reached; the broker flushes it on a worker thread."""
         self.fetch_purgatory: Purgatory[TopicPartition] = Purgatory(self.clock, "Fetch")
@@ -185,10 +185,7 @@ class ReplicaManager:
                 if self.fetchers is not None:
                     self.fetchers.unfollow(info.tp)
                 partition.log.leader_epoch_cache.assign(info.leader_epoch, partition.log_end_offset)
-                if not was_leader:
-                    partition.rebuild_producer_state()  # retries of batches replicated here are duplicates
             elif info.leader >= 0 and self.fetchers is not None:
-                partition.producers.truncate()
                 self.fetchers.follow(partition, info.leader)  # truncates by leader epoch before fetching
             if self.leadership_listener is not None:
                 self.leadership_listener(info.tp, partition.is_leader)
@@ -372,15 +369,20 @@ class ReplicaManager:
         )
         return replicated
 
+    def remove_expired_producers(self) -> None:
+        """On the loop: every hosted partition, leader or follower, forgets the producers idle for
+        producer.id.expiration.ms (Kafka's PeriodicProducerExpirationCheck); in-memory work only."""
+        now = self.clock.time_ms()
+        for partition in self.partitions.values():
+            partition.producers.remove_expired(now, self.config.producer_id_expiration_ms)
+
     def _roll_snapshot(self, directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> None:
         self.snapshot_requested(directory, offset, entries)
 
     def write_producer_snapshots(self) -> None:
-        """Snapshot the producer state of every partition this broker leads at its log end (a clean shutdown);
-        followers keep no producer state, so theirs would be empty."""
+        """Snapshot the producer state of every partition this broker hosts, leader or follower, at its log end (a
+        clean shutdown)."""
         for partition in list(self.partitions.values()):
-            if not partition.is_leader:
-                continue
             try:
                 partition.write_producer_snapshot()
             except OSError:

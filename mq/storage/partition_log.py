@@ -430,9 +430,13 @@ class Log:
                 offset += h.last_offset_delta + 1 if h.magic >= 2 else 1
         return out
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, headers_out: list[BatchHeader] | None = None
+    ) -> LogAppendInfo:
         """Append batches whose offsets the leader assigned. They must start at or after the log end offset and
-        increase, else InvalidRecordError (the log unchanged)."""
+        increase, else InvalidRecordError (the log unchanged). ``headers_out``, when given, receives the validated
+        headers of the appended batches (positions in ``records``), so a caller reading each batch's header (producer
+        state) parses none again."""
         headers = self._validate(records, from_producer=False)
         with self._lock:
             expected = self.log_end_offset
@@ -465,6 +469,8 @@ class Log:
                 self.leader_epoch_cache.assign(epoch, start)
             segment.append(expected - 1, max_ts, offset_of_max, records)
             self.log_end_offset = expected
+            if headers_out is not None:
+                headers_out += headers
             return LogAppendInfo(
                 first_offset, expected - 1, max_ts, offset_of_max, -1, self.log_start_offset, messages, len(records)
             )
@@ -580,9 +586,13 @@ class Log:
             return found
 
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
-        """Record an aborted transaction in the index of the segment holding its marker (the active one)."""
+        """Record an aborted transaction in the index of the segment holding its marker, unless that index already
+        holds an entry for this marker or a later one (a replay of the log over markers already indexed)."""
         with self._lock:
-            self.segments[self._segment_for(txn.last_offset)].txn_index.append(txn)
+            index = self.segments[self._segment_for(txn.last_offset)].txn_index
+            indexed = index.last_offset
+            if indexed is None or indexed < txn.last_offset:
+                index.append(txn)
 
     def batches_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
         """(segment, header) of every entry whose last offset is >= ``offset``, in log order (headers only)."""

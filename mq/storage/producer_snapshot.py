@@ -9,13 +9,14 @@ A snapshot named by offset N holds the state after applying every batch below N.
        int64 producer_id, int16 epoch, int32 last_sequence, int64 last_offset, int32 offset_delta,
        int64 timestamp, int32 coordinator_epoch, int64 current_txn_first_offset
 
-``last_sequence``/``last_offset``/``timestamp`` describe the producer's last batch (``offset_delta`` = its last minus
-first sequence, so its first sequence is ``last_sequence - offset_delta`` mod 2**31); a producer known only by its
-epoch (no batch left, e.g. after a marker) stores -1, -1, 0, -1. ``current_txn_first_offset`` is the first offset of
-the producer's open transaction, -1 without one.
+``last_sequence``/``last_offset`` describe the producer's last batch (``offset_delta`` = its last minus first
+sequence, so its first sequence is ``last_sequence - offset_delta`` mod 2**31); a producer known only by its epoch (no
+batch left) stores -1, -1, 0. ``timestamp`` is the producer's last timestamp (its last batch's max timestamp or its
+last marker's, what producer.id.expiration.ms is measured from; -1 unknown). ``current_txn_first_offset`` is the first
+offset of the producer's open transaction, -1 without one.
 
 An idempotent producer's state (``mq.server.producer_state``) maps onto an entry through its last batch: that
-batch's last sequence, last offset, last minus first sequence and timestamp.
+batch's last sequence, last offset and last minus first sequence.
 
 Like Kafka, a snapshot is written in place and fsynced; a torn or damaged file fails its CRC on reading and must be
 discarded (the state is then rebuilt from an older snapshot or the log).

@@ -41,7 +41,7 @@ def producers_api(replica_manager: ReplicaManager, cache: MetadataCache, acl: Ac
                 "producer_id": producer_id,
                 "producer_epoch": entry.epoch,
                 "last_sequence": entry.last_sequence,
-                "last_timestamp": entry.batches[-1].timestamp if entry.batches else -1,
+                "last_timestamp": entry.last_timestamp,
                 "coordinator_epoch": entry.coordinator_epoch,
                 "current_txn_start_offset": entry.current_txn_first_offset,
             }

@@ -3,6 +3,7 @@ reads, and producer state that survives a restart (snapshot or log replay)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from mq.server.partition import Partition, write_roll_snapshot
 from mq.server.producer_state import InvalidProducerEpochError
 from mq.storage.file_names import snapshot_file_name
 from mq.storage.partition_log import Log
-from mq.storage.producer_snapshot import list_snapshot_offsets, read_snapshot
+from mq.storage.producer_snapshot import ProducerSnapshotEntry, list_snapshot_offsets, read_snapshot
 from mq.topic_partition import TopicPartition
 
 BROKER = 1
@@ -152,3 +153,115 @@ def test_a_truncation_drops_the_snapshots_above_the_new_log_end(tmp_path: Path) 
     assert list_snapshot_offsets(tmp_path / "t-0") == [4]
     p.log.truncate_to(2)
     assert list_snapshot_offsets(tmp_path / "t-0") == []
+
+
+def follower(directory: Path, config: TopicConfig) -> Partition:
+    partition = Partition(
+        TopicPartition("t", 0), Log(directory, config), BROKER + 1, on_roll_snapshot=write_roll_snapshot
+    )
+    partition.leader_id, partition.leader_epoch = BROKER, 0
+    partition.replicas, partition.isr = (BROKER, BROKER + 1), frozenset({BROKER, BROKER + 1})
+    return partition
+
+
+def replicate(source: Partition, replica: Partition) -> None:
+    """Append the source's batches from the replica's log end, one batch per append (as small fetches bring them)."""
+    for segment, header in source.log.batches_from(replica.log_end_offset):
+        replica.append_records_to_follower(os.pread(segment.fd, header.size, header.position))
+
+
+def state(partition: Partition) -> list[tuple[object, ...]]:
+    return sorted(partition.snapshot_entries(), key=lambda e: e.producer_id)  # type: ignore[arg-type, return-value]
+
+
+def aborted(partition: Partition) -> list[tuple[int, int, int, int]]:
+    return [
+        (t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+        for t in partition.log.collect_aborted_txns(0, 1000)
+    ]
+
+
+def leader_history(directory: Path, config: TopicConfig) -> tuple[Partition, dict[int, list[tuple[object, ...]]]]:
+    """A leader whose producers commit, abort and retry across several segments; with its state at each log end."""
+    p = leader(directory, config)
+    p.on_roll_snapshot = write_roll_snapshot
+    states = {0: state(p)}
+    steps = [
+        lambda: append(p, batch(7, 0, 0, txn=True)),  # 0-1
+        lambda: append(p, batch(8, 0, 0)),  # 2-3
+        lambda: append(p, batch(9, 0, 0, txn=True)),  # 4-5
+        lambda: p.write_txn_marker(7, 0, 1, commit=False),  # 6: aborts while 9's transaction is open
+        lambda: append(p, batch(8, 0, 2)),  # 7-8
+        lambda: p.write_txn_marker(9, 0, 1, commit=True),  # 9
+        lambda: append(p, batch(7, 1, 0, txn=True)),  # 10-11, a new epoch
+        lambda: p.write_txn_marker(7, 1, 1, commit=False),  # 12
+        lambda: append(p, batch(8, 0, 4)),  # 13-14
+    ]
+    for step in steps:
+        step()
+        states[p.log_end_offset] = state(p)
+    return p, states
+
+
+def test_a_follower_keeps_the_leaders_producer_state_transaction_index_and_roll_snapshots(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=200)
+    source, states = leader_history(tmp_path / "leader", config)
+    replica = follower(tmp_path / "follower", config)
+    replicate(source, replica)
+    assert replica.log_end_offset == source.log_end_offset == 15
+    assert state(replica) == states[15]
+    assert aborted(replica) == aborted(source) == [(7, 0, 6, 4), (7, 10, 12, 13)]
+    assert replica.last_stable_offset == replica.high_watermark  # no transaction open
+    snapshots = list_snapshot_offsets(tmp_path / "follower")
+    assert len(snapshots) > 2 and snapshots == list_snapshot_offsets(tmp_path / "leader")
+    for offset in snapshots:  # each holds the state before its segment, as the leader's does
+        from_follower = read_snapshot(snapshot_file_name(tmp_path / "follower", offset))
+        assert sorted(from_follower, key=lambda e: e.producer_id) == states[offset]
+    replica.leader_id = replica.local_broker_id  # it becomes leader: a retry of a replicated batch is a duplicate
+    assert append(replica, batch(8, 0, 4)) == 13
+    assert replica.log_end_offset == 15
+
+
+def test_a_follower_reloads_its_producer_state_when_truncated(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=200)
+    source, states = leader_history(tmp_path / "leader", config)
+    replica = follower(tmp_path / "follower", config)
+    replicate(source, replica)
+    for offset in (13, 10, 6, 4, 2, 0):
+        replica.truncate_to(offset)
+        assert replica.log_end_offset == offset
+        assert state(replica) == states[offset]
+        assert all(s <= offset for s in list_snapshot_offsets(tmp_path / "follower"))
+        assert aborted(replica) == [a for a in aborted(source) if a[2] < offset]
+        if offset == 6:
+            assert replica.producers.first_unstable_offset == 0  # the ABORT of 7 is gone: its transaction is open
+    replicate(source, replica)
+    assert state(replica) == states[15]
+    assert aborted(replica) == aborted(source)
+
+
+def test_a_replay_over_indexed_markers_adds_no_entries(tmp_path: Path) -> None:
+    source, _ = leader_history(tmp_path / "leader", TopicConfig())
+    indexed = aborted(source)
+    source.rebuild_producer_state()
+    assert aborted(source) == indexed
+
+
+def test_a_roll_snapshot_asked_for_before_a_truncation_below_its_segment_is_not_written(tmp_path: Path) -> None:
+    config = TopicConfig(segment_bytes=200)
+    asked: list[tuple[Path, int, list[ProducerSnapshotEntry]]] = []
+    p = leader(tmp_path / "t-0", config)
+    p.on_roll_snapshot = lambda *request: asked.append(request)  # written later, as a worker thread would
+    append(p, batch(7, 0, 0))
+    append(p, batch(7, 0, 2))
+    append(p, batch(7, 0, 4))  # rolls at 4
+    assert [offset for _, offset, _ in asked] == [4]
+    p.truncate_to(2)
+    write_roll_snapshot(*asked[0])
+    assert list_snapshot_offsets(tmp_path / "t-0") == []
+    p.truncate_to(0)
+    append(p, batch(7, 0, 0))
+    append(p, batch(7, 0, 2))
+    append(p, batch(7, 0, 4))
+    write_roll_snapshot(*asked[-1])
+    assert list_snapshot_offsets(tmp_path / "t-0") == [4]

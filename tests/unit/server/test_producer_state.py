@@ -59,6 +59,24 @@ def test_unknown_producer_may_start_anywhere_and_sequences_wrap() -> None:
     assert append(state, 2, 0, 0, 3, 2) is None
 
 
+def test_idle_producers_without_an_open_transaction_expire() -> None:
+    state = ProducerStateManager()
+    state.update(1, 0, BatchMetadata(0, 4, 0, 4, 1_000))  # idle since 1000
+    state.update(2, 0, BatchMetadata(0, 0, 5, 5, 1_000), transactional=True)  # as old, but its transaction is open
+    state.update(3, 0, BatchMetadata(0, 0, 6, 6, 1_500))
+    state.update(4, 0, BatchMetadata(0, 0, 7, 7, 500), transactional=True)
+    state.complete_txn(4, 0, 0, commit=True, timestamp=1_800)  # a marker counts as its producer's last use
+    assert state.remove_expired(now_ms=1_999, expiration_ms=1_000) == []
+    assert state.remove_expired(now_ms=2_000, expiration_ms=1_000) == [1]
+    assert sorted(state.producers) == [2, 3, 4]
+    with pytest.raises(OutOfOrderSequenceError):
+        state.check(3, 0, 7, 7)  # known: its sequence must follow on
+    assert state.remove_expired(now_ms=10_000, expiration_ms=1_000) == [3, 4]
+    assert state.check(3, 0, 7, 7) is None  # forgotten: an unknown producer may start anywhere (Kafka 2.5+)
+    assert state.check(1, 0, 0, 4) is None  # and a retry of its batch is no longer a duplicate
+    assert sorted(state.producers) == [2] and state.first_unstable_offset == 5
+
+
 def test_producer_ids_are_unique_across_managers_and_restarts() -> None:
     store = LocalStore(None)
     a, b = ProducerIdManager(store, 0), ProducerIdManager(store, 1)
