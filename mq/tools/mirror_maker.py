@@ -49,7 +49,7 @@ from mq.client.zk_consumer import ZkConsumerConfig, ZookeeperConsumer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.tools.client_properties import consumer_settings, producer_settings
-from mq.tools.mirror_transactions import PartitionTransactions
+from mq.tools.copy_transactions import PartitionTransactions
 from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
 from mq.tools.record_copy import copy_rows, record_size, send_copies, target_partition
 from mq.topic_partition import TopicFilter, TopicPartition, java_topic_regex
@@ -319,7 +319,7 @@ class MirrorOptions:
     topic_filter: TopicFilter | None = None
     """What ZooKeeper sources register (the filter ``pattern`` came from); default: a whitelist of ``pattern``."""
     exactly_once: bool = False
-    """Copy in transactions that also commit the source positions on the target (``mirror_transactions``)."""
+    """Copy in transactions that also commit the source positions on the target (``copy_transactions``)."""
     transactional_id_prefix: str | None = None
     """Prefix of the per-partition transactional ids; default ``mq-mirror-<group.id>-``."""
 

@@ -1,9 +1,10 @@
-"""The exactly-once mirror's transactions: one transactional producer on the target per source partition.
+"""Exactly-once copying (``mq mirror --exactly-once``, ``mq replay-log-producer --exactly-once``): one
+transactional producer on the target per source partition.
 
 Records of source partition ``tp`` are written to the target in transactions of the transactional id
 ``<prefix><topic>-<partition>``, and each transaction also commits the source position reached (the next offset
-to read) to the mirror's group *on the target* (TxnOffsetCommit): the copies and the position become visible
-together or not at all. Whoever takes ``tp`` over (this mirror after a crash, another instance after a rebalance)
+to read) to the copier's group *on the target* (TxnOffsetCommit): the copies and the position become visible
+together or not at all. Whoever takes ``tp`` over (the copier after a crash, another instance after a rebalance)
 starts a producer of the same id, which fences the previous one (its late writes and commits are refused) and
 completes or aborts its open transaction; only then is the position read back from the target (OffsetFetch with
 require_stable, retried while a transaction is still being completed), so it matches exactly what the target holds.
@@ -88,6 +89,17 @@ class PartitionTransactions:
             producer.begin_transaction()
         future = await producer.send_many(topic, rows, partition)
         future.add_done_callback(_retrieve)
+
+    async def record(self, positions: Mapping[TopicPartition, int]) -> None:
+        """Commit ``positions`` as they are (a transaction of offsets alone where none is open): where a new copy
+        starts, so that no position an earlier copy left on the target applies."""
+        for tp in positions:
+            if not self.producers[tp].in_transaction:
+                self.producers[tp].begin_transaction()
+        if await self.commit(positions):
+            raise KafkaError(
+                "the start positions could not be recorded on the target", code=ErrorCode.UNKNOWN_SERVER_ERROR
+            )
 
     async def commit(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Commit every open transaction with its partition's position; returns, for the partitions whose
