@@ -129,6 +129,8 @@ def test_markers_without_data_go_past_the_delete_horizon(tmp_path: Path) -> None
     assert markers(log) == [(4, 1, "COMMIT"), (9, 2, "COMMIT"), (11, 1, "COMMIT")]
     assert aborted_in_index(log) == []
     assert [o for o, _, _ in data_records(log)] == [0, 8, 10, 12, 13]
+    log.close()
+    assert aborted_in_index(Log(tmp_path / "t-0", compacted(), time_ms=Clock())) == []  # no stale index file
 
 
 def test_markers_without_data_stay_before_the_delete_horizon(tmp_path: Path) -> None:
