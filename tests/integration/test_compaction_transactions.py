@@ -5,6 +5,7 @@ read exactly the committed latest value of each key."""
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +17,8 @@ from waiting import wait_for
 
 from mq.records import ABORT, COMMIT, iter_records, parse_control_key
 from mq.records.batch_header import iter_headers
+from mq.storage.checkpoints import OffsetCheckpointFile
+from mq.topic_partition import TopicPartition as MqTopicPartition
 
 pytestmark = pytest.mark.slow
 
@@ -113,14 +116,19 @@ def read_both(bootstrap: str) -> tuple[list[tuple[bytes, bytes]], list[tuple[byt
 
 def stored(partition_dir: Path) -> tuple[list[bytes], list[str]]:
     """(values of the data records, COMMIT/ABORT/EMPTY of the control batches) in the partition's segment files,
-    in offset order; a file the cleaner swaps out while it is read counts as not read."""
-    values: list[bytes] = []
-    markers: list[str] = []
-    for path in sorted(partition_dir.glob("*.log")):
+    in offset order. Read again when the cleaner swapped segments meanwhile (a file vanished, or the file names
+    changed), so one answer is one state of the log."""
+    while True:
+        names = sorted(partition_dir.glob("*.log"))
         try:
-            data = path.read_bytes()
+            contents = [path.read_bytes() for path in names]
         except FileNotFoundError:
             continue
+        if sorted(partition_dir.glob("*.log")) == names:
+            break
+    values: list[bytes] = []
+    markers: list[str] = []
+    for data in contents:
         for header in iter_headers(data):
             records = list(iter_records(data, header))
             if header.is_control:
@@ -185,3 +193,42 @@ def test_aborted_records_then_their_marker_leave_the_segments(
             marker_lines.append(line.split(" endTxnMarker: ")[1].split()[0])
     assert marker_lines == ["COMMIT", "COMMIT"]
     assert sum(p.stat().st_size for p in partition_dir.glob("*.txnindex")) == 0
+
+
+def test_an_open_transaction_is_not_cleaned_until_it_ends(broker_factory: Callable[..., object]) -> None:
+    """Cleaned while open, the open record would count as committed and shadow k0's committed value for good."""
+    broker = broker_factory(overrides=["log.cleaner.backoff.ms=100"])
+    broker.start()  # type: ignore[attr-defined]
+    bootstrap = broker.bootstrap  # type: ignore[attr-defined]
+    partition_dir = broker.log_dir / f"{TOPIC}-0"  # type: ignore[attr-defined]
+    checkpoint = OffsetCheckpointFile(broker.log_dir / "cleaner-offset-checkpoint")  # type: ignore[attr-defined]
+    create_topic(bootstrap)
+    fillers = Fillers(bootstrap)
+    committed = Producer({"bootstrap.servers": bootstrap, "transactional.id": "committer", "linger.ms": 0})
+    committed.init_transactions(30)
+    committed.begin_transaction()
+    committed.produce(TOPIC, key=b"k0", value=b"committed")
+    committed.commit_transaction(30)
+    fillers.segment()
+    opened = Producer({"bootstrap.servers": bootstrap, "transactional.id": "opener", "linger.ms": 0})
+    opened.init_transactions(30)
+    opened.begin_transaction()
+    offsets: list[int] = []
+    opened.produce(TOPIC, key=b"k0", value=b"open", on_delivery=lambda err, msg: offsets.append(msg.offset()))
+    assert opened.flush(30) == 0
+    [open_offset] = offsets
+
+    def cleaned_up_to_the_open_transaction() -> bool:
+        fillers.segment()
+        return 0 < checkpoint.read().get(MqTopicPartition(TOPIC, 0), 0) <= open_offset
+
+    assert wait_for(cleaned_up_to_the_open_transaction, timeout=30, interval=0.2)
+    for _ in range(5):  # more dirty segments past the open transaction, each a chance for the cleaner to go on
+        fillers.segment()
+        time.sleep(0.2)
+    assert checkpoint.read()[MqTopicPartition(TOPIC, 0)] <= open_offset
+    assert stored(partition_dir)[0] == [b"committed", b"open"]
+
+    opened.abort_transaction(30)
+    assert wait_for(lambda: fillers.segment() or stored(partition_dir)[0] == [b"committed"], timeout=30, interval=0.2)
+    assert read_both(bootstrap) == ([(b"k0", b"committed")],) * 2
