@@ -201,12 +201,15 @@ def build_control_batch(
 
 
 def read_end_txn_marker(buf: Buffer, header: BatchHeader) -> EndTxnMarker | None:
-    """The transaction marker the batch at ``header`` holds; None for a data batch or a control batch of another
-    type. CorruptRecordError for a control batch that is not one well-formed control record (or, for an ABORT or
-    COMMIT record, whose value is not an end-transaction marker)."""
+    """The transaction marker the batch at ``header`` holds; None for a data batch, a control batch of another
+    type, or one without records (log compaction empties a marker once its transaction is gone). CorruptRecordError
+    for a control batch that is not one well-formed control record (or, for an ABORT or COMMIT record, whose value
+    is not an end-transaction marker)."""
     if not header.is_control:
         return None
     records = list(iter_batch_records(buf, header))
+    if not records:
+        return None
     if len(records) != 1:
         raise CorruptRecordError(
             f"control batch at position {header.position} holds {len(records)} records, expected exactly 1"

@@ -849,15 +849,15 @@ class KafkaServer:
                 io_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
                 max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
                 backoff_ms=config.log_cleaner_backoff_ms,
-                bounded_by_high_watermarks=True,
+                bounded_by_last_stable_offsets=True,
             )
-            cleaner.update_high_watermarks(replica_manager.high_watermarks())
+            cleaner.update_last_stable_offsets(replica_manager.last_stable_offsets())
             cleaner.start()
             scheduler.schedule(
-                "cleaner-high-watermarks",
+                "cleaner-last-stable-offsets",
                 max(min(config.log_cleaner_backoff_ms, 1000), 100),
-                cleaner.update_high_watermarks,
-                snapshot=replica_manager.high_watermarks,
+                cleaner.update_last_stable_offsets,
+                snapshot=replica_manager.last_stable_offsets,
             )
         coordinator = self.group_coordinator
         if coordinator is not None:

@@ -221,6 +221,9 @@ class ReplicaManager:
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
 
+    def last_stable_offsets(self) -> dict[TopicPartition, int]:
+        return {tp: p.last_stable_offset for tp, p in self.partitions.items()}
+
     def hosted_partition(self, tp: TopicPartition) -> Partition:
         """The replica of ``tp`` this broker hosts, leader or follower, in an online log dir (Kafka's
         getPartitionOrException): raises KAFKA_STORAGE_ERROR for one in an offline dir, NOT_LEADER_OR_FOLLOWER for a

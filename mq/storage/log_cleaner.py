@@ -3,8 +3,9 @@
 A log is a candidate when its cleanup.policy includes ``compact`` and no thread is cleaning it. Its dirty section
 runs from the first dirty offset (the checkpointed offset, or the log start offset when there is none or it lies
 outside [log start, log end]) to the first uncleanable offset: the smallest of the active segment's base offset,
-the base offset of the first dirty segment holding a record younger than min.compaction.lag.ms, and, with high
-watermarks, the base offset of the segment holding the high watermark (only whole segments below it are cleaned).
+the base offset of the first dirty segment holding a record younger than min.compaction.lag.ms, and, with last
+stable offsets, the base offset of the segment holding the last stable offset (only whole segments below it are
+cleaned: every transaction there is decided, none is open, and every record is below the high watermark).
 Dirty ratio = dirty bytes / (clean + dirty bytes) over the segments from the log start. The thread picks the log
 with the highest ratio among those with dirty bytes whose ratio is at least min.cleanable.dirty.ratio or whose
 first dirty batch is older than max.compaction.lag.ms, cleans it (``mq.storage.cleaner``) and checkpoints the
@@ -62,7 +63,7 @@ class LogToClean:
 
 
 def log_to_clean(
-    tp: TopicPartition, partition_log: Log, checkpoint: int | None, now_ms: int, high_watermark: int | None = None
+    tp: TopicPartition, partition_log: Log, checkpoint: int | None, now_ms: int, last_stable_offset: int | None = None
 ) -> LogToClean:
     """The dirty section of ``partition_log`` as the module docstring defines it."""
     with partition_log.lock:
@@ -73,8 +74,9 @@ def log_to_clean(
         bases = [s.base_offset for s in segments]
         next_bases = [*bases[1:], end]
         first_uncleanable = bases[-1]
-        if high_watermark is not None:
-            first_uncleanable = min(first_uncleanable, bases[max(bisect.bisect_right(bases, high_watermark) - 1, 0)])
+        if last_stable_offset is not None:
+            holding = bases[max(bisect.bisect_right(bases, last_stable_offset) - 1, 0)]
+            first_uncleanable = min(first_uncleanable, holding)
         dirty = [i for i in range(len(segments) - 1) if next_bases[i] > first_dirty]
         if config.min_compaction_lag_ms > 0:
             for i in dirty:
@@ -97,8 +99,9 @@ def log_to_clean(
 
 
 class LogCleaner:
-    """Cleaner threads over the logs of ``log_manager``. With ``bounded_by_high_watermarks`` a log is cleaned only
-    below the high watermark last given to ``update_high_watermarks`` (and not at all before one is known)."""
+    """Cleaner threads over the logs of ``log_manager``. With ``bounded_by_last_stable_offsets`` a log is cleaned
+    only below the last stable offset (the high watermark, or the first offset of the oldest open transaction if
+    lower) last given to ``update_last_stable_offsets``, and not at all before one is known."""
 
     def __init__(
         self,
@@ -110,7 +113,7 @@ class LogCleaner:
         io_buffer_load_factor: float = 0.9,
         max_io_bytes_per_second: float = sys.float_info.max,
         backoff_ms: int = 15000,
-        bounded_by_high_watermarks: bool = False,
+        bounded_by_last_stable_offsets: bool = False,
         time_ms: Callable[[], int] = _wall_ms,
     ) -> None:
         self.log_manager = log_manager
@@ -118,9 +121,9 @@ class LogCleaner:
         self.map_slots = map_slots(dedupe_buffer_size, self.threads, io_buffer_load_factor)
         self.read_chunk = io_buffer_size // self.threads // 2
         self.backoff_ms = backoff_ms
-        self.bounded = bounded_by_high_watermarks
+        self.bounded = bounded_by_last_stable_offsets
         self.time_ms = time_ms
-        self._high_watermarks: Mapping[TopicPartition, int] | None = None
+        self._last_stable_offsets: Mapping[TopicPartition, int] | None = None
         self._mutex = threading.Lock()
         self._checkpoint_mutex = threading.Lock()
         self._in_progress: set[TopicPartition] = set()
@@ -139,16 +142,16 @@ class LogCleaner:
         for directory in log_manager.log_dirs:
             self.checkpoints.update(OffsetCheckpointFile(directory / CLEANER_OFFSET_FILE).read())
 
-    def update_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """The partitions' current high watermarks (a snapshot the caller no longer changes)."""
-        self._high_watermarks = high_watermarks
+    def update_last_stable_offsets(self, last_stable_offsets: Mapping[TopicPartition, int]) -> None:
+        """The partitions' current last stable offsets (a snapshot the caller no longer changes)."""
+        self._last_stable_offsets = last_stable_offsets
 
     # --- selection and one pass ----------------------------------------------------------------------------------
 
     def grab_filthiest_log(self) -> LogToClean | None:
         """The dirtiest cleanable log, marked in progress (``done`` releases it); None when none qualifies."""
         now = self.time_ms()
-        bounds = self._high_watermarks
+        bounds = self._last_stable_offsets
         with self._mutex:
             candidates = []
             for tp, partition_log in self.log_manager.log_items():

@@ -93,6 +93,13 @@ def test_a_data_batch_or_another_control_type_is_no_marker() -> None:
     assert read_end_txn_marker(leader_change, header_of(leader_change)) is None
 
 
+def test_a_control_batch_emptied_by_compaction_is_no_marker() -> None:
+    emptied = control_batch(b"", None, records=0)
+    header = header_of(emptied)
+    assert header.is_control and header.records_count == 0
+    assert read_end_txn_marker(emptied, header) is None
+
+
 @pytest.mark.parametrize(
     ("key", "value", "records"),
     [

@@ -116,14 +116,14 @@ def test_max_compaction_lag_forces_cleaning_below_the_ratio(tmp_path: Path) -> N
     assert one_pass(LogCleaner(manager, time_ms=clock))
 
 
-def test_high_watermarks_bound_the_dirty_section(tmp_path: Path) -> None:
+def test_last_stable_offsets_bound_the_dirty_section(tmp_path: Path) -> None:
     clock = Clock()
     manager, log = manager_with(tmp_path, compacted(), clock)
     rounds(log, 3)
     produce(log, [(b"k0", b"x")])
-    cleaner = LogCleaner(manager, bounded_by_high_watermarks=True, time_ms=clock)
-    assert not one_pass(cleaner)  # no high watermark known yet
-    cleaner.update_high_watermarks({TP: 12})
+    cleaner = LogCleaner(manager, bounded_by_last_stable_offsets=True, time_ms=clock)
+    assert not one_pass(cleaner)  # no last stable offset known yet
+    cleaner.update_last_stable_offsets({TP: 12})
     assert log_to_clean(TP, log, None, clock(), 12).first_uncleanable_offset == 10
     assert one_pass(cleaner)
     assert cleaner.checkpoints[TP] == 10
