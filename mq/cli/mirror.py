@@ -120,7 +120,7 @@ def _flag(value: str) -> bool:
 @click.option(
     "--exactly-once",
     is_flag=True,
-    help="Copy each source partition in transactions that also commit its position on the target (read_committed "
+    help="Copy each source partition in transactions that also record its position on the target (read_committed "
     "consumers of the target see every record once).",
 )
 @click.option(
@@ -167,8 +167,8 @@ def mirror(
     cleanly. A summary line ends on stderr.
 
     --exactly-once copies each source partition with its own transactional producer (transactional id
-    <prefix><topic>-<partition>) whose transactions also commit the source position to the consumer group's
-    offsets on the target cluster (--offset.commit.interval.ms apart). A restarted or new owner of a partition
+    <prefix><topic>-<partition>) whose transactions also write the source position to the compacted topic
+    mq-copy-positions on the target cluster (--offset.commit.interval.ms apart). A restarted or new owner of a partition
     fences the previous one, completes or aborts its open transaction and resumes from the position on the
     target (else the source group's committed offset, else auto.offset.reset): consumers of the target with
     isolation.level=read_committed see every source record exactly once, whatever crashed. Needs group sources

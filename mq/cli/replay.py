@@ -72,6 +72,12 @@ REPLAY_PRODUCER_DEFAULTS = {"acks": -1, "enable_idempotence": True, "linger_ms":
 @click.option("--target-bootstrap-server", metavar="HOST:PORT[,...]", help="Write to this cluster instead.")
 @click.option("--state-file", type=click.Path(dir_okay=False), help="Progress file [replay-<in>-<out>.json].")
 @click.option("--resume", is_flag=True, help="Continue the replay saved in the state file.")
+@click.option(
+    "--exactly-once",
+    is_flag=True,
+    help="Copy in transactions that record each partition's position on the target: exactly once on every "
+    "partition mapping, whatever crashed (read the output with isolation.level=read_committed).",
+)
 @format_option()
 @verbose_option()
 @handle_errors
@@ -94,6 +100,11 @@ def replay_log_producer(**options: Any) -> None:
     continues the saved window from there; when every input partition has its own output partition and nothing
     else writes the output topic, records copied after the last save are recognised and not sent again (exactly
     once), else they are sent again (at least once). Without a state file --resume starts a new replay.
+    --exactly-once copies each input partition with its own transactional producer whose transactions also write
+    the partition's position to the compacted topic mq-copy-positions on the target: a resumed replay fences the crashed
+    one, its open transactions are aborted, and it continues from the positions the target committed, so a
+    read_committed consumer of the output sees every record of the window exactly once, whatever the partition
+    mapping.
 
     \b
     SIGINT or SIGTERM stops the replay cleanly: the copies in flight are acknowledged and the progress saved.
@@ -125,6 +136,10 @@ def _options(options: dict[str, Any]) -> ReplayOptions:
         raise ToolError("--messages must be -1 (all) or a count", EXIT_USAGE)
     if options["rate"] is not None and options["rate"] <= 0:
         raise ToolError("--rate must be positive", EXIT_USAGE)
+    if options["sync"] and options["exactly_once"]:
+        raise ToolError(
+            "--sync and --exactly-once do not go together (a transaction commits its records at once)", EXIT_USAGE
+        )
     try:
         start = parse_bound(options["start"], is_end=False)
         end = parse_bound(options["end"], is_end=True)
@@ -152,6 +167,7 @@ def _options(options: dict[str, Any]) -> ReplayOptions:
         producer=producer,
         state_file=Path(state_file) if state_file else None,
         resume=options["resume"],
+        transactions=options["exactly_once"],
         reporting_interval_ms=options["reporting_interval"] if sys.stderr.isatty() else 0,
     )
 

@@ -703,17 +703,15 @@ class AsyncAdmin:
         return GroupDescription(group_id, group.group_state, "consumer", group.assignor_name, members, coordinator)
 
     async def list_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *, require_stable: bool = False
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, int]:
-        """Committed offsets of the group (OffsetFetch; None: every partition it committed); -1 entries omitted.
-        ``require_stable``: a partition with an offset pending in an open transaction raises
-        UNSTABLE_OFFSET_COMMIT instead of answering the last committed one."""
+        """Committed offsets of the group (OffsetFetch; None: every partition it committed); -1 entries omitted."""
         topics = None if partitions is None else _by_topic(partitions, "partition_indexes")
         body = {
             "group_id": group_id,
             "topics": topics,
             "groups": [{"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
-            "require_stable": require_stable,
+            "require_stable": False,
         }
         response = await self._to_coordinator(group_id, ApiKey.OFFSET_FETCH, body)
         group = response.groups[0] if getattr(response, "groups", None) else response

@@ -2,13 +2,15 @@
 transactional producer on the target per source partition.
 
 Records of source partition ``tp`` are written to the target in transactions of the transactional id
-``<prefix><topic>-<partition>``, and each transaction also commits the source position reached (the next offset
-to read) to the copier's group *on the target* (TxnOffsetCommit): the copies and the position become visible
-together or not at all. Whoever takes ``tp`` over (the copier after a crash, another instance after a rebalance)
-starts a producer of the same id, which fences the previous one (its late writes and commits are refused) and
-completes or aborts its open transaction; only then is the position read back from the target (OffsetFetch with
-require_stable, retried while a transaction is still being completed), so it matches exactly what the target holds.
-A read_committed consumer of the target therefore sees every source record once.
+``<prefix><topic>-<partition>``, and each transaction also writes the source position reached (the next offset to
+read) to the compacted positions topic on the target (``POSITIONS_TOPIC``, one partition; key
+``["<group>", "<topic>", <partition>]`` as JSON, value the offset in ASCII), as Kafka Connect keeps source offsets:
+the copies and the position become visible together or not at all, whether or not the target has the source's
+topic. Whoever takes ``tp`` over (the copier after a crash, another instance after a rebalance) starts a producer of
+the same id, which fences the previous one (its late writes are refused) and completes or aborts its open
+transaction; only then are the positions read back, read_committed up to the end the topic had at that moment (so
+past other copiers' open transactions once they end), and they match exactly what the target holds. A
+read_committed consumer of the target therefore sees every source record once.
 
 An abortable failure (a record refused, a partition that could not be added) aborts that partition's transaction;
 ``commit`` returns the position to rewind the source to, the last committed one. A fenced producer means another
@@ -18,18 +20,21 @@ owner took the partition: TransactionFatalError reaches the caller.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mq.client.admin import AsyncAdmin
+from mq.client.admin import AsyncAdmin, NewTopic
 from mq.client.cluster import Cluster
+from mq.client.consumer import AsyncConsumer, list_offsets
 from mq.client.producer import Row
 from mq.client.transactional_producer import AbortableTransactionError, TransactionalProducer
 from mq.errors import ErrorCode, KafkaError
+from mq.protocol.list_offsets import LATEST
 from mq.topic_partition import TopicPartition
 
-STABLE_RETRY_S = 0.1
-"""Pause between OffsetFetch attempts while the target still completes a transaction of the group's offsets."""
+POSITIONS_TOPIC = "mq-copy-positions"
+POSITIONS_READ_WAIT_MS = 200
 
 
 def transactional_id(prefix: str, tp: TopicPartition) -> str:
@@ -54,11 +59,48 @@ class PartitionTransactions:
         """Start (fence) the producers of ``tps``, then read their committed positions from the target; returns the
         partitions that have one."""
         wanted = [tp for tp in tps if tp not in self.producers]
+        if not wanted:
+            return {}
+        await self._create_positions_topic()
         started = await asyncio.gather(*(self._start(tp) for tp in wanted))
         self.producers.update(zip(wanted, started, strict=True))
-        found = await self._stable_offsets(wanted)
+        positions = await self._read_positions()
+        found = {tp: positions[key] for tp in wanted if (key := self._key(tp)) in positions}
         self.committed.update(found)
         return found
+
+    def _key(self, tp: TopicPartition) -> bytes:
+        return json.dumps([self.group_id, tp.topic, tp.partition]).encode()
+
+    async def _create_positions_topic(self) -> None:
+        topic = NewTopic(POSITIONS_TOPIC, 1, configs={"cleanup.policy": "compact"})
+        try:
+            await self._admin.create_topics([topic])
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+
+    async def _read_positions(self) -> dict[bytes, int]:
+        """Every committed position in the positions topic, read up to the end it has now."""
+        tp = TopicPartition(POSITIONS_TOPIC, 0)
+        ((end, _),) = (await list_offsets(self.cluster, {tp: LATEST})).values()
+        positions: dict[bytes, int] = {}
+        consumer = AsyncConsumer(
+            cluster=self.cluster,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            fetch_max_wait_ms=POSITIONS_READ_WAIT_MS,
+        )
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        try:
+            while await consumer.position(tp) < end:
+                for record in await consumer.poll(POSITIONS_READ_WAIT_MS, 10_000):
+                    if record.key is not None and record.value is not None:
+                        positions[record.key] = int(record.value)
+        finally:
+            await consumer.close()
+        return positions
 
     def start_from(self, positions: Mapping[TopicPartition, int]) -> None:
         """Where partitions without a committed position start: what an abort before their first commit rewinds
@@ -70,17 +112,6 @@ class PartitionTransactions:
         producer = TransactionalProducer(transactional_id(self.prefix, tp), cluster=self.cluster, **self.settings)
         await producer.start()
         return producer
-
-    async def _stable_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """The group's committed offsets of ``tps`` on the target, once no transaction holds one pending."""
-        while tps:
-            try:
-                return await self._admin.list_group_offsets(self.group_id, tps, require_stable=True)
-            except KafkaError as exc:
-                if exc.code != ErrorCode.UNSTABLE_OFFSET_COMMIT:
-                    raise
-            await asyncio.sleep(STABLE_RETRY_S)
-        return {}
 
     async def send(self, source: TopicPartition, topic: str, rows: list[Row], partition: int | None) -> None:
         """Queue copies of ``source``'s records in its open transaction (opened here when none is)."""
@@ -110,7 +141,9 @@ class PartitionTransactions:
 
     async def _commit(self, tp: TopicPartition, producer: TransactionalProducer, position: int) -> int | None:
         try:
-            await producer.send_offsets_to_transaction({tp: position}, self.group_id)
+            row = (self._key(tp), str(position).encode(), (), None)
+            future = await producer.send_many(POSITIONS_TOPIC, [row], 0)
+            future.add_done_callback(_retrieve)
             await producer.commit_transaction()
         except AbortableTransactionError:
             await producer.abort_transaction()

@@ -319,7 +319,7 @@ class MirrorOptions:
     topic_filter: TopicFilter | None = None
     """What ZooKeeper sources register (the filter ``pattern`` came from); default: a whitelist of ``pattern``."""
     exactly_once: bool = False
-    """Copy in transactions that also commit the source positions on the target (``copy_transactions``)."""
+    """Copy in transactions that also record the source positions on the target (``copy_transactions``)."""
     transactional_id_prefix: str | None = None
     """Prefix of the per-partition transactional ids; default ``mq-mirror-<group.id>-``."""
 

@@ -24,6 +24,14 @@ one and nothing else writes the output partitions; with placement by key it is a
 whose next records were deleted from the input (retention) before being copied (reported; it continues at the log
 start). The producer is idempotent by default (``enable.idempotence=true``, ``acks=all``), so its own retries never
 duplicate a record. SIGINT and SIGTERM stop a replay cleanly: the copies in flight are acknowledged and saved.
+
+Transactions (``transactions``): exactly once on every partition mapping. Each input partition is copied by its own
+transactional producer (``mq.tools.copy_transactions``, transactional ids ``mq-replay-<in>-<out>-<topic>-<p>``)
+whose transactions, committed every ``STATE_INTERVAL_S`` and at the end, also record the partition's position on the
+target (under the name ``mq-replay-<in>-<out>``). A new replay first records its window starts there; a resumed one
+fences the producers of the crashed run (their open transactions are aborted) and continues from the positions the
+target committed, whatever the state file says. Consumers of the output read it with read_committed. A transaction
+that has to be aborted stops the replay; ``--resume`` copies the rest.
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.storage.token_bucket import TokenBucket
-from mq.tools.record_copy import record_size, send_copies, target_partition
+from mq.tools.copy_transactions import PartitionTransactions
+from mq.tools.record_copy import copy_rows, record_size, send_copies, target_partition
 from mq.topic_partition import TopicPartition
 
 IDLE_TIMEOUT_MS = 10_000
@@ -266,6 +275,9 @@ class ReplayOptions:
     state_file: Path | None = None
     resume: bool = False
     reporting_interval_ms: int = 5000
+    transactions: bool = False
+    """Copy in transactions that record each partition's position on the target (``copy_transactions``): exactly
+    once on every partition mapping."""
 
     @property
     def source_security(self) -> ClientSecurity:
@@ -340,6 +352,10 @@ class _Progress:
     def sent(self, first: int, last: int, count: int, future: asyncio.Future[int]) -> None:
         """A run of ``count`` copies of offsets ``first`` .. ``last`` was queued; ``future`` completes with it."""
         self.pending.append((last, count, future))
+        self.queued(first, last, count)
+
+    def queued(self, first: int, last: int, count: int) -> None:
+        """Count a run of ``count`` copies of offsets ``first`` .. ``last`` (in a transaction: no future)."""
         if self.first is None:
             self.first = first
         self.last = last
@@ -371,6 +387,9 @@ class ReplayLogProducer:
         self.bytes = 0
         self.exactly_once = False
         self.stopped = False
+        self.transactions: PartitionTransactions | None = None
+        self.positions: dict[int, int] = {}
+        """With transactions: per partition, the source offset after the last record sent in its open transaction."""
 
     def stop(self) -> None:
         """End the replay early: the streams stop, the producer flushes, the progress is saved."""
@@ -383,7 +402,10 @@ class ReplayLogProducer:
         try:
             input_partitions = await self._input_partitions(source)
             output_count = await self._output_partitions(producer, len(input_partitions))
-            self.exactly_once = output_count >= len(input_partitions)
+            self.exactly_once = options.transactions or output_count >= len(input_partitions)
+            if options.transactions:
+                group = f"mq-replay-{options.input_topic}-{options.output_topic}"
+                self.transactions = PartitionTransactions(producer.cluster, group, f"{group}-", options.producer)
             await self._prepare(source, producer, input_partitions)
             began = time.monotonic()
             await producer.start()
@@ -405,6 +427,8 @@ class ReplayLogProducer:
             self._acknowledge_all(raise_errors=True)
             elapsed = time.monotonic() - began
         finally:
+            if self.transactions is not None:
+                await self.transactions.release(list(self.transactions.producers), {})
             await producer.close()
             await source.close()
         return self._summary(elapsed)
@@ -451,9 +475,14 @@ class ReplayLogProducer:
             if self.state_file.exists():
                 self.report(f"Starting a new replay: {self.state_file} is replaced (--resume continues it)")
             windows = await lookup_window(source, options.input_topic, partitions, options.start, options.end)
-            targets = await self._target_ends(producer.cluster, windows) if self.exactly_once else {}
+            by_offsets = self.exactly_once and self.transactions is None
+            targets = await self._target_ends(producer.cluster, windows) if by_offsets else {}
             for p, w in windows.items():
                 self.progress[p] = _Progress(w, PartitionState(w.start, w.end, w.start, targets.get(p)))
+            if self.transactions is not None:  # positions a crashed earlier replay left on the target no longer count
+                starts = {TopicPartition(options.input_topic, p): w.start for p, w in windows.items()}
+                await self.transactions.own(starts)
+                await self.transactions.record(starts)
             self._save()
             return
         if (saved.input_topic, saved.output_topic) != (options.input_topic, options.output_topic):
@@ -466,8 +495,17 @@ class ReplayLogProducer:
             raise ReplayError(f"the state file {self.state_file} does not hold the partitions of {options.input_topic}")
         for p, s in saved.partitions.items():
             self.progress[p] = _Progress(PartitionWindow(p, s.start, s.end), s)
+        if self.transactions is not None:  # the target's committed positions are exact; the file's are behind
+            tps = [TopicPartition(options.input_topic, p) for p in partitions]
+            committed = await self.transactions.own(tps)
+            for tp in tps:
+                state = self.progress[tp.partition].state
+                state.next = committed.get(tp, state.start)
+                state.target_next = None
         found = await list_offsets(source, {TopicPartition(options.input_topic, p): EARLIEST for p in partitions})
         deleted = {tp.partition for tp, (start, _) in found.items() if self._deleted(tp.partition, start)}
+        if self.transactions is not None:
+            return
         tracked = {p: w.window for p, w in self.progress.items() if w.state.target_next is not None}
         if not self.exactly_once or len(tracked) != len(self.progress):
             self.report("Resuming at least once: copies made after the last save are sent again")
@@ -524,6 +562,7 @@ class ReplayLogProducer:
         chunk = POLL_RECORDS if self.bucket is None else min(POLL_RECORDS, int(self.bucket.burst))
         loop = asyncio.get_running_loop()
         idle_since = loop.time()
+        next_commit = loop.time() + STATE_INTERVAL_S
         try:
             while active and not self.stopped and (options.messages < 0 or self.sent[index] < options.messages):
                 wanted = chunk if options.messages < 0 else min(chunk, options.messages - self.sent[index])
@@ -536,13 +575,31 @@ class ReplayLogProducer:
                 for tp in list(active):
                     end = active[tp].window.end
                     if end is not None and await consumer.position(tp) >= end:
-                        active.pop(tp).finished_at = end
+                        active.pop(tp).finished_at = self.positions[tp.partition] = end
                 if len(active) < len(consumer.assignment()):
                     consumer.assign(active)
                 for partition in progress.values():
                     partition.acknowledge()  # a failed copy stops the stream
+                if self.transactions is not None and loop.time() >= next_commit:
+                    await self._commit(partitions)
+                    next_commit = loop.time() + STATE_INTERVAL_S
+            if self.transactions is not None:
+                await self._commit(partitions)
         finally:
             await consumer.close()
+
+    async def _commit(self, partitions: Iterable[int]) -> None:
+        """Commit the open transactions of ``partitions`` with their positions; an aborted one stops the replay
+        (``--resume`` goes on from the positions the target holds, exactly once)."""
+        assert self.transactions is not None
+        topic = self.options.input_topic
+        positions = {TopicPartition(topic, p): self.positions[p] for p in partitions if p in self.positions}
+        aborted = await self.transactions.commit(positions)
+        if aborted:
+            names = ", ".join(str(tp.partition) for tp in sorted(aborted))
+            raise ReplayError(f"the transaction of partition(s) {names} was aborted; --resume copies the rest")
+        for tp, offset in positions.items():
+            self.progress[tp.partition].state.next = offset
 
     @staticmethod
     def _idle(active: Iterable[_Progress], idle_s: float) -> bool:
@@ -576,6 +633,13 @@ class ReplayLogProducer:
         topic = self.options.output_topic
         for partition, (progress, run) in runs.items():
             placement = target_partition(partition, output_count)
+            if self.transactions is not None:
+                await self.transactions.send(TopicPartition(run[0].topic, partition), topic, copy_rows(run), placement)
+                progress.queued(run[0].offset, run[-1].offset, len(run))
+                self.positions[partition] = run[-1].offset + 1
+                self.sent[index] += len(run)
+                self.bytes += sum(map(record_size, run))
+                continue
             for part in [[r] for r in run] if self.options.sync else [run]:
                 future = await send_copies(producer, topic, part, placement)
                 progress.sent(part[0].offset, part[-1].offset, len(part), future)

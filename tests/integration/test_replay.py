@@ -17,6 +17,7 @@ from kafka.admin import NewTopic
 from kafka.partitioner.default import murmur2
 
 from tests.integration.conftest import BrokerProcess
+from tests.integration.test_mirror_exactly_once import read_committed
 from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -240,3 +241,47 @@ def test_zookeeper_names_the_source_and_broker_list_the_target(
     assert result.stdout.splitlines()[0] == "Sent 20 messages"
     assert _copies(_read(target.bootstrap, "events")) == _copies(_read(source.bootstrap, "events"))
     source.kill()  # its clean shutdown in ZooKeeper mode is not under test here
+
+
+def _read_committed_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every value a read_committed consumer reads from ``topic``'s 2 partitions up to their last stable offsets."""
+    return [value for _, _, value in read_committed(bootstrap, topic, 2)]
+
+
+def test_exactly_once_by_key_across_kill_9_and_resume(
+    mq_command: list[str], broker_factory: Callable[..., BrokerProcess], tmp_path: Path
+) -> None:
+    """--exactly-once with a mapping that is not one to one (3 input partitions, 2 output partitions: partition 2's
+    records placed by key): kill -9 twice mid-way, then --resume; a read_committed consumer of the output reads every
+    record of the window exactly once."""
+    source, target = _brokers(broker_factory)
+    _produce(source.bootstrap, "events", 3, 900)
+    _create(target.bootstrap, "copy", 2)
+    state_file = tmp_path / "state.json"
+    args = [
+        *("--broker-list", source.bootstrap, "--target-bootstrap-server", target.bootstrap, "--exactly-once"),
+        *("--inputtopic", "events", "--outputtopic", "copy", "--state-file", str(state_file), "--format", "json"),
+    ]
+    for resume in ([], ["--resume"]):
+        running = subprocess.Popen(
+            [*mq_command, "replay-log-producer", *args, "--rate", "100", *resume],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        before = len(_read_committed_values(target.bootstrap, "copy")) if resume else 0
+        try:  # killed after some transactions committed, with one open
+            assert wait_for(lambda: len(_read_committed_values(target.bootstrap, "copy")) >= before + 100, timeout=30)
+            time.sleep(0.5)
+        finally:
+            running.kill()
+            _, err = running.communicate(10)
+        assert running.returncode == -signal.SIGKILL, err
+    uncommitted = sum(len(rs) for rs in _read(target.bootstrap, "copy").values())
+    resumed = _replay(mq_command, tmp_path, *args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["exactly_once"] is True
+    values = _read_committed_values(target.bootstrap, "copy")
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(900))
+    assert uncommitted > len(values) - json.loads(resumed.stdout)["records"]  # the kills left aborted copies behind
