@@ -27,6 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
+from client_suite import START_TIMEOUT, LoggedProcess
+from client_suite import free_port as get_open_port
 from kafka import KafkaAdminClient
 from kafka.errors import InvalidReplicationFactorError
 from test.testutil import env_kafka_version, random_string
@@ -35,21 +37,6 @@ log = logging.getLogger(__name__)
 
 MQ_COMMAND = shlex.split(os.environ.get("MQ_COMMAND") or f"{shlex.quote(sys.executable)} -m mq")
 ZOOKEEPER_JAR = Path(os.environ.get("ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar"))
-START_TIMEOUT = 60.0
-
-
-def get_open_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _listening(host, port):
-    try:
-        socket.create_connection((host, port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 def create_topics(broker, topic_names, num_partitions=None, replication_factor=None):
@@ -73,33 +60,6 @@ def create_topics(broker, topic_names, num_partitions=None, replication_factor=N
 def client_params(broker, client_id="client", **overrides):
     """Connection params for a client of ``broker``."""
     return broker._enrich_client_params(overrides, client_id=f"{client_id}_{random_string(4)}")
-
-
-class Process:
-    """A child process whose output goes to a file; ``dump_logs`` logs that file."""
-
-    def __init__(self, args, log_path, env=None):
-        self.log_path = Path(log_path)
-        with open(self.log_path, "ab") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def running(self):
-        return self.process.poll() is None
-
-    def output(self):
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def dump_logs(self):
-        log.info("%s:\n%s", self.log_path, self.output())
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
 
 
 class ExternalProcess:
@@ -154,7 +114,7 @@ class ZookeeperFixture:
             classpath,
             "org.apache.zookeeper.server.ZooKeeperServerMain",
         ]
-        self.child = Process([*args, str(config)], self.tmp_dir / "zookeeper.log")
+        self.child = LoggedProcess([*args, str(config)], self.tmp_dir / "zookeeper.log")
         atexit.register(self.close)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
@@ -382,15 +342,7 @@ class KafkaFixture:
         for key, value in self._overrides().items():
             args += ["--override", f"{key}={value}"]
         self.out(f"starting: {shlex.join(args)}")
-        self.child = Process(args, self._dir / "logs" / "server.out")
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _listening(self.host, self.port):
-            if not self.child.running():
-                raise RuntimeError(f"mq exited with {self.child.process.returncode}:\n{self.child.output()}")
-            if time.monotonic() > deadline:
-                self.child.stop()
-                raise RuntimeError(f"mq did not listen within {START_TIMEOUT}s:\n{self.child.output()}")
-            time.sleep(0.05)
+        self.child = LoggedProcess.listening_on(args, self._dir / "logs" / "server.out", self.host, self.port)
         if self._setup_port is not None:
             self._add_scram_user("--bootstrap-server", f"127.0.0.1:{self._setup_port}")
         self.running = True

@@ -22,20 +22,17 @@ Usage: ``scripts/kafka_python_suite.py [--standalone] [--json FILE] [-- PYTEST A
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.metadata
-import json
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+
+from client_suite import print_outcomes, run_pytest, use_this_checkout
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "kafka_python_fixtures.py"
@@ -52,13 +49,6 @@ NOT_APPLICABLE = {
 (deselected). The tests kafka-python skips itself for KAFKA_VERSION 2.8 (KRaft-only APIs of Kafka 4.x) are reported
 as skipped."""
 
-NEEDS_TRANSACTIONS = (
-    "test/integration/test_producer_integration.py::test_transactional_producer_messages",
-    "test/integration/test_producer_integration.py::test_transactional_producer_offsets",
-)
-"""Tests of transactional producers: deselected while mq's brokers do not serve AddPartitionsToTxn (a transactional
-producer would wait a minute for its transactional state), run and required to pass once they do."""
-
 
 def sdist(version: str, cache: Path) -> Path:
     """The kafka-python ``version`` sdist in ``cache``, downloaded with pip when it is not there yet."""
@@ -73,40 +63,6 @@ def sdist(version: str, cache: Path) -> Path:
     if not found:
         raise SystemExit(f"pip download left no kafka-python {version} sdist in {cache}")
     return found[0]
-
-
-def serves_api(command: list[str], api_key: int) -> bool:
-    """Whether a standalone broker started with ``command`` advertises ``api_key`` in its ApiVersions."""
-    from mq.client.connection import BrokerConnection
-    from mq.errors import KafkaError
-
-    async def advertised(port: int) -> dict[int, tuple[int, int]]:
-        connection = BrokerConnection("127.0.0.1", port)
-        try:
-            await connection.connect()
-            return connection.api_versions
-        finally:
-            await connection.close()
-
-    with tempfile.TemporaryDirectory(prefix="mq-probe-") as directory, socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-        free.close()
-        args = [*command, "server", "start", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}"]
-        args += ["--override", f"log.dirs={directory}/logs"]
-        broker = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=directory)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    return api_key in asyncio.run(advertised(port))
-                except (OSError, KafkaError):
-                    if broker.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit(f"{shlex.join(args)} did not serve ApiVersions") from None
-                    time.sleep(0.1)
-        finally:
-            broker.terminate()
-            broker.wait(30)
 
 
 def unpack(archive: Path, into: Path) -> None:
@@ -125,31 +81,6 @@ def unpack(archive: Path, into: Path) -> None:
     shutil.copyfile(FIXTURES, into / "test" / "integration" / "fixtures.py")
 
 
-def node_id(case: ElementTree.Element) -> str:
-    """pytest's node id of a junit ``testcase``: ``test/integration/test_x.py[::Class]::name``."""
-    parts = case.get("classname", "").split(".")
-    module_end = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1) + 1
-    path = "/".join(parts[:module_end]) + ".py"
-    return "::".join([path, *parts[module_end:], case.get("name", "")])
-
-
-def outcomes(report: Path) -> dict[str, tuple[str, str]]:
-    """Each test's outcome (passed, failed, error, skipped) and message from pytest's junit report."""
-    results: dict[str, tuple[str, str]] = {}
-    for case in ElementTree.parse(report).getroot().iter("testcase"):
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            element = case.find(tag)
-            if element is not None:
-                outcome, message = ("failed" if tag == "failure" else tag), element.get("message", "")
-                break
-        name = node_id(case)
-        if outcome == "error" and results.get(name, ("", ""))[0] in ("passed", "failed"):
-            name += " (teardown)"
-        results[name] = (outcome, message)
-    return results
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kafka-python", default=importlib.metadata.version("kafka-python"), metavar="VERSION")
@@ -160,11 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write {node id: [outcome, message]} here")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     options = parser.parse_args(argv)
-    # This checkout's mq, for the probe here and for the brokers and fixtures started below.
-    sys.path.insert(0, str(HERE.parent))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
-    from mq.protocol.api_keys import ApiKey
-
+    use_this_checkout()  # for the brokers and fixtures started below
     archive = sdist(options.kafka_python, options.cache)
     with tempfile.TemporaryDirectory(prefix="kafka-python-suite-") as work:
         root = Path(work)
@@ -174,13 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         env["KAFKA_VERSION"] = options.kafka_version
         env["MQ_COMMAND"] = options.mq
         env["MQ_STANDALONE"] = "1" if options.standalone else "0"
-        report = root / "report.xml"
         command = [sys.executable, "-m", "pytest", "test/integration", "-p", "no:cacheprovider", "-q"]
-        command += [f"--junitxml={report}", "-o", "junit_family=xunit1", "--rootdir", str(root)]
-        not_applicable = dict(NOT_APPLICABLE)
-        if not serves_api(shlex.split(options.mq), ApiKey.ADD_PARTITIONS_TO_TXN):
-            not_applicable.update(dict.fromkeys(NEEDS_TRANSACTIONS, "needs transactions"))
-        for test in not_applicable:
+        for test in NOT_APPLICABLE:
             command += ["--deselect", test]
         command += options.pytest_args
         print(
@@ -188,25 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{'standalone' if options.standalone else 'ZooKeeper-mode'} mq brokers",
             flush=True,
         )
-        subprocess.run(command, cwd=root, env=env, check=False)
-        if not report.exists():
-            print("pytest wrote no report", file=sys.stderr)
-            return 1
-        results = outcomes(report)
-
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
-    print()
-    for name, (outcome, message) in sorted(results.items()):
-        counts["failed" if outcome == "error" else outcome] += 1
-        print(f"{outcome.upper():<14} {name}" + (f"  ({message.splitlines()[0][:150]})" if message else ""))
-    for name, reason in not_applicable.items():
-        print(f"{'NOT APPLICABLE':<14} {name}  ({reason})")
-        results[name] = ("not applicable", reason)
-    if options.json:
-        options.json.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
-    print(f"\n{len(not_applicable)} not applicable")
-    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
-    return 0 if counts["failed"] == 0 else 1
+        results = run_pytest(command, root, env)
+    return print_outcomes(results, NOT_APPLICABLE, options.json)
 
 
 if __name__ == "__main__":

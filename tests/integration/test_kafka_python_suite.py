@@ -2,9 +2,9 @@
 against mq brokers by ``scripts/kafka_python_suite.py``, ZooKeeper-mode ones (as kafka-python starts Kafka 2.8) and
 standalone ones: every test that applies passes.
 
-Not run: the tests the script lists as not applicable (with the reason), and the transactional producer tests while
-mq's brokers do not serve transactions. Skipped by kafka-python itself for KAFKA_VERSION 2.8: the KRaft-only APIs
-of Kafka 4.x and the pre-0.10.1 offsets-for-time behaviour, listed in ``SKIPPED_BY_KAFKA_PYTHON``."""
+Not run: the tests the script lists as not applicable (with the reason). Skipped by kafka-python itself for
+KAFKA_VERSION 2.8: the KRaft-only APIs of Kafka 4.x and the pre-0.10.1 offsets-for-time behaviour, listed in
+``SKIPPED_BY_KAFKA_PYTHON``."""
 
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ SKIPPED_BY_KAFKA_PYTHON = {
     ADMIN + "test_list_config_resources",  # ListConfigResources: 4.1+
     "test/integration/test_consumer_integration.py::test_kafka_consumer_offsets_for_time_old",  # brokers < 0.10.1
 }
+TRANSACTIONAL = {
+    "test/integration/test_producer_integration.py::test_transactional_producer_messages",
+    "test/integration/test_producer_integration.py::test_transactional_producer_offsets",
+}
+"""kafka-python's transactional producer tests (a committed and an aborted transaction, offsets sent to one)."""
 
 
 @pytest.mark.timeout(1200)
@@ -48,5 +53,6 @@ def test_every_applicable_test_of_kafka_pythons_integration_suite_passes(
     skipped = {name for name, outcome in outcomes.items() if outcome == "skipped"}
     assert skipped == SKIPPED_BY_KAFKA_PYTHON, summary
     passed = [name for name, outcome in outcomes.items() if outcome == "passed"]
+    assert set(passed) >= TRANSACTIONAL, summary
     assert len(passed) >= 55, summary  # admin, consumer, producer (5 codecs), SASL (3 mechanisms) and SSL tests
     assert result.returncode == 0, summary
