@@ -263,16 +263,17 @@ def test_exactly_once_by_key_across_kill_9_and_resume(
         *("--inputtopic", "events", "--outputtopic", "copy", "--state-file", str(state_file), "--format", "json"),
     ]
     for resume in ([], ["--resume"]):
+        before = len(_read_committed_values(target.bootstrap, "copy")) if resume else 0
         running = subprocess.Popen(
-            [*mq_command, "replay-log-producer", *args, "--rate", "100", *resume],
+            [*mq_command, "replay-log-producer", *args, "--rate", "60", *resume],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        before = len(_read_committed_values(target.bootstrap, "copy")) if resume else 0
         try:  # killed after some transactions committed, with one open
-            assert wait_for(lambda: len(_read_committed_values(target.bootstrap, "copy")) >= before + 100, timeout=30)
+            wanted = before + 100
+            assert wait_for(lambda n=wanted: len(_read_committed_values(target.bootstrap, "copy")) >= n, timeout=30)
             time.sleep(0.5)
         finally:
             running.kill()

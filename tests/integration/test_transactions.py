@@ -244,6 +244,64 @@ def test_kafka_python_transactional_producer(broker) -> None:
     assert values == [b"kept"]
 
 
+def test_aiokafka_consume_transform_produce(broker) -> None:
+    """aiokafka's transactional producer and read_committed consumer: a consume-transform-produce step commits its
+    output and the input offsets together; an aborted one leaves neither."""
+    aiokafka = pytest.importorskip("aiokafka")
+    create(broker.bootstrap, "ak-in")
+    create(broker.bootstrap, "ak-out")
+    source = aiokafka.TopicPartition("ak-in", 0)
+
+    async def scenario() -> tuple[list[bytes], int | None, list[bytes]]:
+        async with aiokafka.AIOKafkaProducer(bootstrap_servers=broker.bootstrap) as plain:
+            for i in range(10):
+                await plain.send_and_wait("ak-in", b"in-%d" % i)
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="tx-ak")
+        consumer = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap,
+            group_id="ak-group",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+        )
+        await producer.start()
+        await consumer.start()
+        try:
+            consumer.assign([source])
+            batch = (await consumer.getmany(source, timeout_ms=5000, max_records=6))[source]
+            async with producer.transaction():
+                for message in batch:
+                    await producer.send("ak-out", message.value.replace(b"in", b"out"))
+                await producer.send_offsets_to_transaction({source: batch[-1].offset + 1}, "ak-group")
+            rest = (await consumer.getmany(source, timeout_ms=5000))[source]
+            with pytest.raises(RuntimeError):
+                async with producer.transaction():
+                    for message in rest:
+                        await producer.send("ak-out", b"aborted-" + message.value)
+                    await producer.send_offsets_to_transaction({source: rest[-1].offset + 1}, "ak-group")
+                    raise RuntimeError("the step fails: its transaction aborts")
+            committed = await consumer.committed(source)
+        finally:
+            await consumer.stop()
+            await producer.stop()
+        reader = aiokafka.AIOKafkaConsumer(
+            "ak-out", bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", isolation_level="read_committed"
+        )
+        await reader.start()
+        try:
+            out = [
+                m.value for m in (await reader.getmany(timeout_ms=5000)).get(aiokafka.TopicPartition("ak-out", 0), [])
+            ]
+        finally:
+            await reader.stop()
+        return [m.value for m in batch], committed, out
+
+    inputs, committed, out = asyncio.run(scenario())
+    assert inputs == [b"in-%d" % i for i in range(6)]
+    assert committed == 6
+    assert out == [b"out-%d" % i for i in range(6)]
+
+
 def test_a_transaction_across_the_brokers_of_a_cluster(cluster) -> None:
     _, brokers = cluster
     bootstrap = ",".join(b.bootstrap for b in brokers)
