@@ -1,8 +1,11 @@
-"""``mq mirror`` throughput between two fresh mq brokers on loopback.
+"""``mq mirror`` throughput between two fresh mq brokers on loopback, at least once and exactly once.
 
 Starts a source and a target broker (``mq server start`` on free ports, temporary log dirs), fills a source topic
 with N keyed records of the given value size (confluent-kafka), then runs ``mq mirror`` as a subprocess until the
-target holds N records, stops it with SIGTERM and prints records/s and MB/s (key + value bytes) of the copy.
+target holds N records (``--exactly-once``: until the positions its committed transactions recorded reach the source's
+end, i.e. N records are visible to read_committed consumers), stops it with SIGTERM and prints records/s and MB/s
+(key + value bytes) of the copy. Each size is copied by both modes in the same run, from the same source topic to
+two targets' topics, and the exactly-once figure is printed as a ratio of the at-least-once one.
 
     python scripts/bench_mirror.py [--messages 200000] [--size 100 1024] [--partitions 4]
 """
@@ -10,6 +13,7 @@ target holds N records, stops it with SIGTERM and prints records/s and MB/s (key
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import signal
 import socket
@@ -80,17 +84,52 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
         consumer.close()
 
 
-def mirror_run(tmp: Path, source: str, target: str, topic: str, partitions: int, messages: int, size: int) -> None:
-    fill(source, topic, partitions, messages, size)
-    consumer_config = tmp / f"{topic}-consumer.properties"
-    consumer_config.write_text(f"bootstrap.servers={source}\ngroup.id={topic}-mirror\nauto.offset.reset=earliest\n")
-    producer_config = tmp / f"{topic}-producer.properties"
+def committed_positions(bootstrap: str, topic: str) -> int:
+    """The sum of the source positions the exactly-once mirror's committed transactions recorded for ``topic``."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-positions",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    positions: dict[bytes, int] = {}
+    try:
+        consumer.assign([TopicPartition("mq-copy-positions", 0, 0)])
+        while True:
+            message = consumer.poll(2)
+            if message is None or message.error() is not None:
+                break
+            if json.loads(message.key())[1] == topic:
+                positions[message.key()] = int(message.value())
+    finally:
+        consumer.close()
+    return sum(positions.values())
+
+
+def mirror_run(
+    tmp: Path, source: str, target: str, topic: str, partitions: int, messages: int, size: int, exactly_once: bool
+) -> float:
+    """Mirror ``topic`` until the target shows all ``messages``; returns records/s."""
+    group = f"{topic}-mirror{'-eos' if exactly_once else ''}"
+    consumer_config = tmp / f"{group}-consumer.properties"
+    consumer_config.write_text(f"bootstrap.servers={source}\ngroup.id={group}\nauto.offset.reset=earliest\n")
+    producer_config = tmp / f"{group}-producer.properties"
     producer_config.write_text(f"bootstrap.servers={target}\nlinger.ms=5\nbatch.size=262144\n")
     command = [mq_command(), "mirror", "--consumer.config", str(consumer_config)]
     command += ["--producer.config", str(producer_config), "--whitelist", topic]
+    if exactly_once:
+        command.append("--exactly-once")
+    arrived = (
+        (lambda: committed_positions(target, topic))
+        if exactly_once
+        else (lambda: end_offsets(target, topic, partitions))
+    )
     start = time.perf_counter()
     mirror = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    while end_offsets(target, topic, partitions) < messages:
+    while arrived() < messages:
         if mirror.poll() is not None:
             raise RuntimeError(f"mirror exited: {mirror.stderr.read().decode() if mirror.stderr else ''}")
         time.sleep(0.1)
@@ -98,11 +137,13 @@ def mirror_run(tmp: Path, source: str, target: str, topic: str, partitions: int,
     mirror.send_signal(signal.SIGTERM)
     _, err = mirror.communicate(timeout=60)
     volume = messages * (size + len(b"key-000")) / 1e6
+    mode = "exactly once " if exactly_once else "at least once"
     print(
-        f"{size:>5}-byte values, {partitions} partitions: {messages} records in {seconds:.2f} s = "
+        f"{size:>5}-byte values, {partitions} partitions, {mode}: {messages} records in {seconds:.2f} s = "
         f"{messages / seconds:,.0f} records/s, {volume / seconds:.1f} MB/s (including process start and group join)"
     )
     print("   ", err.decode().strip().splitlines()[-1])
+    return messages / seconds
 
 
 def main() -> None:
@@ -115,13 +156,18 @@ def main() -> None:
         tmp = Path(name)
         source, source_bootstrap = start_broker(tmp / "source")
         target, target_bootstrap = start_broker(tmp / "target")
+        eos_target, eos_bootstrap = start_broker(tmp / "eos-target")
         try:
             for size in args.size:
-                mirror_run(
-                    tmp, source_bootstrap, target_bootstrap, f"bench-{size}", args.partitions, args.messages, size
-                )
+                topic = f"bench-{size}"
+                fill(source_bootstrap, topic, args.partitions, args.messages, size)
+                rates = [
+                    mirror_run(tmp, source_bootstrap, bootstrap, topic, args.partitions, args.messages, size, eos)
+                    for bootstrap, eos in ((target_bootstrap, False), (eos_bootstrap, True))
+                ]
+                print(f"    exactly once / at least once = {rates[1] / rates[0]:.2f}")
         finally:
-            for broker in (source, target):
+            for broker in (source, target, eos_target):
                 broker.send_signal(signal.SIGTERM)
                 broker.wait(30)
 
