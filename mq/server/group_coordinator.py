@@ -788,10 +788,18 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         producer_epoch: int,
         offsets: dict[TopicPartition, OffsetCommitValue],
         answer: Callable[[ErrorCode], T],
+        member: tuple[str, str | None, int] = ("", None, -1),
     ) -> T | asyncio.Future[T]:
         """Store ``offsets`` in the producer's transaction (TxnOffsetCommit): written now, they count once the
-        transaction's COMMIT marker reaches the group's partition (``complete_txn``)."""
+        transaction's COMMIT marker reaches the group's partition (``complete_txn``). ``member`` (member id,
+        group instance id, generation; v3+, KIP-447) fences a producer whose consumer left the group or missed a
+        rebalance: a member id that is set must be the group's (UNKNOWN_MEMBER_ID), a generation that is set its
+        current one (ILLEGAL_GENERATION; a consumer-protocol group's member epoch), a static instance its current
+        member (FENCED_INSTANCE_ID)."""
         error = self._status(group_id)
+        if error != ErrorCode.NONE:
+            return answer(error)
+        error = self._txn_member_error(group_id, *member)
         if error != ErrorCode.NONE:
             return answer(error)
         group = self.groups.get(group_id)
@@ -808,6 +816,29 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
             return answer(error)
 
         return self.manager.store_offsets(group, offsets, stored, (producer_id, producer_epoch))
+
+    def _txn_member_error(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        """Kafka's checks of a transactional offset commit's member (see ``commit_txn_offsets``)."""
+        if self.consumer_groups is not None and (member_id or generation_id >= 0):
+            epoch_error = self.consumer_groups.member_epoch_error(group_id, member_id, generation_id)
+            if epoch_error is not None:
+                if member_id and epoch_error == ErrorCode.UNKNOWN_MEMBER_ID:
+                    return epoch_error
+                if generation_id >= 0 and epoch_error != ErrorCode.NONE:
+                    return ErrorCode.ILLEGAL_GENERATION
+                return ErrorCode.NONE
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID if member_id else ErrorCode.NONE
+        if group.is_static_member_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id and member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
 
     def pending_txn_partitions(self, group_id: str) -> set[TopicPartition]:
         """The partitions of the group with an offset committed in a transaction not yet ended."""

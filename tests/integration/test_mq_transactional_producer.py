@@ -1,5 +1,6 @@
 """mq's own transactional producer against a broker process: committed records and offsets count, aborted ones
-never (also after a record failed), and a newer producer of the same id fences the older one."""
+never (also after a record failed), a newer producer of the same id fences the older one, and a consumer's member
+id and generation fence the offsets of a consumer that left or missed a rebalance."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from conftest import BrokerProcess
 from test_transactions import create, read_all
 
 from mq.client.admin import AsyncAdmin
+from mq.client.group_consumer import AsyncGroupConsumer
 from mq.client.transactional_producer import (
     AbortableTransactionError,
     TransactionalProducer,
     TransactionFatalError,
 )
+from mq.errors import ErrorCode
 from mq.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.slow
@@ -68,3 +71,51 @@ def test_commit_abort_offsets_and_fencing(broker: BrokerProcess) -> None:
     assert sorted(committed) == sorted([b"committed-%d" % i for i in range(50)] + [b"committed-last"])
     everything = read_all(broker.bootstrap, "out", 2, "read_uncommitted", 52)
     assert b"aborted-after-send" in everything and b"fenced" not in everything
+
+
+def test_offsets_of_a_consumer_that_left_or_missed_a_rebalance_are_refused(broker: BrokerProcess) -> None:
+    """TxnOffsetCommit v3 (KIP-447) with the consumer's member id and generation: refused with UNKNOWN_MEMBER_ID
+    once the member left the group, with ILLEGAL_GENERATION after a rebalance it missed; the current member's are
+    taken."""
+    create(broker.bootstrap, "fence-in", 2)
+    source = TopicPartition("fence-in", 0)
+
+    async def commit(producer: TransactionalProducer, offset: int, member: tuple[str, int]) -> ErrorCode:
+        producer.begin_transaction()
+        try:
+            await producer.send_offsets_to_transaction(
+                {source: offset}, "fence-group", member_id=member[0], generation_id=member[1]
+            )
+        except AbortableTransactionError as exc:
+            await producer.abort_transaction()
+            return exc.code
+        await producer.commit_transaction()
+        return ErrorCode.NONE
+
+    async def scenario() -> tuple[list[ErrorCode], dict[TopicPartition, int]]:
+        settings = {"group_id": "fence-group", "enable_auto_commit": False, "session_timeout_ms": 6000}
+        first = AsyncGroupConsumer(broker.bootstrap, **settings)
+        first.subscribe(["fence-in"])
+        await first.poll(3000)
+        old = (first.member_id, first.generation_id)
+        second = AsyncGroupConsumer(broker.bootstrap, **settings)
+        second.subscribe(["fence-in"])
+        await asyncio.gather(first.poll(5000), second.poll(5000))  # both rejoin: a new generation
+        current = (second.member_id, second.generation_id)
+        assert current[1] > old[1]
+        producer = TransactionalProducer("fencing", bootstrap_servers=broker.bootstrap)
+        await producer.start()
+        codes = [
+            await commit(producer, 3, (old[0], old[1])),  # a member that missed the rebalance
+            await commit(producer, 4, current),
+        ]
+        await second.close()
+        codes.append(await commit(producer, 5, current))  # a member that left
+        await first.close()
+        await producer.close()
+        async with AsyncAdmin(broker.bootstrap) as admin:
+            return codes, await admin.list_group_offsets("fence-group")
+
+    codes, offsets = asyncio.run(scenario())
+    assert codes == [ErrorCode.ILLEGAL_GENERATION, ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
+    assert offsets == {source: 4}

@@ -1,6 +1,7 @@
 """The transaction APIs: AddPartitionsToTxn (v0-v3, the client's path; v4-v5, brokers' batches of transactions, each
 added or, with ``verify_only``, checked: NONE for a partition of the producer's ongoing transaction,
-INVALID_TXN_STATE for another), AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+INVALID_TXN_STATE for another), AddOffsetsToTxn, EndTxn, TxnOffsetCommit (v3+: the consumer's member id, instance id
+and generation fence offsets of a consumer that left or missed a rebalance, KIP-447),
 WriteTxnMarkers (from coordinators to partition leaders), DescribeTransactions and ListTransactions (v2: only the ids
 its ``transactional_id_pattern`` matches whole; INVALID_REGULAR_EXPRESSION for one that does not compile).
 
@@ -205,7 +206,16 @@ def transaction_apis(
                     valid[tp] = OffsetCommitValue(int(p.committed_offset), metadata, now, epoch)
         code = await settled(
             groups.commit_txn_offsets(
-                request.group_id, request.producer_id, request.producer_epoch, valid, lambda found: found
+                request.group_id,
+                request.producer_id,
+                request.producer_epoch,
+                valid,
+                lambda found: found,
+                (
+                    getattr(request, "member_id", ""),
+                    getattr(request, "group_instance_id", None),
+                    int(getattr(request, "generation_id", -1)),
+                ),
             )
         )
         code = fenced_for(context.version, 3, code)
