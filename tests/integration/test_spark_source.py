@@ -110,6 +110,33 @@ def test_batch_read_returns_exactly_what_was_produced(spark: Any, broker: Broker
     assert reader(spark, broker.bootstrap, subscribe="missing").count() == 0
 
 
+def test_read_committed_never_sees_aborted_records(spark: Any, broker: BrokerProcess) -> None:
+    """kafka.isolation.level=read_committed: a batch read returns the committed transactions' records and none of an
+    aborted one nor of one still open (the range ends at the last stable offset); read_uncommitted returns them."""
+    create_topic(broker.bootstrap, "txn-orders", 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "spark-tx", "linger.ms": 5})
+    producer.init_transactions(30)
+    for name in ("committed-1", "aborted", "committed-2", "open"):
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce("txn-orders", f"{name}-{i}".encode(), partition=i % 2)
+        producer.flush(10)
+        if name == "aborted":
+            producer.abort_transaction(10)
+        elif name != "open":
+            producer.commit_transaction(10)
+    try:
+        committed = reader(
+            spark, broker.bootstrap, subscribe="txn-orders", **{"kafka.isolation.level": "read_committed"}
+        )
+        values = sorted(r.value.decode() for r in committed.select("value").collect())
+        assert values == sorted(f"{name}-{i}" for name in ("committed-1", "committed-2") for i in range(10))
+        everything = reader(spark, broker.bootstrap, subscribe="txn-orders")
+        assert everything.count() == 40
+    finally:
+        producer.abort_transaction(10)
+
+
 def test_offset_ranges_and_times_select_exactly(spark: Any, broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, "events")
     produced = produce(broker.bootstrap, "events", 0, 30)  # 10 per partition; record i at offset i // 3
