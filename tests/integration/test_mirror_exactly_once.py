@@ -58,6 +58,7 @@ def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float =
 
 
 def committed_count(bootstrap: str, topic: str) -> int:
+    """Records visible to read_committed consumers in ``topic``'s 2 partitions."""
     return len(read_committed(bootstrap, topic, 2, timeout=1.0))
 
 
@@ -112,3 +113,29 @@ def test_the_exactly_once_mirror_survives_kill_9_of_itself_and_of_either_broker(
     check = mirror.check()
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("\tOK") == 2, check.stdout
+
+
+def test_two_exactly_once_mirrors_share_partitions_and_one_takes_over_from_the_other(
+    mq_command: list[str], broker_factory: Callable[..., object], tmp_path: Path
+) -> None:
+    """Two mirrors in one group split the partitions (a rebalance hands partitions over with their transactions
+    committed); kill -9 of one: the other takes its partitions over, fencing its producers and aborting its open
+    transactions; every record arrives once."""
+    source, target = start_brokers(broker_factory)
+    total = 12_000
+    create_topic(source.bootstrap, "shared", 4)
+    produce(source.bootstrap, "shared", total)
+    (tmp_path / "pacing.py").write_text(PACING_HANDLER)
+    options = ["--exactly-once", "--offset.commit.interval.ms", "300", "--message.handler", "pacing:every_100th_waits"]
+    options += ["--message.handler.args", "0.15"]
+    first = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "shared", *options).start()
+    wait_mirrored(lambda: len(read_committed(target.bootstrap, "shared", 4, timeout=1.0)) >= total // 8, first)
+    second = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "shared", *options).start()
+    wait_mirrored(lambda: len(read_committed(target.bootstrap, "shared", 4, timeout=1.0)) >= total // 3, second)
+    first.kill()
+    wait_mirrored(lambda: len(read_committed(target.bootstrap, "shared", 4, timeout=1.0)) >= total, second, timeout=120)
+    code, err = second.stop()
+    assert code == 0, err
+    values = sorted(value for _, _, value in read_committed(target.bootstrap, "shared", 4))
+    assert len(values) == total
+    assert len(set(values)) == total  # every source record once (values are unique: key and its sequence)
