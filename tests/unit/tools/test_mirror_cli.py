@@ -27,6 +27,7 @@ def configs(tmp_path: Path) -> tuple[str, str]:
         (["--whitelist", "a", "--message.handler.args", "x"], "--message.handler.args needs --message.handler"),
         (["--whitelist", "a", "--abort.on.send.failure", "maybe"], "--abort.on.send.failure must be true or false"),
         (["--whitelist", "a", "--consumer.config", "/no/such/file"], "cannot read /no/such/file"),
+        (["--whitelist", "a", "--transactional.id.prefix", "p-"], "--transactional.id.prefix needs --exactly-once"),
     ],
 )
 def test_usage_errors(configs: tuple[str, str], extra: list[str], message: str) -> None:
@@ -47,3 +48,13 @@ def test_check_compares_one_source(configs: tuple[str, str]) -> None:
 def test_mirror_is_listed() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert "mirror  " in result.output and "Continuously copy data between Kafka clusters." in result.output
+
+
+def test_exactly_once_needs_group_sources(configs: tuple[str, str], tmp_path: Path) -> None:
+    _, producer = configs
+    zookeeper_source = tmp_path / "zk-consumer.properties"
+    zookeeper_source.write_text("zookeeper.connect=127.0.0.1:1\ngroup.id=g\n")
+    argv = ["mirror", "--consumer.config", str(zookeeper_source), "--producer.config", producer, "--whitelist", "t"]
+    result = CliRunner().invoke(cli, [*argv, "--exactly-once"])
+    assert result.exit_code == 2
+    assert "--exactly-once needs sources with bootstrap.servers" in result.output

@@ -30,6 +30,7 @@ def _options(**given: Any) -> dict[str, Any]:
         "target_bootstrap_server": None,
         "state_file": None,
         "resume": False,
+        "exactly_once": False,
     }
     options.update(given)
     return options
@@ -101,6 +102,7 @@ def test_zookeeper_finds_the_source_and_broker_list_is_the_target(monkeypatch: p
         ({"threads": 0}, "--threads"),
         ({"messages": -2}, "--messages"),
         ({"rate": 0.0}, "--rate"),
+        ({"sync": True, "exactly_once": True}, "--sync and --exactly-once"),
         ({"start": "none"}, "--from"),
         ({"end": "yesterday"}, "--to"),
         ({"properties": ("acks",)}, "key=value"),
