@@ -14,7 +14,8 @@ and completes or aborts the transaction such a producer left open. Then, per tra
   EndTxn(abort). When a batch was dropped or failed after its sequence numbers were fixed, the epoch is bumped
   (InitProducerId with the current id and epoch, KIP-360) so that sequences restart at 0.
 
-Coordinator calls retry a moved, loading or busy coordinator (CONCURRENT_TRANSACTIONS) until ``max_block_ms``.
+Coordinator calls retry a moved, loading or busy coordinator (CONCURRENT_TRANSACTIONS, after ``CONCURRENT_RETRY_MS``)
+until ``max_block_ms``.
 Fatal errors (``FATAL``: fenced by a newer producer of the id, not authorized) raise ``TransactionFatalError``; the
 producer can then only be closed.
 """
@@ -48,6 +49,11 @@ FATAL = frozenset(
 CLIENT_VERSION = 3
 """The version of AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and TxnOffsetCommit a client sends (v4+ of
 AddPartitionsToTxn batches several transactional ids and is the brokers' own)."""
+
+
+CONCURRENT_RETRY_MS = 20
+"""Retry pause after CONCURRENT_TRANSACTIONS: the previous transaction's markers are being written, which takes
+milliseconds (Kafka's producer also retries this faster than its retry.backoff.ms)."""
 
 
 class TransactionFatalError(KafkaError):
@@ -129,6 +135,8 @@ class TransactionalProducer(AsyncProducer):
                 self._coordinator = None
             attempt += 1
             delay = min(self.retry_backoff_ms * 2 ** min(attempt - 1, 10), MAX_BACKOFF_MS) / 1000
+            if error.code == ErrorCode.CONCURRENT_TRANSACTIONS:
+                delay = CONCURRENT_RETRY_MS / 1000
             if loop.time() + delay > deadline:
                 raise error
             await asyncio.sleep(delay)
