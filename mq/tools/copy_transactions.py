@@ -35,6 +35,7 @@ from mq.topic_partition import TopicPartition
 
 POSITIONS_TOPIC = "mq-copy-positions"
 POSITIONS_READ_WAIT_MS = 200
+POSITIONS_REPLICATION = 3
 
 
 def transactional_id(prefix: str, tp: TopicPartition) -> str:
@@ -73,7 +74,11 @@ class PartitionTransactions:
         return json.dumps([self.group_id, tp.topic, tp.partition]).encode()
 
     async def _create_positions_topic(self) -> None:
-        topic = NewTopic(POSITIONS_TOPIC, 1, configs={"cleanup.policy": "compact"})
+        """Create the positions topic where missing: compacted, replicated on up to ``POSITIONS_REPLICATION``
+        brokers (as Kafka Connect's offsets topic) so that losing a broker loses no position."""
+        await self.cluster.refresh_metadata([])
+        replication = min(POSITIONS_REPLICATION, max(1, len(self.cluster.brokers)))
+        topic = NewTopic(POSITIONS_TOPIC, 1, replication, configs={"cleanup.policy": "compact"})
         try:
             await self._admin.create_topics([topic])
         except KafkaError as exc:
