@@ -110,6 +110,8 @@ def test_an_exception_in_the_transaction_block_aborts_it_and_the_producer_goes_o
                 await producer.send_and_wait(tp.topic, b"kept", partition=0)
         async with started(reader(broker.bootstrap)) as consumer:
             assert await values_until_end(consumer, tp) == [b"kept"]
+        async with started(reader(broker.bootstrap, isolation="read_uncommitted")) as consumer:
+            assert await values_until_end(consumer, tp) == [b"lost", b"kept"]
 
     asyncio.run(scenario())
 
