@@ -13,7 +13,8 @@ is in flight, other requests for the id get CONCURRENT_TRANSACTIONS and retry. E
 state is stored; the markers follow. Markers for partitions this broker leads are appended through the replica
 manager (those on ``__consumer_offsets`` also settle the transaction's offset commits in the group coordinator);
 markers for partitions led elsewhere go by ``send_markers`` (WriteTxnMarkers to their leader), retried until
-written. A partition that loads with an id in a Prepare state writes its markers then.
+written. A partition that does not exist (deleted, or ``__consumer_offsets`` never created because the group's
+coordinator was never looked up) gets no marker, as Kafka skips partitions with no leader in its metadata. A partition that loads with an id in a Prepare state writes its markers then.
 
 Fencing: InitProducerId bumps the epoch (a new producer id once the epoch is exhausted), so requests and appends of
 an older epoch fail with PRODUCER_FENCED (INVALID_PRODUCER_EPOCH on older request versions); an open transaction is
@@ -51,7 +52,8 @@ IN_PROGRESS = frozenset({State.ONGOING, State.PREPARE_COMMIT, State.PREPARE_ABOR
 
 MarkerWriter = Callable[[TopicPartition, int, int, int, bool], Awaitable[ErrorCode]]
 """Writes a marker on a partition (partition, producer id, epoch, coordinator epoch, commit): through the replica
-manager where this broker leads it (``write_marker``), else to its leader (``send_markers``)."""
+manager where this broker leads it or is standalone (``write_marker``), else to its leader (``send_markers``); either
+answers UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not name."""
 
 
 class TransactionCoordinator(CoordinatorPartitions[dict[str, TransactionLogValue]]):
@@ -275,14 +277,12 @@ class TransactionCoordinator(CoordinatorPartitions[dict[str, TransactionLogValue
             if coordinator_epoch is None or not self.active:
                 return  # no longer the coordinator: the new one completes it
             for tp in sorted(remaining):
-                if self.leads(tp):
+                if self.send_markers is None or self.leads(tp):
                     code = await self.write_marker(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
-                elif self.send_markers is not None:
-                    code = await self.send_markers(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
                 else:
-                    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    code = await self.send_markers(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
                 if code in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-                    remaining.discard(tp)  # a deleted partition needs no marker
+                    remaining.discard(tp)  # a partition that does not exist (deleted, never created) needs no marker
                 else:
                     log.debug("marker for %s of %s failed with %s", tp, meta.transactional_id, code.name)
             if remaining:

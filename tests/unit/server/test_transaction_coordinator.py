@@ -51,10 +51,14 @@ class Markers:
     def __init__(self) -> None:
         self.written: list[tuple[TopicPartition, int, int, int, bool]] = []
         self.fail_first: set[TopicPartition] = set()
+        self.unknown: set[TopicPartition] = set()
+        """Partitions the metadata does not name (UNKNOWN_TOPIC_OR_PARTITION)."""
 
     async def __call__(
         self, tp: TopicPartition, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool
     ) -> ErrorCode:
+        if tp in self.unknown:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if tp in self.fail_first:
             self.fail_first.discard(tp)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -63,13 +67,14 @@ class Markers:
 
 
 def coordinator(log: RecordingLog, markers: Markers) -> TransactionCoordinator:
+    """A standalone coordinator (no ``send_markers``) leading every partition but those ``markers`` call unknown."""
     ids = iter(range(1000, 2000))
 
     async def next_id() -> int:
         return next(ids)
 
     config = BrokerConfig.load(None, [])
-    return TransactionCoordinator(config, log, next_id, markers, lambda tp: True, ManualClock())
+    return TransactionCoordinator(config, log, next_id, markers, lambda tp: tp not in markers.unknown, ManualClock())
 
 
 def run(scenario: Coroutine[Any, Any, T]) -> T:
@@ -134,6 +139,27 @@ def test_a_commit_is_prepared_then_marked_on_every_partition_then_completed() ->
         assert await c.end_txn("tx", pid, epoch, commit=True) == ErrorCode.NONE  # a retry
         assert await c.end_txn("tx", pid, epoch, commit=False) == ErrorCode.INVALID_TXN_STATE
         assert c.transactions["tx"].partitions == set()
+
+    run(scenario())
+
+
+def test_a_partition_that_does_not_exist_gets_no_marker_and_the_transaction_completes() -> None:
+    """An offsets partition added by AddOffsetsToTxn whose topic was never created (the group's coordinator was never
+    looked up): a standalone coordinator asks its own replica manager, which does not know it, and goes on."""
+    offsets = TopicPartition("__consumer_offsets", 3)
+
+    async def scenario() -> None:
+        log, markers = RecordingLog(), Markers()
+        markers.unknown = {offsets}
+        c = coordinator(log, markers)
+        await loaded(c)
+        _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
+        assert await c.add_partitions("tx", pid, epoch, [offsets, TP0]) == ErrorCode.NONE
+        assert await c.end_txn("tx", pid, epoch, commit=True) == ErrorCode.NONE
+        await settle(c)
+        assert markers.written == [(TP0, pid, epoch, COORDINATOR_EPOCH, True)]
+        assert log.states()[-1] == TransactionState.COMPLETE_COMMIT
+        assert await c.add_partitions("tx", pid, epoch, [TP1]) == ErrorCode.NONE
 
     run(scenario())
 
