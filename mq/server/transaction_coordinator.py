@@ -14,7 +14,8 @@ state is stored; the markers follow. Markers for partitions this broker leads ar
 manager (those on ``__consumer_offsets`` also settle the transaction's offset commits in the group coordinator);
 markers for partitions led elsewhere go by ``send_markers`` (WriteTxnMarkers to their leader), retried until
 written. A partition that does not exist (deleted, or ``__consumer_offsets`` never created because the group's
-coordinator was never looked up) gets no marker, as Kafka skips partitions with no leader in its metadata. A partition that loads with an id in a Prepare state writes its markers then.
+coordinator was never looked up) gets no marker, as Kafka skips partitions with no leader in its metadata. A
+partition that loads with an id in a Prepare state writes its markers then.
 
 Fencing: InitProducerId bumps the epoch (a new producer id once the epoch is exhausted), so requests and appends of
 an older epoch fail with PRODUCER_FENCED (INVALID_PRODUCER_EPOCH on older request versions); an open transaction is
