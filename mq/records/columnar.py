@@ -57,16 +57,6 @@ class RecordColumns:
     def __len__(self) -> int:
         return len(self.offset)
 
-    def slice(self, start: int, length: int) -> RecordColumns:
-        return RecordColumns(
-            self.offset.slice(start, length),
-            self.timestamp.slice(start, length),
-            self.timestamp_type.slice(start, length),
-            self.key.slice(start, length),
-            self.value.slice(start, length),
-            None if self.headers is None else self.headers.slice(start, length),
-        )
-
 
 class EntryDecodeError(CorruptRecordError):
     """Entry ``index`` of the call does not decode; ``decoded`` holds the rows of the entries before it."""
@@ -106,9 +96,9 @@ def decode_entries(entries: Sequence[tuple[Buffer, BatchHeader]], include_header
             try:
                 records = list(iter_records(buf, header))
             except KafkaError as exc:
-                raise EntryDecodeError(exc, index, _concat(parts, include_headers)) from None
+                raise EntryDecodeError(exc, index, concat_columns(parts, include_headers)) from None
             parts.append(_from_records(records, int(header.timestamp_type), include_headers))
-    return _concat(parts, include_headers)
+    return concat_columns(parts, include_headers)
 
 
 class _Corrupt(Exception):
@@ -130,10 +120,11 @@ def _decode(entries: Sequence[tuple[Buffer, BatchHeader]], include_headers: bool
         parts.append(_from_records(records, int(header.timestamp_type), include_headers))
     if run:
         parts.append(_decode_v2(run, include_headers))
-    return _concat(parts, include_headers)
+    return concat_columns(parts, include_headers)
 
 
-def _concat(parts: list[RecordColumns], include_headers: bool) -> RecordColumns:
+def concat_columns(parts: Sequence[RecordColumns], include_headers: bool) -> RecordColumns:
+    """The rows of ``parts`` one after the other (each with headers exactly when ``include_headers``)."""
     if not parts:
         return empty_columns(include_headers)
     if len(parts) == 1:
