@@ -169,7 +169,7 @@ def _decode_v2(batches: Sequence[tuple[Buffer, BatchHeader]], include_headers: b
     counts = np.fromiter((h.records_count for _, h in batches), np.int64, len(batches))
     first = np.zeros(len(batches) + 1, np.int64)
     np.cumsum(counts, out=first[1:])
-    start, end = _record_bounds(data, area_end - sizes, area_end, counts, first)
+    start, end = _record_bounds(joined, area_end - sizes, area_end, counts, first)
 
     # Fields of every record at once: attributes, timestampDelta, offsetDelta, key, value, headersCount.
     p = start + 1
@@ -203,6 +203,8 @@ def _decode_v2(batches: Sequence[tuple[Buffer, BatchHeader]], include_headers: b
 
 _PASSES = 8
 """Rounds of predict-and-check before the batches whose record sizes keep changing are walked in Python."""
+_MIN_PROGRESS = 16
+"""A batch whose prediction held for fewer records than this in a round is walked in Python at once."""
 _PAD = b"\0\0"
 """After the joined records areas, so that two bytes can be read at any position up to their end."""
 _jumps: list[npt.NDArray[np.int64]] = []
@@ -221,17 +223,17 @@ def _jump_table() -> npt.NDArray[np.int64]:
     return _jumps[0]
 
 
-def _record_bounds(
-    data: npt.NDArray[np.uint8], area_start: Ints, area_end: Ints, counts: Ints, first: Ints
-) -> tuple[Ints, Ints]:
+def _record_bounds(joined: bytes, area_start: Ints, area_end: Ints, counts: Ints, first: Ints) -> tuple[Ints, Ints]:
     """Start (after the length varint) and end of every record, batch-major.
 
-    Record starts form a chain through the length varints, sequential within a batch. They are predicted instead:
-    from an anchor (a start known to be right, first the batch's first record) every later record is assumed to be
-    as long as the anchor's, and all predictions of all batches are checked at once against the length varints found
-    there; each batch's first wrong prediction gives the next anchor. Records of one batch mostly differ only where a
-    delta varint grows a byte, so a few rounds settle; batches that do not are walked in Python. The chain found is
-    then checked with the full varint decoder, as every later field is."""
+        Record starts form a chain through the length varints, sequential within a batch. They are predicted instead:
+        from an anchor (a start known to be right, first the batch's first record) every later record is assumed to be
+        as long as the anchor's, and all predictions of all batches are checked at once against the length varints found
+        there; each batch's first wrong prediction gives the next anchor. Records of one batch mostly differ only where a
+        delta varint grows a byte, so a few rounds settle; batches that do not (sizes varying from record to record) are
+    walked in Python. The chain found is
+        then checked with the full varint decoder, as every later field is."""
+    data = np.frombuffer(joined, np.uint8)
     n = int(first[-1])
     batches = len(counts)
     jumps = _jump_table()
@@ -261,15 +263,16 @@ def _record_bounds(
         row = wrong[first_wrong]
         pending[wrong_batch] = True
         at = np.searchsorted(rows, row)
+        slow = index[row] + 1 - anchor_index[wrong_batch] < _MIN_PROGRESS
         anchor[wrong_batch] = following[at]
         anchor_index[wrong_batch] = index[row] + 1
-        stuck = wrong_batch[last[row] | (jump[at] < 1) | (following[at] >= area_end[wrong_batch])]
+        stuck = wrong_batch[slow | last[row] | (jump[at] < 1) | (following[at] >= area_end[wrong_batch])]
         if len(stuck):
             pending[stuck] = False
             for batch in stuck.tolist():
-                _walk(data, area_start[batch], area_end[batch], start[first[batch] : first[batch + 1]])
+                _walk(joined, int(area_start[batch]), int(counts[batch]), start[first[batch] : first[batch + 1]])
     for batch in np.flatnonzero(pending).tolist():
-        _walk(data, area_start[batch], area_end[batch], start[first[batch] : first[batch + 1]])
+        _walk(joined, int(area_start[batch]), int(counts[batch]), start[first[batch] : first[batch + 1]])
     limit = area_end[batch_of]
     length, body = _varints(data, start, limit)
     end = body + length
@@ -287,25 +290,25 @@ def _pairs(data: npt.NDArray[np.uint8], at: Ints) -> Ints:
     return data[at].astype(np.int64) | data[at + 1].astype(np.int64) << 8
 
 
-def _walk(data: npt.NDArray[np.uint8], position: int, area_end: int, out: Ints) -> None:
-    """Record starts of one batch by following the length varints one by one, into ``out``."""
-    raw = data[position:area_end].tobytes()
+def _walk(joined: bytes, position: int, count: int, out: Ints) -> None:
+    """Starts of ``count`` records from ``position`` by following the length varints one by one, into ``out``
+    (unchecked: a chain that leaves its area fails the check after)."""
     if not _walk_jumps:
         _walk_jumps.append(_jump_table().tolist())
     jumps = _walk_jumps[0]
-    size = len(raw)
-    starts = [0] * len(out)
-    at = 0
-    for i in range(len(out)):
-        if at + 1 >= size:
-            raise _Corrupt("record length runs past the records area")
-        starts[i] = at
-        jump = jumps[raw[at] | raw[at + 1] << 8]
-        if jump < 1:
-            length, after = decode_varint(raw, at)
-            jump = after - at + abs(length)
-        at += jump
-    out[:] = np.asarray(starts, np.int64) + position
+    starts: list[int] = []
+    append = starts.append
+    try:
+        for _ in range(count):
+            append(position)
+            jump = jumps[joined[position] | joined[position + 1] << 8]
+            if jump < 1:
+                length, after = decode_varint(joined, position)
+                jump = after - position + abs(length)
+            position += jump
+    except IndexError:
+        raise _Corrupt("record length runs past the records area") from None
+    out[:] = starts
 
 
 def _varints(data: npt.NDArray[np.uint8], pos: Ints, limit: Ints) -> tuple[Ints, Ints]:
