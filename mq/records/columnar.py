@@ -167,6 +167,8 @@ def _decode_v2(batches: Sequence[tuple[Buffer, BatchHeader]], include_headers: b
     sizes = np.fromiter((len(a) for a in areas), np.int64, len(areas))
     area_end = np.cumsum(sizes)
     counts = np.fromiter((h.records_count for _, h in batches), np.int64, len(batches))
+    if np.any(counts * _MIN_RECORD_SIZE > sizes):
+        raise _Corrupt("more records than the records area can hold")
     first = np.zeros(len(batches) + 1, np.int64)
     np.cumsum(counts, out=first[1:])
     start, end = _record_bounds(joined, area_end - sizes, area_end, counts, first)
@@ -201,6 +203,8 @@ def _decode_v2(batches: Sequence[tuple[Buffer, BatchHeader]], include_headers: b
     )
 
 
+_MIN_RECORD_SIZE = 7
+"""Length, attributes, timestampDelta, offsetDelta, keyLength, valueLength and headersCount: a byte each at least."""
 _PASSES = 8
 """Rounds of predict-and-check before the batches whose record sizes keep changing are walked in Python."""
 _MIN_PROGRESS = 16
@@ -277,7 +281,7 @@ def _record_bounds(joined: bytes, area_start: Ints, area_end: Ints, counts: Ints
     length, body = _varints(data, start, limit)
     end = body + length
     expected = np.where(last, limit, start[np.minimum(np.arange(1, n + 1), n - 1)])
-    if np.any(length < 1) or np.any(end != expected) or np.any(start[first[:-1][counts > 0]] != area_start[counts > 0]):
+    if np.any(length < 1) or np.any(end != expected):
         raise _Corrupt("record lengths do not chain through the records area")
     empty = counts == 0
     if np.any(area_end[empty] != area_start[empty]):

@@ -26,6 +26,7 @@ from mq.records import (  # noqa: E402
     iter_records,
 )
 from mq.records.columnar import EntryDecodeError, RecordColumns, decode_entries  # noqa: E402
+from mq.records.columnar import _decode as bulk_decode  # noqa: E402  (valid entries must not need the fallback)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TS = 1_600_000_000_000
@@ -137,6 +138,28 @@ def test_same_rows_as_the_per_record_decoder(entries: list[bytes], include_heade
     if not include_headers:
         expected = [(*row[:5], []) for row in expected]
     assert rows(columns) == expected
+    assert rows(bulk_decode([(buf, h) for h in headers], include_headers)) == expected
+
+
+sized_runs = st.lists(st.tuples(st.integers(min_value=1, max_value=120), st.integers(min_value=0, max_value=300)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(st.tuples(sized_runs, st.sampled_from([Codec.NONE, Codec.LZ4])), min_size=1, max_size=5))
+def test_long_batches_of_runs_of_record_sizes(batches: list[tuple[list[tuple[int, int]], Codec]]) -> None:
+    """Record starts are predicted from runs of equal sizes and corrected where a run ends or a delta grows."""
+    entries = []
+    for runs, codec in batches:
+        builder = RecordBatchBuilder(codec=codec)
+        for run, size in runs:
+            for _ in range(run):
+                builder.append(TS + len(builder) * 7, b"k", bytes(size), [])
+        entries.append(builder.build())
+    buf = log(entries)
+    headers = list(iter_headers(buf))
+    expected = reference(buf, headers)
+    assert rows(bulk_decode([(buf, h) for h in headers], True)) == expected
+    assert rows(decode_entries([(buf, h) for h in headers], True)) == expected
 
 
 @SETTINGS
@@ -145,10 +168,9 @@ def test_damaged_records_fail_at_the_same_entry_with_the_same_error(entries: lis
     buf = bytearray(log(entries))
     headers = list(iter_headers(buf))
     victim = data.draw(st.sampled_from(headers))
-    if victim.end_position - victim.position <= 61:
-        return
-    at = data.draw(st.integers(min_value=victim.position + 61, max_value=victim.end_position - 1))
+    at = data.draw(st.integers(min_value=victim.position + 57, max_value=victim.end_position - 1))  # recordsCount on
     buf[at] = data.draw(st.integers(min_value=0, max_value=255))
+    headers = list(iter_headers(buf))
     entries_in_buf = [(bytes(buf), h) for h in headers]
     failed: tuple[int, str] | None = None
     for index, (entry_buf, header) in enumerate(entries_in_buf):
@@ -158,8 +180,8 @@ def test_damaged_records_fail_at_the_same_entry_with_the_same_error(entries: lis
             failed = (index, str(exc))
             break
     if failed is None:
-        columns = decode_entries(entries_in_buf, True)
-        assert rows(columns) == reference(bytes(buf), headers)
+        assert rows(decode_entries(entries_in_buf, True)) == reference(bytes(buf), headers)
+        assert rows(bulk_decode(entries_in_buf, True)) == reference(bytes(buf), headers)
         return
     with pytest.raises(EntryDecodeError) as caught:
         decode_entries(entries_in_buf, True)
@@ -181,7 +203,7 @@ def test_many_records_of_varied_and_uniform_sizes() -> None:
         large.append(TS, b"k", rng.randbytes(rng.randrange(8_200, 300_000)), [])
     buf = log([varied.build(), uniform.build(), large.build()] * 2)
     headers = list(iter_headers(buf))
-    columns = decode_entries([(buf, h) for h in headers], include_headers=True)
+    columns = bulk_decode([(buf, h) for h in headers], include_headers=True)
     assert rows(columns) == reference(buf, headers)
     assert len(columns) == 2 * 6005
 
@@ -220,15 +242,15 @@ def test_every_damaged_byte_of_a_small_batch_fails_or_reads_as_the_per_record_de
     builder.append(TS + 1, None, b"", [])
     good = builder.build() + RecordBatchBuilder().build()
     buf = log([good])
-    (first, second) = iter_headers(buf)
     outcomes = set()
-    for at in range(61, first.end_position):
+    for at in range(57, len(good) - 61):  # recordsCount and the records area of the first batch
         for byte in (0, 1, 2, 3, 4, 5, 0x7E, 0x7F, 0x80, 0x81, 0xFE, 0xFF):
             damaged = bytearray(buf)
             damaged[at] = byte
-            entries = [(bytes(damaged), first), (bytes(damaged), second)]
+            headers = list(iter_headers(damaged))
+            entries = [(bytes(damaged), h) for h in headers]
             try:
-                expected = reference(bytes(damaged), [first, second])
+                expected = reference(bytes(damaged), headers)
             except KafkaError as exc:
                 with pytest.raises(EntryDecodeError) as caught:
                     decode_entries(entries, True)
@@ -237,5 +259,6 @@ def test_every_damaged_byte_of_a_small_batch_fails_or_reads_as_the_per_record_de
                 outcomes.add("fails")
                 continue
             assert rows(decode_entries(entries, True)) == expected
+            assert rows(bulk_decode(entries, True)) == expected
             outcomes.add("reads")
     assert outcomes == {"fails", "reads"}
