@@ -6,21 +6,26 @@ timestamp ``iter_records`` gives), timestampType int32, key and value binary (nu
 when asked, headers ``list<struct<key: string, value: binary>>``. Control batches yield no rows and are not decoded.
 
 v2 batches are decoded in bulk: each records area is decompressed once and the areas are joined into one buffer.
-The sequential part, the chain of record length varints, advances every batch of the call one record per step
-with numpy (so a step costs the same for 1 batch or 2,000); the fields inside the records are then decoded for all
-records at once, and key, value and header bytes are cut out of the joined buffer by Arrow's ``take`` over a
-binary array whose offsets are the field boundaries (no bytes object per record). Legacy v0/v1 entries (rare:
-only old producers write them) go through the per-record decoder.
+The sequential part, the chain of record length varints, is predicted for all batches at once and checked against
+the varints found there (``_record_bounds``; batches whose record sizes vary from record to record are walked in
+Python, one step per record, no objects); the fields inside the records are then decoded for all records at once,
+a numpy operation per field, and key, value and header bytes are cut out of the joined buffer by Arrow's ``take``
+over a binary array whose offsets are the field boundaries (no bytes object per record). Legacy v0/v1 entries
+(only old producers write them) go through the per-record decoder, one Record object per message.
 
 Errors and rows match the per-record decoder, which stays the reference: when the bulk pass rejects the entries,
 they are decoded one at a time, and an entry the bulk pass rejects alone is decoded by ``iter_records``; if that
-fails too, ``EntryDecodeError`` carries its message, the entry's index and the rows of the entries before it. pyarrow comes with the ``spark`` extra; this module needs it.
+fails too, ``EntryDecodeError`` carries its message, the entry's index and the rows of the entries before it.
+Timestamps and offsets are int64 sums (base + delta) that wrap where the per-record decoder's Python ints would not.
+
+pyarrow is not a core dependency (the ``spark`` extra brings it) and ``mq.records`` does not import this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +39,7 @@ from mq.records.crc import Buffer
 from mq.records.default_batch import batch_codec
 from mq.records.legacy import iter_legacy_records
 from mq.records.record import Record
-from mq.records.varint import MAX_VARLONG_BYTES, decode_varint
+from mq.records.varint import MAX_VARLONG_BYTES, decode_varint, record_jumps
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 HEADERS_TYPE = pa.list_(pa.field("element", HEADER_TYPE))
@@ -211,20 +216,12 @@ _MIN_PROGRESS = 16
 """A batch whose prediction held for fewer records than this in a round is walked in Python at once."""
 _PAD = b"\0\0"
 """After the joined records areas, so that two bytes can be read at any position up to their end."""
-_jumps: list[npt.NDArray[np.int64]] = []
-_walk_jumps: list[list[int]] = []
 
 
+@cache
 def _jump_table() -> npt.NDArray[np.int64]:
-    """For the first two bytes of a record, ``b0 | b1 << 8``: the bytes from its start to the next record's when its
-    length varint takes 1 or 2 bytes (the sign ignored: the lengths are checked afterwards), else -1. 64 Ki entries,
-    built once."""
-    if not _jumps:
-        pair = np.arange(1 << 16, dtype=np.int64)
-        low, high = pair & 0xFF, pair >> 8
-        two = np.where(high < 0x80, (((low & 0x7F) | (high << 7)) >> 1) + 2, -1)
-        _jumps.append(np.where(low < 0x80, (low >> 1) + 1, two))
-    return _jumps[0]
+    """``record_jumps`` as a numpy array, for gathers."""
+    return np.asarray(record_jumps(), np.int64)
 
 
 def _record_bounds(joined: bytes, area_start: Ints, area_end: Ints, counts: Ints, first: Ints) -> tuple[Ints, Ints]:
@@ -297,9 +294,7 @@ def _pairs(data: npt.NDArray[np.uint8], at: Ints) -> Ints:
 def _walk(joined: bytes, position: int, count: int, out: Ints) -> None:
     """Starts of ``count`` records from ``position`` by following the length varints one by one, into ``out``
     (unchecked: a chain that leaves its area fails the check after)."""
-    if not _walk_jumps:
-        _walk_jumps.append(_jump_table().tolist())
-    jumps = _walk_jumps[0]
+    jumps = record_jumps()
     starts: list[int] = []
     append = starts.append
     try:
