@@ -56,6 +56,7 @@ from mq.records.compression import decompress
 from mq.records.crc import Buffer, crc32
 from mq.records.default_batch import batch_codec
 from mq.records.legacy import wrapper_codec
+from mq.records.varint import record_jumps
 
 UNIFORM_MIN_RECORDS = 16
 """From this many records a batch is first checked against the uniform layout (a fixed cost of about 15 µs)."""
@@ -507,26 +508,11 @@ def _predicted_starts(data: Bytes, count: int) -> Ints | None:
     return None
 
 
-_jumps: list[int] = []
-
-
-def _jump_table() -> list[int]:
-    """For the first two bytes of a record, ``b0 | b1 << 8``: the bytes from its start to the next record's when its
-    length varint takes 1 or 2 bytes (the sign ignored: ``_fields`` checks lengths), else -1. Built once, 64 Ki
-    entries."""
-    if not _jumps:
-        pair = np.arange(1 << 16, dtype=np.int64)
-        first, second = pair & 0xFF, pair >> 8
-        two = ((((first & 0x7F) | (second << 7)) >> 1) + 2) * (second < 0x80) - (second >= 0x80)
-        _jumps.extend(np.where(first < 0x80, (first >> 1) + 1, two).tolist())
-    return _jumps
-
-
 def _python_starts(area: Buffer, count: int, header: BatchHeader) -> Ints:
     """Record starts (and the end) following the length varints one by one, unchecked (``_fields`` checks every
     length); a chain that leaves the area is walked by ``_walk`` to name the fault."""
     data = bytes(area)
-    jumps = _jump_table()
+    jumps = record_jumps()
     starts = [0] * (count + 1)
     position = 0
     try:

@@ -8,6 +8,8 @@ functions serves both.
 
 from __future__ import annotations
 
+from functools import cache
+
 from mq.errors import CorruptRecordError
 
 Buffer = bytes | bytearray | memoryview
@@ -60,3 +62,15 @@ def decode_varint(buf: Buffer, position: int) -> tuple[int, int]:
                 raise CorruptRecordError(f"varint longer than {MAX_VARLONG_BYTES} bytes")
     except IndexError:
         raise CorruptRecordError("varint runs past the end of the record data") from None
+
+
+@cache
+def record_jumps() -> list[int]:
+    """For the first two bytes of a v2 record, at index ``b0 | b1 << 8``: the bytes from the record's start to the
+    next record's when its length varint takes 1 or 2 bytes (the sign ignored: callers check lengths), else -1.
+    64 Ki entries, built once."""
+    return [
+        (b0 >> 1) + 1 if b0 < 0x80 else ((((b0 & 0x7F) | b1 << 7) >> 1) + 2 if b1 < 0x80 else -1)
+        for b1 in range(256)
+        for b0 in range(256)
+    ]

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mq.errors import CorruptRecordError, KafkaError
-from mq.records import iter_records, validate
-from mq.records.record import Record
+from mq.records import BatchHeader, validate
+from mq.records.columnar import HEADERS_TYPE, EntryDecodeError, RecordColumns, concat_columns, decode_entries
 from mq.storage.entry_scan import scan_entries
 from mq.storage.file_names import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, LOG_SUFFIX, offset_from_file_name
 from mq.topic_partition import TopicPartition
@@ -33,7 +35,6 @@ DEFAULT_MAX_MESSAGE_SIZE = 100 * 1024 * 1024
 ROWS_PER_BATCH = 32_768
 _READ_CHUNK_BYTES = 1 << 20
 
-HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 ARROW_FIELDS = [
     pa.field("key", pa.binary()),
     pa.field("value", pa.binary()),
@@ -43,7 +44,7 @@ ARROW_FIELDS = [
     pa.field("timestamp", pa.timestamp("us", tz="UTC")),
     pa.field("timestampType", pa.int32()),
 ]
-HEADERS_FIELD = pa.field("headers", pa.list_(pa.field("element", HEADER_TYPE)))
+HEADERS_FIELD = pa.field("headers", HEADERS_TYPE)
 SPARK_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 )
@@ -119,50 +120,39 @@ def find_segments(log_dir: str | Path, topics: Sequence[str] = ()) -> list[Segme
     return segments
 
 
-class _Columns:
-    """Column lists of the rows of one partition, turned into a RecordBatch when full."""
+class _Rows:
+    """Decoded rows of one partition, turned into a RecordBatch of the source's columns."""
 
     def __init__(self, tp: TopicPartition, include_headers: bool) -> None:
         self.tp = tp
         self.include_headers = include_headers
         self.schema = arrow_schema(include_headers)
-        self.clear()
-
-    def clear(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.timestamp_types: list[int] = []
-        self.headers: list[list[dict[str, object]]] = []
+        self.parts: list[RecordColumns] = []
+        self.count = 0
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self.count
 
-    def add(self, records: list[Record], timestamp_type: int) -> None:
-        for record in records:
-            self.keys.append(record.key)
-            self.values.append(record.value)
-            self.offsets.append(record.offset)
-            self.timestamps.append(record.timestamp * 1000)
-            self.timestamp_types.append(timestamp_type)
-            if self.include_headers:
-                self.headers.append([{"key": k, "value": v} for k, v in record.headers])
+    def add(self, columns: RecordColumns) -> None:
+        self.parts.append(columns)
+        self.count += len(columns)
 
     def batch(self) -> pa.RecordBatch:
-        n = len(self)
+        rows = concat_columns(self.parts, self.include_headers)
+        n = len(rows)
         arrays = [
-            pa.array(self.keys, pa.binary()),
-            pa.array(self.values, pa.binary()),
-            pa.array([self.tp.topic] * n, pa.string()),
-            pa.array([self.tp.partition] * n, pa.int32()),
-            pa.array(self.offsets, pa.int64()),
-            pa.array(self.timestamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(self.timestamp_types, pa.int32()),
+            rows.key,
+            rows.value,
+            pa.repeat(pa.scalar(self.tp.topic, pa.string()), n),
+            pa.array(np.full(n, self.tp.partition, np.int32)),
+            rows.offset,
+            pc.multiply_checked(rows.timestamp, 1000).cast(pa.timestamp("us", tz="UTC")),
+            rows.timestamp_type,
         ]
-        if self.include_headers:
-            arrays.append(pa.array(self.headers, HEADERS_FIELD.type))
-        self.clear()
+        if rows.headers is not None:
+            arrays.append(rows.headers)
+        self.parts = []
+        self.count = 0
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
@@ -176,12 +166,30 @@ def read_segment(
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of the segment's rows in offset order; ``report`` gets the outcome once the file is read.
 
-    An entry's records are all emitted or none: an entry that passes its CRC but does not decode ends the segment
-    before any of its rows."""
-    columns = _Columns(segment.tp, include_headers)
+    Entries are decoded columnar (``mq.records.columnar``) about ``rows_per_batch`` rows at a time. An entry's
+    records are all emitted or none: an entry that passes its CRC but does not decode ends the segment before any of
+    its rows."""
+    rows = _Rows(segment.tp, include_headers)
+    pending: list[tuple[bytes, BatchHeader]] = []
+    pending_rows = 0
     valid_bytes = 0
     records = 0
     error: str | None = None
+
+    def decode() -> str | None:
+        """Move the rows of the pending entries into ``rows``; the error of an entry that does not decode."""
+        nonlocal pending_rows, valid_bytes, records
+        try:
+            decoded, done, failure = decode_entries(pending, include_headers), len(pending), None
+        except EntryDecodeError as exc:
+            decoded, done, failure = exc.decoded, exc.index, str(exc)
+        rows.add(decoded)
+        records += len(decoded)
+        valid_bytes += sum(header.size for _, header in pending[:done])
+        pending.clear()
+        pending_rows = 0
+        return failure
+
     with open(segment.path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         try:
@@ -191,17 +199,22 @@ def read_segment(
                     raise CorruptRecordError(
                         f"offset {header.offset} is below the segment's base offset {segment.base_offset}"
                     )
-                if not header.is_control:
-                    decoded = list(iter_records(chunk, header))
-                    columns.add(decoded, int(header.timestamp_type))
-                    records += len(decoded)
-                valid_bytes += header.size
-                if len(columns) >= rows_per_batch:
-                    yield columns.batch()
+                pending.append((chunk, header))
+                pending_rows += max(header.records_count, 1)
+                if pending_rows >= rows_per_batch:
+                    error = decode()
+                    if len(rows) >= rows_per_batch:
+                        yield rows.batch()
+                    if error is not None:
+                        break
         except KafkaError as exc:
-            error = f"position {valid_bytes}: {exc}"
-    if len(columns):
-        yield columns.batch()
-    if error is None and valid_bytes < size:
+            error = str(exc)
+        if pending:
+            error = decode() or error  # a pending entry comes before the one that stopped the scan
+    if len(rows):
+        yield rows.batch()
+    if error is not None:
+        error = f"position {valid_bytes}: {error}"
+    elif valid_bytes < size:
         error = f"position {valid_bytes}: a partial entry ({size - valid_bytes} bytes) ends the file"
     report(SegmentOutcome(segment.path, size, valid_bytes, records, error))

@@ -9,7 +9,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from mq.records import COMMIT, Codec, LegacyBatchBuilder, RecordBatchBuilder, TimestampType  # noqa: E402
+from mq.records import COMMIT, Codec, LegacyBatchBuilder, RecordBatchBuilder, TimestampType, compute_crc, parse_header  # noqa: E402
 from mq.records.default_batch import build_control_batch  # noqa: E402
 from mq.spark.segment_reader import (  # noqa: E402
     SegmentFile,
@@ -148,3 +148,43 @@ def test_find_segments_skips_other_files_and_directories(tmp_path: Path) -> None
 def test_find_segments_needs_a_directory(tmp_path: Path) -> None:
     with pytest.raises(NotADirectoryError):
         find_segments(tmp_path / "missing")
+
+
+def undecodable(base: int) -> bytes:
+    """A v2 batch of 2 records whose CRC is right but whose recordsCount says 1: bytes follow its last record."""
+    batch = bytearray(v2(base, 2))
+    struct.pack_into(">i", batch, 57, 1)
+    header = parse_header(batch)
+    assert header is not None
+    struct.pack_into(">I", batch, 17, compute_crc(batch, header))
+    return bytes(batch)
+
+
+@pytest.mark.parametrize("rows_per_batch", [1, 4, 1000])
+def test_an_entry_that_does_not_decode_ends_the_segment_before_its_rows(tmp_path: Path, rows_per_batch: int) -> None:
+    first, second, bad, after = v2(0, 3), v2(3, 2, Codec.LZ4), undecodable(5), v2(7, 2)
+    segment = write(tmp_path / "t-0", 0, first, second, bad, after)
+    outcomes: list[SegmentOutcome] = []
+    batches = list(read_segment(segment, outcomes.append, rows_per_batch=rows_per_batch))
+    table = pa.Table.from_batches(batches, arrow_schema(False))
+    assert table.column("offset").to_pylist() == [0, 1, 2, 3, 4]
+    (outcome,) = outcomes
+    assert outcome.valid_bytes == len(first) + len(second) and outcome.records == 5
+    assert outcome.error is not None and "bytes after its 1 records" in outcome.error
+    assert outcome.error.startswith(f"position {len(first) + len(second)}: batch at position")
+
+
+def test_many_rows_with_headers_in_batches(tmp_path: Path) -> None:
+    builder = RecordBatchBuilder(codec=Codec.ZSTD)
+    for i in range(2500):
+        builder.append(TS + i, None if i % 3 == 0 else b"k", b"" if i % 5 == 0 else b"v%d" % i, [("h", None)] * (i % 2))
+    segment = write(tmp_path / "t-0", 0, builder.build(), v2(2500, 10))
+    outcomes: list[SegmentOutcome] = []
+    batches = list(read_segment(segment, outcomes.append, include_headers=True, rows_per_batch=1000))
+    assert [b.num_rows for b in batches] == [2500, 10]
+    table = pa.Table.from_batches(batches, arrow_schema(True))
+    assert table.column("offset").to_pylist() == list(range(2510))
+    assert table.column("key").to_pylist()[:4] == [None, b"k", b"k", None]
+    assert table.column("value").to_pylist()[:3] == [b"", b"v1", b"v2"]
+    assert table.column("headers").to_pylist()[:2] == [[], [{"key": "h", "value": None}]]
+    assert outcomes[0].complete and outcomes[0].records == 2510
