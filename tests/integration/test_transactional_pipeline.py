@@ -202,7 +202,8 @@ class Pipeline(threading.Thread):
             try:
                 found = consumer.committed(partitions, 10)
                 break
-            except KafkaException:
+            except KafkaException as exc:
+                self.events.append(f"{time.strftime('%H:%M:%S')} committed: {exc.args[0]}")
                 if time.monotonic() > self.deadline:
                     raise
         self.committed.update({tp.partition: max(tp.offset, 0) for tp in found})
