@@ -87,6 +87,16 @@ async def settle(c: TransactionCoordinator) -> None:
         await asyncio.sleep(0.01)
 
 
+async def open_on_tp0() -> tuple[RecordingLog, Markers, TransactionCoordinator, int, int]:
+    """A loaded coordinator with the transaction of "tx" open on TP0: (log, markers, coordinator, pid, epoch)."""
+    log, markers = RecordingLog(), Markers()
+    c = coordinator(log, markers)
+    await loaded(c)
+    _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
+    assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+    return log, markers, c, pid, epoch
+
+
 def test_producer_ids_epochs_and_the_coordinator_s_checks() -> None:
     async def scenario() -> None:
         log, markers = RecordingLog(), Markers()
@@ -107,11 +117,7 @@ def test_producer_ids_epochs_and_the_coordinator_s_checks() -> None:
 
 def test_a_commit_is_prepared_then_marked_on_every_partition_then_completed() -> None:
     async def scenario() -> None:
-        log, markers = RecordingLog(), Markers()
-        c = coordinator(log, markers)
-        await loaded(c)
-        _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
-        assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+        log, markers, c, pid, epoch = await open_on_tp0()
         assert c.verify_partitions("tx", pid, epoch, [TP0, TP1]) == {
             TP0: ErrorCode.NONE,
             TP1: ErrorCode.INVALID_TXN_STATE,
@@ -202,11 +208,7 @@ def test_a_completion_left_running_by_a_resignation_stops_once_the_partition_is_
     again before its retry: only the completion of the reloaded transaction writes markers and the Complete state."""
 
     async def scenario() -> None:
-        log, markers = RecordingLog(), Markers()
-        c = coordinator(log, markers)
-        await loaded(c)
-        _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
-        assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+        log, markers, c, pid, epoch = await open_on_tp0()
         stalled = asyncio.Event()
 
         async def stalled_then_written(
@@ -238,11 +240,7 @@ def test_a_complete_state_that_cannot_be_stored_yet_is_retried_and_the_id_then_s
     the producer's next InitProducerId waits (CONCURRENT_TRANSACTIONS) until the coordinator's retry stores it."""
 
     async def scenario() -> None:
-        log, markers = RecordingLog(), Markers()
-        c = coordinator(log, markers)
-        await loaded(c)
-        _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
-        assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+        log, markers, c, pid, epoch = await open_on_tp0()
 
         async def written_then_state_log_unavailable(
             tp: TopicPartition, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool
