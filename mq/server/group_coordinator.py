@@ -93,6 +93,9 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         self.consumer_groups: ConsumerGroups | None = None
         """The groups of the KIP-848 consumer protocol (None: not served); their members commit at their epoch."""
         self._consumer_sessions: dict[tuple[str, str], Watch] = {}
+        self._completed_while_loading: dict[int, list[tuple[int, bool]]] = {}
+        """Loading partition -> the transaction markers (producer id, commit) written to it meanwhile, in order: the
+        read of its log may have ended before them, so they are applied to what it installs."""
 
     # --- ownership -----------------------------------------------------------------------------------------------
 
@@ -155,6 +158,12 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
             for group_id, records in loaded.consumer_groups.items():
                 self.consumer_groups.install(group_id, records, now)
                 self.watch_consumer_members(group_id)
+        for producer_id, commit in self._completed_while_loading.pop(partition, []):
+            self.complete_txn(partition, producer_id, commit)
+
+    def _unload(self, partition: int) -> None:
+        self._completed_while_loading.pop(partition, None)
+        super()._unload(partition)
 
     def _uninstall(self, partition: int) -> None:
         for group_id, group in list(self.groups.items()):
@@ -849,7 +858,12 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
 
     def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction marker of ``producer_id`` was written to ``__consumer_offsets`` ``partition``: its pending
-        offsets in the groups there count (COMMIT) or are dropped (ABORT)."""
+        offsets in the groups there count (COMMIT) or are dropped (ABORT). A marker on a partition still loading
+        waits for its install (the last marker of a producer there: it ends every offset commit that load finds
+        pending for it)."""
+        if partition in self.loading_partitions:
+            self._completed_while_loading.setdefault(partition, []).append((producer_id, commit))
+            return
         for group in self.groups.values():
             if group.partition != partition:
                 continue

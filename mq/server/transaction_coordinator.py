@@ -269,15 +269,16 @@ class TransactionCoordinator(CoordinatorPartitions[dict[str, TransactionLogValue
         return ErrorCode.NONE
 
     async def _complete(self, meta: TransactionMetadata, partition: int) -> None:
-        """Write the markers of a prepared transaction on all its partitions (retrying those that fail), then store
-        its Complete state."""
+        """Write the markers of a prepared transaction on all its partitions, then store its Complete state, each
+        retried until it succeeds or this coordinator stops completing it (``_completing``); the producer's next
+        transaction waits for that Complete state."""
         commit = meta.state == State.PREPARE_COMMIT
         remaining = set(meta.partitions)
         while remaining:
-            coordinator_epoch = self.owned_partitions.get(partition)
-            if coordinator_epoch is None or not self.active:
-                return  # no longer the coordinator: the new one completes it
             for tp in sorted(remaining):
+                coordinator_epoch = self._completing(meta, partition)
+                if coordinator_epoch is None:
+                    return
                 if self.send_markers is None or self.leads(tp):
                     code = await self.write_marker(tp, meta.producer_id, meta.producer_epoch, coordinator_epoch, commit)
                 else:
@@ -288,11 +289,25 @@ class TransactionCoordinator(CoordinatorPartitions[dict[str, TransactionLogValue
                     log.debug("marker for %s of %s failed with %s", tp, meta.transactional_id, code.name)
             if remaining:
                 await asyncio.sleep(MARKER_RETRY_MS / 1000)
-        meta.pending_state = None
         final = State.COMPLETE_COMMIT if commit else State.COMPLETE_ABORT
-        error = await self._store(meta, final)
-        if error != ErrorCode.NONE:
-            log.warning("could not store %s of %s: %s", final.name, meta.transactional_id, error.name)
+        warned = False
+        while self._completing(meta, partition) is not None:
+            error = await self._store(meta, final)
+            if error == ErrorCode.NONE:
+                return
+            meta.pending_state = final  # still in flight: the id's producer waits (CONCURRENT_TRANSACTIONS)
+            if not warned:
+                log.warning("could not store %s of %s (retrying): %s", final.name, meta.transactional_id, error.name)
+                warned = True
+            await asyncio.sleep(MARKER_RETRY_MS / 1000)
+
+    def _completing(self, meta: TransactionMetadata, partition: int) -> int | None:
+        """The coordinator epoch to write ``meta``'s markers with; None once this coordinator no longer completes it
+        (its partition resigned, and maybe loaded again: whoever loaded it completes it)."""
+        coordinator_epoch = self.owned_partitions.get(partition)
+        if coordinator_epoch is None or not self.active or self.transactions.get(meta.transactional_id) is not meta:
+            return None
+        return coordinator_epoch
 
     # --- timeouts and expiry -------------------------------------------------------------------------------------
 

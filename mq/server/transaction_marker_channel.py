@@ -3,6 +3,9 @@
 One connection per leader over the inter-broker listener, kept open and reused. The leader is read from this
 broker's metadata cache at each send, so a marker whose leader moved is sent to the new one on the coordinator's
 next attempt; an unreachable leader answers a retriable error (the coordinator retries until it is written).
+UNKNOWN_TOPIC_OR_PARTITION means a deleted partition (which needs no marker) only when this broker's own metadata
+lacks it; from the leader it means the leader has not taken the partition up yet (a broker just restarted), and it
+is answered as NOT_LEADER_OR_FOLLOWER, so the marker is sent again.
 """
 
 from __future__ import annotations
@@ -78,7 +81,10 @@ class TransactionMarkerChannelManager:
         for marker in response.markers:
             for topic_result in marker.topics:
                 for p in topic_result.partitions:
-                    return ErrorCode(int(p.error_code))
+                    code = ErrorCode(int(p.error_code))
+                    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                        return ErrorCode.NOT_LEADER_OR_FOLLOWER  # the leader does not host it yet (restarting)
+                    return code
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
     async def close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 from mq.config import BrokerConfig, TopicConfig
@@ -10,9 +11,11 @@ from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, decode_key
 from mq.records.batch_header import iter_headers
 from mq.records.default_batch import iter_batch_records
+from mq.server.group_coordinator import GroupCoordinator
 from mq.server.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from mq.server.group_metadata_manager import (
     GroupMetadataManager,
+    LoadedPartition,
     group_append_error,
     offset_append_error,
 )
@@ -117,3 +120,39 @@ def test_append_errors_map_as_kafkas_coordinator_maps_them() -> None:
     assert offset_append_error(ErrorCode.RECORD_LIST_TOO_LARGE) == ErrorCode.INVALID_COMMIT_OFFSET_SIZE
     assert offset_append_error(ErrorCode.NOT_ENOUGH_REPLICAS) == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert offset_append_error(ErrorCode.REQUEST_TIMED_OUT) == ErrorCode.REQUEST_TIMED_OUT
+
+
+def test_a_commit_marker_written_while_the_partition_loads_settles_the_transactions_offsets(tmp_path: Path) -> None:
+    """A new leader loads its partition off the loop; a COMMIT marker written there after that read of the log ended
+    (the transaction coordinator does not wait for the load) still makes the transaction's offsets the group's."""
+    manager, partition = setup(tmp_path)
+    coordinator = GroupCoordinator(BrokerConfig(), manager)
+    tp, producer_id = TopicPartition("t", 0), 7
+    read_done, marker_written = threading.Event(), threading.Event()
+    read = manager.load
+
+    def load_that_waits_for_the_marker(index: int) -> LoadedPartition:
+        loaded = read(index)
+        read_done.set()
+        marker_written.wait(10)
+        return loaded
+
+    async def scenario() -> tuple[ErrorCode, dict[TopicPartition, OffsetCommitValue | None], set[TopicPartition]]:
+        coordinator.on_leadership_change(OFFSETS_TP, True, 0)
+        await asyncio.gather(*coordinator._loads.values())
+        offsets = {tp: OffsetCommitValue(42, "", 1)}
+        assert await settled(coordinator.commit_txn_offsets("g", producer_id, 0, offsets, lambda c: c)) == 0
+        coordinator.on_leadership_change(OFFSETS_TP, False)  # another broker leads, then this one again
+        manager.load = load_that_waits_for_the_marker  # type: ignore[method-assign]
+        coordinator.on_leadership_change(OFFSETS_TP, True, 1)
+        assert await asyncio.to_thread(read_done.wait, 10)
+        partition.write_txn_marker(producer_id, 0, 0, commit=True)
+        coordinator.complete_txn(OFFSETS_TP.partition, producer_id, commit=True)
+        marker_written.set()
+        await asyncio.gather(*coordinator._loads.values())
+        error, found = coordinator.fetch_offsets("g", [tp])
+        return error, found, coordinator.pending_txn_partitions("g")
+
+    error, found, pending = asyncio.run(scenario())
+    assert (error, pending) == (ErrorCode.NONE, set())
+    assert found[tp] is not None and found[tp].offset == 42

@@ -92,6 +92,16 @@ async def settle(c: TransactionCoordinator) -> None:
         await asyncio.sleep(0.01)
 
 
+async def open_on_tp0() -> tuple[RecordingLog, Markers, TransactionCoordinator, int, int]:
+    """A loaded coordinator with the transaction of "tx" open on TP0: (log, markers, coordinator, pid, epoch)."""
+    log, markers = RecordingLog(), Markers()
+    c = coordinator(log, markers)
+    await loaded(c)
+    _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
+    assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+    return log, markers, c, pid, epoch
+
+
 def test_producer_ids_epochs_and_the_coordinator_s_checks() -> None:
     async def scenario() -> None:
         log, markers = RecordingLog(), Markers()
@@ -112,11 +122,7 @@ def test_producer_ids_epochs_and_the_coordinator_s_checks() -> None:
 
 def test_a_commit_is_prepared_then_marked_on_every_partition_then_completed() -> None:
     async def scenario() -> None:
-        log, markers = RecordingLog(), Markers()
-        c = coordinator(log, markers)
-        await loaded(c)
-        _, pid, epoch = await c.init_producer_id("tx", 60000, -1, -1)
-        assert await c.add_partitions("tx", pid, epoch, [TP0]) == ErrorCode.NONE
+        log, markers, c, pid, epoch = await open_on_tp0()
         assert c.verify_partitions("tx", pid, epoch, [TP0, TP1]) == {
             TP0: ErrorCode.NONE,
             TP1: ErrorCode.INVALID_TXN_STATE,
@@ -219,5 +225,64 @@ def test_a_loaded_prepared_transaction_is_completed_and_timed_out_ones_aborted()
         c.on_leadership_change(STATE_TP, False, COORDINATOR_EPOCH)
         assert c.transactions == {}
         assert await c.end_txn("open", 6, 1, commit=False) == ErrorCode.NOT_COORDINATOR
+
+    run(scenario())
+
+
+def test_a_completion_left_running_by_a_resignation_stops_once_the_partition_is_loaded_again() -> None:
+    """The markers of a prepared commit cannot be written; the coordinator resigns its partition and is elected
+    again before its retry: only the completion of the reloaded transaction writes markers and the Complete state."""
+
+    async def scenario() -> None:
+        log, markers, c, pid, epoch = await open_on_tp0()
+        stalled = asyncio.Event()
+
+        async def stalled_then_written(
+            tp: TopicPartition, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool
+        ) -> ErrorCode:
+            if not stalled.is_set():
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return await markers(tp, producer_id, epoch, coordinator_epoch, commit)
+
+        c.write_marker = stalled_then_written
+        assert await c.end_txn("tx", pid, epoch, commit=True) == ErrorCode.NONE
+        await asyncio.sleep(0.01)  # the first attempt failed: the completion waits to retry
+        log.stored = {"tx": log.values[-1][1]}  # type: ignore[dict-item]
+        c.on_leadership_change(STATE_TP, False, COORDINATOR_EPOCH)
+        c.on_leadership_change(STATE_TP, True, COORDINATOR_EPOCH + 1)
+        while c.loading_partitions:
+            await asyncio.sleep(0)
+        stalled.set()
+        await settle(c)
+        assert markers.written == [(TP0, pid, epoch, COORDINATOR_EPOCH + 1, True)]
+        assert log.states().count(TransactionState.COMPLETE_COMMIT) == 1
+        assert c.transactions["tx"].state == TransactionState.COMPLETE_COMMIT
+
+    run(scenario())
+
+
+def test_a_complete_state_that_cannot_be_stored_yet_is_retried_and_the_id_then_serves_its_next_producer() -> None:
+    """The markers are written but the state log refuses the Complete state for a while (too few in-sync replicas):
+    the producer's next InitProducerId waits (CONCURRENT_TRANSACTIONS) until the coordinator's retry stores it."""
+
+    async def scenario() -> None:
+        log, markers, c, pid, epoch = await open_on_tp0()
+
+        async def written_then_state_log_unavailable(
+            tp: TopicPartition, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool
+        ) -> ErrorCode:
+            log.failing = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return await markers(tp, producer_id, epoch, coordinator_epoch, commit)
+
+        c.write_marker = written_then_state_log_unavailable
+        assert await c.end_txn("tx", pid, epoch, commit=True) == ErrorCode.NONE
+        await asyncio.sleep(0.25)  # the Complete state failed to be stored at least twice
+        assert c.transactions["tx"].state == TransactionState.PREPARE_COMMIT
+        assert (await c.init_producer_id("tx", 60000, -1, -1))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+        log.failing = None
+        await settle(c)
+        assert c.transactions["tx"].state == TransactionState.COMPLETE_COMMIT
+        assert log.states()[-1] == TransactionState.COMPLETE_COMMIT
+        assert await c.init_producer_id("tx", 60000, -1, -1) == (ErrorCode.NONE, pid, epoch + 1)
 
     run(scenario())
