@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import gc
 import logging
 import os
 import signal
@@ -49,6 +50,7 @@ from mq.security.password_encoder import decode as decode_password
 from mq.security.plain import MECHANISM as PLAIN
 from mq.security.plain import PlainServer
 from mq.security.scram import ScramServer
+from mq.server import long_lived
 from mq.server.acl_cache import AclCache
 from mq.server.api_dispatch import ApiDispatcher
 from mq.server.broker_liveness import PeerLivenessMonitor, RegistrationKeeper
@@ -628,6 +630,8 @@ class KafkaServer:
         self._update_client_quotas(await loop.run_in_executor(self.zk_executor, read_all_quota_configs, self.zk))
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
+        gc.collect()
+        long_lived.freeze()  # the logs, groups and metadata loaded at startup
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
         self.ready = True
         log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, bound.host, port, cluster_id)

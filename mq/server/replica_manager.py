@@ -32,6 +32,7 @@ from mq.errors import (
 )
 from mq.protocol.fetch_request import UNKNOWN_HIGH_WATERMARK
 from mq.records.crc import Buffer
+from mq.server import long_lived
 from mq.server import state_change_log as state_change
 from mq.server.clock import Clock, SystemClock
 from mq.server.isr_updates import IsrChange
@@ -153,6 +154,12 @@ class ReplicaManager:
                 created.leader_epoch_cache.assign(info.leader_epoch, created.log_end_offset)
 
     def become_leader_or_follower(self, infos: Iterable[PartitionStateInfo]) -> None:
+        hosted = len(self.partitions)
+        self._apply_states(infos)
+        if len(self.partitions) > hosted:
+            long_lived.freeze()  # the new partitions' objects stay: keep them out of full collections
+
+    def _apply_states(self, infos: Iterable[PartitionStateInfo]) -> None:
         for info in infos:
             if self.broker_id not in info.replicas:
                 continue
