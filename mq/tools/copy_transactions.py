@@ -152,7 +152,7 @@ class PartitionTransactions:
             await producer.commit_transaction()
         except AbortableTransactionError:
             await producer.abort_transaction()
-            return self.committed[tp]
+            return self.committed.get(tp, position)  # none yet: ``record`` of the start position failed
         self.committed[tp] = position
         return None
 

@@ -17,6 +17,13 @@ a rebalance (a ZooKeeper consumer's rebalance waits for it before releasing them
 re-sends records (duplicates) but never skips one. A failed send (after the producer's retries) stops the mirror
 without committing when ``abort_on_send_failure``.
 
+Exactly once (``exactly_once``, group sources only): each source partition is copied in transactions of its own
+transactional producer that also record its position on the target (``mq.tools.copy_transactions``); an assigned
+partition starts from that position (else the source group's committed offset, else the reset policy), a commit
+every ``offset_commit_interval_ms`` ends the transactions, a revoked partition commits and closes its producer, and
+an aborted transaction rewinds its partition to the last recorded position. The source group still gets the
+committed positions, for its lag.
+
 Placement: the target partition is the source partition number when the target topic has that partition, else the
 producer's partitioner (by key). Key, value, headers and timestamp are copied. Missing target topics are created
 with the source's partition count (unless ``create_topics`` is off).
