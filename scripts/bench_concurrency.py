@@ -201,12 +201,14 @@ def fill_for_retention(bootstrap: str, log_dir: Path, topic: str, megabytes: int
     returns once retention left only the active segment."""
     command = [*mq_command(), "topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic]
     configs = ["segment.bytes=1048576", "file.delete.delay.ms=0", "retention.ms=-1"]
-    subprocess.run(
+    created = subprocess.run(
         [*command, "--partitions", "1", *(a for c in configs for a in ("--config", c))],
         capture_output=True,
-        check=True,
+        text=True,
         timeout=60,
     )
+    if created.returncode != 0:
+        raise RuntimeError(f"creating {topic} failed: {created.stdout.strip()} {created.stderr.strip()}")
     produce_requests(bootstrap, topic, megabytes, 1000)
 
     def disturb() -> None:
