@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
@@ -23,11 +23,13 @@ from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.records import iter_records
-from mq.records.batch_header import iter_headers
+from mq.records.batch_header import BatchHeader, iter_headers
 from mq.records.record import ABORT, parse_control_key
 from mq.topic_partition import TopicPartition
 
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
+
+_T = TypeVar("_T")
 
 
 def fetch_request_body(
@@ -79,25 +81,41 @@ class ConsumerRecord:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class FetchedEntries:
+    """One partition's fetched data, undecoded: ``headers`` are the whole data batches (in ``data``) whose records
+    the consumer returns, offset order; records below ``position`` (the fetch position: a batch may start before it)
+    are not returned. Control batches and, with ``read_committed``, aborted transactional batches are left out."""
+
+    tp: TopicPartition
+    data: bytes
+    headers: list[BatchHeader]
+    position: int
+    next_position: int
+    """Where to fetch from next: past every whole entry fetched, control and aborted batches included."""
+
+
 @dataclass(slots=True)
 class _Fetched:
     records: deque[ConsumerRecord]
     next_position: int
+    entries: FetchedEntries | None = None
 
 
-def parse_records(
+def select_entries(
     tp: TopicPartition,
     data: bytes,
     position: int,
     aborted_transactions: Sequence[tuple[int, int]] = (),
     read_committed: bool = False,
-) -> tuple[list[ConsumerRecord], int]:
-    """Records at or after ``position`` in fetched ``data``, and the position to fetch from next.
+) -> FetchedEntries:
+    """The data batches of fetched ``data`` that hold records at or after ``position`` and are returned.
 
     ``aborted_transactions`` are (producer_id, first_offset) pairs from the fetch response; they apply only with
-    ``read_committed``. A trailing partial batch is left for the next fetch.
+    ``read_committed``: a producer's transactional batches from its first offset on are skipped until its ABORT
+    marker. A trailing partial batch is left for the next fetch.
     """
-    records: list[ConsumerRecord] = []
+    kept: list[BatchHeader] = []
     next_position = position
     pending = sorted((first, pid) for pid, first in aborted_transactions) if read_committed else []
     aborted: set[int] = set()
@@ -115,23 +133,42 @@ def parse_records(
                 continue
             if header.producer_id in aborted:
                 continue
-        if header.is_control:
-            continue
-        for record in iter_records(data, header):
-            if record.offset >= position:
-                records.append(
-                    ConsumerRecord(
-                        tp.topic,
-                        tp.partition,
-                        record.offset,
-                        record.timestamp,
-                        int(header.timestamp_type),
-                        record.key,
-                        record.value,
-                        record.headers,
-                    )
-                )
-    return records, next_position
+        if not header.is_control:
+            kept.append(header)
+    return FetchedEntries(tp, data, kept, position, next_position)
+
+
+def entry_records(entries: FetchedEntries) -> list[ConsumerRecord]:
+    """The records of ``entries`` at or after its position, one object each."""
+    tp, data, position = entries.tp, entries.data, entries.position
+    return [
+        ConsumerRecord(
+            tp.topic,
+            tp.partition,
+            record.offset,
+            record.timestamp,
+            int(header.timestamp_type),
+            record.key,
+            record.value,
+            record.headers,
+        )
+        for header in entries.headers
+        for record in iter_records(data, header)
+        if record.offset >= position
+    ]
+
+
+def parse_records(
+    tp: TopicPartition,
+    data: bytes,
+    position: int,
+    aborted_transactions: Sequence[tuple[int, int]] = (),
+    read_committed: bool = False,
+) -> tuple[list[ConsumerRecord], int]:
+    """Records at or after ``position`` in fetched ``data`` (see ``select_entries``), and the position to fetch from
+    next."""
+    entries = select_entries(tp, data, position, aborted_transactions, read_committed)
+    return entry_records(entries), entries.next_position
 
 
 async def list_offsets(
@@ -174,6 +211,9 @@ class AsyncConsumer:
 
     With ``allow_auto_create_topics`` (Kafka's ``allow.auto.create.topics``, default true) the metadata requests for
     its topics ask the broker to create missing ones (the broker's ``auto.create.topics.enable`` decides).
+
+    With ``decode_records=False`` records are not decoded: ``poll_entries`` hands out each partition's fetched
+    batches (``FetchedEntries``) and ``poll`` is not used.
     """
 
     def __init__(
@@ -193,6 +233,7 @@ class AsyncConsumer:
         allow_auto_create_topics: bool = True,
         default_api_timeout_ms: int = 60_000,
         security: ClientSecurity = PLAINTEXT,
+        decode_records: bool = True,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -218,6 +259,7 @@ class AsyncConsumer:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = ISOLATION_LEVELS[isolation_level]
         self.retry_backoff_ms = retry_backoff_ms
+        self.decode_records = decode_records
         self.default_api_timeout_ms = default_api_timeout_ms
         """How long ``partitions_for`` waits for a topic being created (Kafka's ``default.api.timeout.ms``)."""
         self._assignment: list[TopicPartition] = []
@@ -291,17 +333,38 @@ class AsyncConsumer:
 
     async def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
         """Up to ``max_records`` records, waiting at most ``timeout_ms`` for some to arrive."""
+        if not self.decode_records:
+            raise ValueError("poll needs decode_records; use poll_entries")
+        return await self._poll(timeout_ms, lambda: self._take(max_records))
+
+    async def poll_entries(self, timeout_ms: int = 0) -> list[FetchedEntries]:
+        """The undecoded fetched data of the partitions that have some (positions move to their ``next_position``),
+        waiting at most ``timeout_ms`` for some to arrive; entries with no batch to return are taken in silence."""
+        if self.decode_records:
+            raise ValueError("poll_entries needs decode_records=False")
+        return await self._poll(timeout_ms, self._take_entries)
+
+    async def _poll(self, timeout_ms: int, take: Callable[[], list[_T]]) -> list[_T]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         while True:
-            records = self._take(max_records)
-            if records:
-                return records
+            taken = take()
+            if taken:
+                return taken
             remaining_ms = int((deadline - loop.time()) * 1000)
             await self._fetch(max(0, min(self.fetch_max_wait_ms, remaining_ms)))
-            records = self._take(max_records)
-            if records or loop.time() >= deadline:
-                return records
+            taken = take()
+            if taken or loop.time() >= deadline:
+                return taken
+
+    def _take_entries(self) -> list[FetchedEntries]:
+        taken: list[FetchedEntries] = []
+        for tp, fetched in self._buffers.items():
+            self._positions[tp] = max(self._positions[tp], fetched.next_position)
+            if fetched.entries is not None and fetched.entries.headers:
+                taken.append(fetched.entries)
+        self._buffers.clear()
+        return taken
 
     def _take(self, max_records: int) -> list[ConsumerRecord]:
         records: list[ConsumerRecord] = []
@@ -402,11 +465,15 @@ class AsyncConsumer:
             raise error
         self._high_watermarks[tp] = int(part.high_watermark)
         aborted = [(int(a.producer_id), int(a.first_offset)) for a in part.aborted_transactions or ()]
-        records, next_position = parse_records(
+        entries = select_entries(
             tp, part.records or b"", position, aborted, self.isolation_level == ISOLATION_LEVELS["read_committed"]
         )
-        if records or next_position != position:
-            self._buffers[tp] = _Fetched(deque(records), next_position)
+        if self.decode_records:
+            records = entry_records(entries)
+            if records or entries.next_position != position:
+                self._buffers[tp] = _Fetched(deque(records), entries.next_position)
+        elif entries.headers or entries.next_position != position:
+            self._buffers[tp] = _Fetched(deque(), entries.next_position, entries)
         return None
 
     async def close(self) -> None:

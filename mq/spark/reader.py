@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
@@ -30,17 +30,19 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from mq.client.consumer import AsyncConsumer, ConsumerRecord
+from mq.client.consumer import AsyncConsumer, FetchedEntries
 from mq.errors import KafkaError, OffsetOutOfRangeError
+from mq.records.columnar import RecordColumns, decode_entries
 from mq.spark.metadata import ClusterView
 from mq.spark.offsets import OffsetMap, OffsetRange, offsets_from_json, offsets_to_json, rate_limit, split_ranges
 from mq.spark.options import ReadOptions
+from mq.spark.segment_reader import columns_to_batch
 from mq.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
 MAX_RECORDS_PER_BATCH = 20_000
-"""Records per Arrow batch a task yields (at most: one poll's worth)."""
+"""Records per Arrow batch a task yields (at most: one fetch's worth)."""
 
 
 class DataLossError(RuntimeError):
@@ -200,11 +202,13 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
 def read_range(options: ReadOptions, offsets: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Record batches of offsets ``[start, end)`` of one partition, fetched by a consumer of this task's own.
 
-    Offsets with no record (compaction, transaction markers) are passed over; a start below the log start offset or
-    an end above the high watermark is data loss."""
+    Fetched batches are decoded columnar (``mq.records.columnar``), never a Python object per record. Offsets with no
+    record (compaction, transaction markers) are passed over; a start below the log start offset or an end above the
+    high watermark is data loss."""
     loop = asyncio.new_event_loop()
     consumer = loop.run_until_complete(_open_consumer(options))
     tp, end = offsets.tp, offsets.end
+    include_headers = "headers" in schema.names
     try:
         consumer.assign([tp])
         position = offsets.start
@@ -212,14 +216,15 @@ def read_range(options: ReadOptions, offsets: OffsetRange, schema: pa.Schema) ->
         deadline = time.monotonic() + options.poll_timeout_ms / 1000
         while position < end:
             try:
-                records = loop.run_until_complete(consumer.poll(1000, MAX_RECORDS_PER_BATCH))
+                fetched = loop.run_until_complete(consumer.poll_entries(1000))
             except OffsetOutOfRangeError:
                 position = _after_out_of_range(loop, consumer, tp, position, end, options.fail_on_data_loss)
                 consumer.seek(tp, position)
                 continue
-            kept = [r for r in records if r.offset < end]
-            if kept:
-                yield records_to_batch(kept, schema)
+            for entries in fetched:
+                batch = columns_to_batch(tp, entry_columns(entries, end, include_headers), schema)
+                for first in range(0, batch.num_rows, MAX_RECORDS_PER_BATCH):
+                    yield batch.slice(first, MAX_RECORDS_PER_BATCH)
             moved = max(position, consumer.known_positions().get(tp, position))
             if moved > position:
                 position, deadline = moved, time.monotonic() + options.poll_timeout_ms / 1000
@@ -239,6 +244,24 @@ def read_range(options: ReadOptions, offsets: OffsetRange, schema: pa.Schema) ->
         loop.close()
 
 
+def entry_columns(entries: FetchedEntries, end: int, include_headers: bool) -> RecordColumns:
+    """The rows of fetched ``entries`` with offsets in ``[entries.position, end)`` (offsets ascend in a fetch)."""
+    rows = decode_entries([(entries.data, header) for header in entries.headers], include_headers)
+    offsets = rows.offset.to_numpy(zero_copy_only=False)
+    first, stop = np.searchsorted(offsets, [entries.position, end]).tolist()
+    if first == 0 and stop == len(rows):
+        return rows
+    count = stop - first
+    return RecordColumns(
+        rows.offset.slice(first, count),
+        rows.timestamp.slice(first, count),
+        rows.timestamp_type.slice(first, count),
+        rows.key.slice(first, count),
+        rows.value.slice(first, count),
+        None if rows.headers is None else rows.headers.slice(first, count),
+    )
+
+
 async def _open_consumer(options: ReadOptions) -> AsyncConsumer:
     return AsyncConsumer(
         options.client.bootstrap_servers,
@@ -248,6 +271,7 @@ async def _open_consumer(options: ReadOptions) -> AsyncConsumer:
         max_partition_fetch_bytes=options.max_partition_fetch_bytes,
         fetch_max_bytes=options.fetch_max_bytes,
         request_timeout_ms=options.client.request_timeout_ms,
+        decode_records=False,
     )
 
 
@@ -261,21 +285,3 @@ def _after_out_of_range(
         raise OffsetOutOfRangeError(f"offset {position} of {tp} is out of range, though the log starts at {earliest}")
     report_data_loss(f"offsets {position} to {min(earliest, end) - 1} of {tp} are no longer in the log", fail)
     return earliest
-
-
-def records_to_batch(records: list[ConsumerRecord], schema: pa.Schema) -> pa.RecordBatch:
-    """One Arrow batch of ``records`` in the read schema (timestamps in µs, UTC; headers when the schema has them)."""
-    millis = pa.array([r.timestamp for r in records], pa.int64())
-    columns = [
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.value for r in records], pa.binary()),
-        pa.array([r.topic for r in records], pa.string()),
-        pa.array([r.partition for r in records], pa.int32()),
-        pa.array([r.offset for r in records], pa.int64()),
-        pc.multiply(millis, 1000).cast(schema.field("timestamp").type),
-        pa.array([r.timestamp_type for r in records], pa.int32()),
-    ]
-    if len(schema) > len(columns):
-        headers = [[{"key": k, "value": v} for k, v in r.headers] for r in records]
-        columns.append(pa.array(headers, schema.field("headers").type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)

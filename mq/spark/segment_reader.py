@@ -59,6 +59,26 @@ def spark_schema(include_headers: bool) -> str:
     return f"{SPARK_SCHEMA}, {SPARK_HEADERS_COLUMN}" if include_headers else SPARK_SCHEMA
 
 
+def columns_to_batch(tp: TopicPartition, rows: RecordColumns, schema: pa.Schema) -> pa.RecordBatch:
+    """``rows`` of ``tp`` as a batch of ``schema``: the source's columns, timestamps in µs UTC; ``headers`` (cast
+    to the schema's list type) exactly when the schema has that column."""
+    n = len(rows)
+    arrays = [
+        rows.key,
+        rows.value,
+        pa.repeat(pa.scalar(tp.topic, pa.string()), n),
+        pa.array(np.full(n, tp.partition, np.int32)),
+        rows.offset,
+        pc.multiply_checked(rows.timestamp, 1000).cast(schema.field("timestamp").type),
+        rows.timestamp_type,
+    ]
+    if len(schema) > len(arrays):
+        if rows.headers is None:
+            raise ValueError("the schema has headers but the rows were decoded without them")
+        arrays.append(rows.headers.cast(schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentFile:
     """One ``.log`` file of partition ``tp``; ``size`` in bytes when it was listed."""
@@ -139,21 +159,9 @@ class _Rows:
 
     def batch(self) -> pa.RecordBatch:
         rows = concat_columns(self.parts, self.include_headers)
-        n = len(rows)
-        arrays = [
-            rows.key,
-            rows.value,
-            pa.repeat(pa.scalar(self.tp.topic, pa.string()), n),
-            pa.array(np.full(n, self.tp.partition, np.int32)),
-            rows.offset,
-            pc.multiply_checked(rows.timestamp, 1000).cast(pa.timestamp("us", tz="UTC")),
-            rows.timestamp_type,
-        ]
-        if rows.headers is not None:
-            arrays.append(rows.headers)
         self.parts = []
         self.count = 0
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return columns_to_batch(self.tp, rows, self.schema)
 
 
 def read_segment(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from client_fakes import FakeBroker, run, start_cluster, stop_all
 
-from mq.client.consumer import AsyncConsumer, parse_records
+from mq.client.consumer import AsyncConsumer, entry_records, parse_records
 from mq.errors import ErrorCode, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader
@@ -184,3 +184,43 @@ def test_unassigned_partitions_and_bad_settings_are_rejected() -> None:
     consumer.assign([TP])
     with pytest.raises(ValueError):
         consumer.seek(TopicPartition("t", 1), 0)
+
+
+def test_poll_entries_hands_out_the_batches_poll_decodes() -> None:
+    data = (
+        batch(0, 3, Codec.GZIP)
+        + batch(3, 2, producer_id=5, is_transactional=True)
+        + build_control_batch(ABORT, 5, 0, 0, base_offset=5)
+        + batch(6, 2)
+    )
+
+    class AbortingLog(PartitionLog):
+        def fetch(self, header: RequestHeader, body: Any) -> dict[str, Any]:
+            response = super().fetch(header, body)
+            response["responses"][0]["partitions"][0]["aborted_transactions"] = [{"producer_id": 5, "first_offset": 3}]
+            return response
+
+    polled: list[list[Any]] = []
+
+    async def records(consumer: AsyncConsumer, broker: FakeBroker) -> None:
+        consumer.seek(TP, 1)
+        polled.append(await consumer.poll(timeout_ms=1000))
+        assert await consumer.position(TP) == 8
+        with pytest.raises(ValueError):
+            await consumer.poll_entries()
+
+    async def entries(consumer: AsyncConsumer, broker: FakeBroker) -> None:
+        consumer.seek(TP, 1)
+        fetched = await consumer.poll_entries(timeout_ms=1000)
+        assert [(e.tp, e.position, e.next_position) for e in fetched] == [(TP, 1, 8)]
+        polled.append(entry_records(fetched[0]))
+        assert await consumer.position(TP) == 8
+        assert await consumer.poll_entries(timeout_ms=200) == []  # offset 8 is the truncated tail
+        with pytest.raises(ValueError):
+            await consumer.poll()
+
+    log = AbortingLog(0, data + batch(8, 1), 9)
+    with_consumer(records, log, isolation_level="read_committed")
+    with_consumer(entries, log, isolation_level="read_committed", decode_records=False)
+    assert [r.offset for r in polled[0]] == [1, 2, 6, 7]
+    assert polled[1] == polled[0]
