@@ -3,9 +3,12 @@
 Starts a fresh mq broker on a free loopback port (or uses ``--bootstrap-server``), fills a topic with N records of
 ``--size``-byte values with confluent-kafka, then runs ``spark.read.format("mq") ... .write.parquet(...)`` on a
 local session ``--runs`` times (the first run carries the session's one-time Python worker start-up) and a plain
-``count()`` of the same read. MB/s counts value bytes.
+``count()`` of the same read. MB/s counts value bytes. With ``--topic`` an existing topic (holding ``--messages``
+records of ``--size`` bytes) is read instead of a new one filled: runs of two ``mq`` versions (``PYTHONPATH``) can
+then read the same data from the same broker.
 
     python scripts/bench_spark.py [--messages 1000000] [--size 100] [--partitions 2] [--master local[2]]
+        [--bootstrap-server HOST:PORT [--topic NAME]]
 """
 
 from __future__ import annotations
@@ -53,7 +56,10 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--bootstrap-server", help="use this broker instead of starting one")
+    parser.add_argument("--topic", help="read this topic of --bootstrap-server, already filled, instead of a new one")
     args = parser.parse_args()
+    if args.topic is not None and args.bootstrap_server is None:
+        parser.error("--topic needs --bootstrap-server")
     with tempfile.TemporaryDirectory() as tmp:
         broker = None
         bootstrap = args.bootstrap_server
@@ -62,10 +68,12 @@ def main() -> None:
             broker = start_broker(Path(tmp) / "logs", port)
             bootstrap = f"127.0.0.1:{port}"
         try:
-            topic = f"bench-spark-{int(time.time())}"
-            produce_s = fill(bootstrap, topic, args.partitions, args.messages, args.size)
             value_bytes = args.messages * args.size
-            report("produce (confluent-kafka)", produce_s, args.messages, value_bytes)
+            topic = args.topic
+            if topic is None:
+                topic = f"bench-spark-{int(time.time())}"
+                produce_s = fill(bootstrap, topic, args.partitions, args.messages, args.size)
+                report(f"produce (confluent-kafka) into {topic}", produce_s, args.messages, value_bytes)
             spark = mq.spark.session(args.master, "mq-bench")
             df = spark.read.format("mq").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
             for run in range(args.runs):
