@@ -1,5 +1,5 @@
 """The broker reader's columnar rows of fetched data equal the consumer's per-record rows: a batch starting below
-the fetch position, control batches, an aborted transaction under read_committed, compressed batches."""
+the fetch position, control batches, an aborted transaction under read_committed, compressed and legacy batches."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from mq.client.consumer import ConsumerRecord, parse_records, select_entries
 from mq.records.batch_header import Codec, TimestampType
 from mq.records.default_batch import RecordBatchBuilder, build_control_batch
+from mq.records.legacy import LegacyBatchBuilder
 from mq.records.record import ABORT, COMMIT
 from mq.spark.reader import entry_columns
 from mq.spark.segment_reader import columns_to_batch
@@ -91,3 +92,21 @@ def test_read_committed_skips_the_aborted_transaction_and_the_markers() -> None:
         19,
         20,
     ]
+
+
+def legacy(magic: int, base_offset: int, count: int, codec: Codec = Codec.NONE) -> bytes:
+    builder = LegacyBatchBuilder(magic, codec, base_offset)
+    for i in range(count):
+        builder.append(1_700_000_000_000 + i, None if i % 2 else b"k", f"m{base_offset + i}".encode())
+    return builder.build()
+
+
+@pytest.mark.parametrize("position", [0, 2, 5])
+def test_legacy_entries_give_the_consumer_records(position: int) -> None:
+    data = legacy(1, 0, 4, Codec.GZIP) + legacy(0, 4, 2) + batch(6, 2, Codec.GZIP)
+    schema = to_arrow_schema(record_schema(True), timezone="UTC")
+    records, _ = parse_records(TP, data, position)
+    entries = select_entries(TP, data, position)
+    rows = columns_to_batch(TP, entry_columns(entries, 8, True), schema).to_pylist()
+    assert [r["offset"] for r in rows] == list(range(position, 8))
+    assert rows == [row(r, True) for r in records]
