@@ -23,6 +23,16 @@ from confluent_kafka import Producer
 PAYLOAD = b"x" * 100
 
 
+def produce(producer: Producer, topic: str) -> None:
+    """Queue one record, waiting for room in the producer's queue when it is full."""
+    while True:
+        try:
+            producer.produce(topic, PAYLOAD)
+            return
+        except BufferError:
+            producer.poll(0.01)
+
+
 def idempotent(bootstrap: str, topic: str, records: int) -> float:
     """Records/s of an idempotent producer sending ``records`` records and flushing once (timed once it has its
     producer id, as the transactional one is timed after ``init_transactions``)."""
@@ -32,12 +42,7 @@ def idempotent(bootstrap: str, topic: str, records: int) -> float:
         raise RuntimeError("idempotent producer: the first record was not delivered")
     start = time.perf_counter()
     for _ in range(records):
-        while True:
-            try:
-                producer.produce(topic, PAYLOAD)
-                break
-            except BufferError:
-                producer.poll(0.01)
+        produce(producer, topic)
     if producer.flush(120) != 0:
         raise RuntimeError("idempotent producer: records left undelivered")
     return records / (time.perf_counter() - start)
@@ -52,12 +57,7 @@ def transactional(bootstrap: str, topic: str, records: int, per_transaction: int
     while sent < records:
         producer.begin_transaction()
         for _ in range(min(per_transaction, records - sent)):
-            while True:
-                try:
-                    producer.produce(topic, PAYLOAD)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
+            produce(producer, topic)
             sent += 1
         producer.commit_transaction(60)
     return records / (time.perf_counter() - start)
