@@ -602,7 +602,7 @@ class KafkaServer:
             receive_buffer_bytes=config.socket_receive_buffer_bytes,
         )
         self.server.request_stats = self.request_stats
-        await self.server.start()
+        await self.server.start(serve=not config.standalone)  # standalone: once it leads its partitions
         self._registration = self._advertise(self.dynamic_config)
         bound, port = self.advertised[0], self.server.bound_ports[0]
         self.zk.register_broker(self._registration)
@@ -630,6 +630,10 @@ class KafkaServer:
         self._update_client_quotas(await loop.run_in_executor(self.zk_executor, read_all_quota_configs, self.zk))
         self.store.watch_children(paths.CONFIG_CHANGES, on_config_changes)
         self._start_background_tasks()
+        if config.standalone:
+            # the controller's first election (an event on its thread) has handed its LeaderAndIsr to the loop
+            await asyncio.wrap_future(self.controller.call(lambda: None))
+            self.server.serve()
         gc.collect()
         long_lived.freeze()  # the logs, groups and metadata loaded at startup
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")

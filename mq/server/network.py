@@ -801,7 +801,8 @@ class SocketServer:
         self.loop: asyncio.AbstractEventLoop  # the running loop, from ``start``
         self.queued_max_requests = limits.queued_max_requests
         self._dirty: list[Connection] = []  # connections with responses to flush at the end of this loop turn
-        self._accepting = True  # False while max.connections are open
+        self._serving = False  # from ``serve`` until ``stop``
+        self._accepting = False  # the listeners are read: from ``serve`` on, while fewer than max.connections are open
         self._full = _Report(
             logging.WARNING,
             "stopped accepting %d time(s): max.connections (%s) are open; new ones wait until one closes",
@@ -824,10 +825,12 @@ class SocketServer:
             if self.receive_buffer_bytes > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
 
-    async def start(self) -> tuple[str, int]:
+    async def start(self, serve: bool = True) -> tuple[str, int]:
         """Bind and listen on every endpoint; returns the first one's bound (host, port) — port 0 picks a free one
-        (``bound_ports`` has them all). A failed bind closes the listeners already bound."""
-        self.loop = loop = asyncio.get_running_loop()
+        (``bound_ports`` has them all). A failed bind closes the listeners already bound. With ``serve`` False the
+        kernel queues new connections (up to the backlog) until ``serve``: their requests wait for the broker to be
+        ready instead of meeting a broker that does not lead its partitions yet."""
+        self.loop = asyncio.get_running_loop()
         limits = self.limits
         for name, limit in limits.max_connections_per_ip_overrides.items():
             for address in await _addresses(name):
@@ -843,14 +846,19 @@ class SocketServer:
                 listener.close()
             self._listeners = []
             raise
-        for listener in self._listeners:
-            loop.add_reader(listener.fileno(), self._accept, listener)
         timeouts = [t for t in (limits.connections_max_idle_ms, limits.request_receive_timeout_ms) if t > 0]
         if timeouts:
             self._schedule_sweep(min(1.0, max(0.01, min(timeouts) / 10000)))
         bound = self._listeners[0].getsockname()
         self.port = self.bound_ports[0]
+        if serve:
+            self.serve()
         return str(bound[0]), self.port
+
+    def serve(self) -> None:
+        """Accept connections on every listener from now on."""
+        self._serving = True
+        self._set_accepting(True)
 
     def update_security(self, security: ListenerSecurity) -> None:
         """The listener named as ``security`` is secured so from its next connection on (established ones keep
@@ -963,7 +971,7 @@ class SocketServer:
         """New limits from the dynamic broker config (on the loop): max.connections and max.connections.per.ip apply to
         the next accepts (connections already open stay), and a raised max.connections resumes accepting at once."""
         self.limits = limits
-        if not self._accepting and self._open < limits.max_connections and self._listeners:
+        if not self._accepting and self._open < limits.max_connections and self._serving:
             self._set_accepting(True)
 
     def _forget(self, host: str) -> None:
@@ -973,7 +981,7 @@ class SocketServer:
             self._per_ip[host] = left
         else:
             del self._per_ip[host]
-        if not self._accepting and self._open < self.limits.max_connections and self._listeners:
+        if not self._accepting and self._open < self.limits.max_connections and self._serving:
             self._set_accepting(True)
 
     def _schedule_sweep(self, interval: float) -> None:
@@ -997,6 +1005,7 @@ class SocketServer:
             asyncio.get_running_loop().remove_reader(listener.fileno())
             listener.close()
         self._listeners = []
+        self._serving = self._accepting = False
         self._security.clear()
         for timer in [self._sweep_timer, *self._resume_timers.values()]:
             if timer is not None:
