@@ -79,7 +79,8 @@ class TransactionalProducer(AsyncProducer):
         self._added: set[TopicPartition] = set()
         self._wanted: set[TopicPartition] = set()
         self._adding: asyncio.Task[None] | None = None
-        self._offsets_added = False
+        self._groups_added: set[str] = set()
+        """The groups whose offsets the open transaction commits (AddOffsetsToTxn sent)."""
         self._error: KafkaError | None = None
         """The first failure of the open transaction (it can only abort)."""
         self._fatal: KafkaError | None = None
@@ -253,25 +254,18 @@ class TransactionalProducer(AsyncProducer):
     ) -> None:
         """Commit ``offsets`` (the next offset to read per partition) for ``group_id`` as part of the transaction."""
         self._check_send()
-        if not self._offsets_added:
-            body = {
-                "transactional_id": self.transactional_id,
-                "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch,
-                "group_id": group_id,
-            }
+        if group_id not in self._groups_added:
+            body = {**self._txn_producer(), "group_id": group_id}
             response = await self._call(ApiKey.ADD_OFFSETS_TO_TXN, body, lambda r: [r.error_code])
             if response.error_code != ErrorCode.NONE:
                 raise self._abortable(kafka_error(response.error_code, None, f"add group {group_id!r}"))
-            self._offsets_added = True
+            self._groups_added.add(group_id)
         topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for tp, offset in offsets.items():
             topics[tp.topic].append({"partition_index": tp.partition, "committed_offset": offset})
         commit: dict[str, Any] = {
-            "transactional_id": self.transactional_id,
+            **self._txn_producer(),
             "group_id": group_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
             "generation_id": generation_id,
             "member_id": member_id,
             "group_instance_id": group_instance_id,
@@ -319,20 +313,23 @@ class TransactionalProducer(AsyncProducer):
             self._aborting = False
 
     async def _end(self, commit: bool) -> None:
-        if self._added or self._offsets_added:
-            body = {
-                "transactional_id": self.transactional_id,
-                "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch,
-                "committed": commit,
-            }
+        if self._added or self._groups_added:
+            body = {**self._txn_producer(), "committed": commit}
             response = await self._call(ApiKey.END_TXN, body, lambda r: [r.error_code])
             if response.error_code != ErrorCode.NONE:
                 raise kafka_error(response.error_code, None, f"end the transaction of {self.transactional_id!r}")
         self._in_transaction = False
         self._added.clear()
-        self._offsets_added = False
+        self._groups_added.clear()
         self._error = None
+
+    def _txn_producer(self) -> dict[str, Any]:
+        """The transactional id, producer id and epoch that AddOffsetsToTxn, TxnOffsetCommit and EndTxn carry."""
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+        }
 
 
 def _partition_errors(response: Any) -> list[int]:

@@ -28,12 +28,13 @@ def test_commit_abort_offsets_and_fencing(broker: BrokerProcess) -> None:
     create(broker.bootstrap, "in", 1)
     source = TopicPartition("in", 0)
 
-    async def scenario() -> dict[TopicPartition, int]:
+    async def scenario() -> list[dict[TopicPartition, int]]:
         producer = TransactionalProducer("app", bootstrap_servers=broker.bootstrap)
         await producer.start()
         producer.begin_transaction()
         await producer.send_many("out", [(b"k%d" % i, b"committed-%d" % i, (), None) for i in range(50)])
         await producer.send_offsets_to_transaction({source: 10}, "app-group")
+        await producer.send_offsets_to_transaction({source: 7}, "audit-group")  # a second group, its own partition
         await producer.commit_transaction()
 
         producer.begin_transaction()
@@ -63,10 +64,10 @@ def test_commit_abort_offsets_and_fencing(broker: BrokerProcess) -> None:
             await producer.commit_transaction()
         await asyncio.gather(producer.close(), newer.close(), return_exceptions=True)
         async with AsyncAdmin(broker.bootstrap) as admin:
-            return await admin.list_group_offsets("app-group")
+            return [await admin.list_group_offsets(group) for group in ("app-group", "audit-group")]
 
     offsets = asyncio.run(scenario())
-    assert offsets == {source: 10}
+    assert offsets == [{source: 10}, {source: 7}]
     committed = read_all(broker.bootstrap, "out", 2, "read_committed", 51)
     assert sorted(committed) == sorted([b"committed-%d" % i for i in range(50)] + [b"committed-last"])
     everything = read_all(broker.bootstrap, "out", 2, "read_uncommitted", 52)
