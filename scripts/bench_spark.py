@@ -6,15 +6,15 @@ Starts a fresh mq broker on a free loopback port (or uses ``--bootstrap-server``
 - the baseline: confluent-kafka (librdkafka) consuming the whole topic into pyarrow arrays (offset, timestamp, key,
   value) in two Python processes, each with half the partitions, and summing the value lengths; the clock runs from
   both processes being connected to both having every record;
-- ``count()`` and ``sum(length(value))`` of ``spark.read.format("mq")`` on a local session (``--master``).
+- ``count()`` and ``sum(length(value))`` of ``spark.read.format("mq")`` on a local session (``--master``);
+- ``mq export`` of the topic to Parquet (a new output each round, one chunk), compared with that round's ``count()``.
 
 Each round prints the rates and Spark's ratio to the baseline of the same round; the closing lines give the medians.
-With ``--parquet`` the read is also written to Parquet (the first run carries the session's Python worker start-up).
 With ``--topic`` an existing topic (holding ``--messages`` records of ``--size`` bytes) is read instead of a new one
 filled: runs of two ``mq`` versions (``PYTHONPATH``) can then read the same data from the same broker.
 
     python scripts/bench_spark.py [--messages 2000000] [--size 100] [--partitions 4] [--master local[2]]
-        [--rounds 3] [--parquet] [--bootstrap-server HOST:PORT [--topic NAME]]
+        [--rounds 3] [--bootstrap-server HOST:PORT [--topic NAME]]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import mq.spark
+from mq.spark.export import ExportOptions, export
 
 BASELINE_PROCESSES = 2
 BASELINE_CONSUMER = {
@@ -149,7 +150,6 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--parquet", action="store_true", help="also write the read to Parquet each round")
     parser.add_argument("--bootstrap-server", help="use this broker instead of starting one")
     parser.add_argument("--topic", help="read this topic of --bootstrap-server, already filled, instead of a new one")
     args = parser.parse_args()
@@ -174,7 +174,8 @@ def main() -> None:
             df = spark.read.format("mq").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
             df.limit(1).collect()  # the session's Python workers started before the first round
             ratios: dict[str, list[float]] = {"count()": [], "sum(length(value))": []}
-            rates: dict[str, list[float]] = {"baseline": [], **{name: [] for name in ratios}}
+            rates: dict[str, list[float]] = {"baseline": [], **{name: [] for name in ratios}, "mq export": []}
+            export_ratios: list[float] = []
             for run in range(args.rounds):
                 print(f"round {run + 1}", flush=True)
                 seconds, rows, size = baseline(bootstrap, topic, args.partitions, ends)
@@ -195,11 +196,13 @@ def main() -> None:
                 print(
                     f"  ratios to the baseline: count() {ratios['count()'][-1]:.2f}, sum {ratios['sum(length(value))'][-1]:.2f}"
                 )
-                if args.parquet:
-                    out = Path(tmp) / f"parquet-{run}"
-                    start = time.perf_counter()
-                    df.write.mode("overwrite").parquet(str(out))
-                    report("  mq source -> Parquet", time.perf_counter() - start, args.messages, value_bytes)
+                start = time.perf_counter()
+                result = export(spark, ExportOptions(bootstrap, (topic,), str(Path(tmp) / f"export-{run}")))
+                assert result.offsets == args.messages, result.offsets
+                rate = report("  mq export to Parquet", time.perf_counter() - start, args.messages, value_bytes)
+                rates["mq export"].append(rate)
+                export_ratios.append(rate / rates["count()"][-1])
+                print(f"  mq export / count() {export_ratios[-1]:.2f}", flush=True)
             print(
                 f"\nmedians over {args.rounds} rounds ({args.messages:,} records of {args.size} B, "
                 f"{args.partitions} partitions, {args.master}):"
@@ -208,6 +211,8 @@ def main() -> None:
                 line = f"  {name:<20} {statistics.median(values):>12,.0f} rows/s"
                 if name in ratios:
                     line += f"   x{statistics.median(ratios[name]):.2f} of the baseline (target >= 1.0, >= 1,000,000 rows/s)"
+                if name == "mq export":
+                    line += f"   x{statistics.median(export_ratios):.2f} of count() (target >= 0.8)"
                 print(line)
             spark.stop()
         finally:

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mq.spark.export import ExportError, ExportOptions, export
+from mq.spark.export import CONCURRENT_WRITERS_KEY, ExportError, ExportOptions, export
 from tests.integration.conftest import BrokerProcess
 from tests.integration.waiting import wait_for
 
@@ -95,6 +95,7 @@ def test_a_run_killed_mid_way_and_run_again_exports_every_record_once(
     assert result.plan.recovery.discarded == [] and result.plan.recovery.moved_files == 0
     assert exported(spark, out) == sorted(records + more)
     assert export(spark, options).chunks == []
+    assert spark.conf.get(CONCURRENT_WRITERS_KEY) == "0"  # the session's own setting is back
 
 
 def test_offsets_kept_in_a_checkpoint_directory(broker: BrokerProcess, spark: Any, tmp_path: Path) -> None:
