@@ -215,6 +215,11 @@ class CorruptRecordError(KafkaError):
     code = ErrorCode.CORRUPT_MESSAGE
 
 
+class CorruptFetchedBatchError(CorruptRecordError):
+    """A fetched record batch whose checksum does not match its bytes: a consumer stops at it and says so (fetching
+    it again gives the same bytes, so it is not retried)."""
+
+
 class InvalidRecordError(KafkaError):
     """A record batch is well-formed but breaks a broker rule (offsets, nested compression, ...)."""
 

@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.security import PLAINTEXT, ClientSecurity
-from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from mq.errors import CorruptFetchedBatchError, ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.list_offsets import EARLIEST, LATEST
 from mq.records import iter_records
-from mq.records.batch_header import BatchHeader, iter_headers
+from mq.records.batch_header import BatchHeader, compute_crc, is_valid, iter_headers
 from mq.records.record import ABORT, parse_control_key
 from mq.topic_partition import TopicPartition
 
@@ -92,7 +92,19 @@ class FetchedEntries:
     headers: list[BatchHeader]
     position: int
     next_position: int
-    """Where to fetch from next: past every whole entry fetched, control and aborted batches included."""
+    """Where to fetch from next: past every whole entry fetched, control and aborted batches included, up to a corrupt
+    batch."""
+    corrupt: BatchHeader | None = None
+    """The first batch whose checksum does not match its bytes; nothing from it on is in ``headers``."""
+
+    def corrupt_error(self) -> CorruptFetchedBatchError:
+        """The error that names the corrupt batch: its partition, offsets and checksums."""
+        header = self.corrupt
+        assert header is not None
+        return CorruptFetchedBatchError(
+            f"{self.tp}: the record batch at offsets {self.next_position}-{header.last_offset} is corrupt "
+            f"(stored crc = {header.crc}, computed crc = {compute_crc(self.data, header)})"
+        )
 
 
 @dataclass(slots=True)
@@ -108,12 +120,14 @@ def select_entries(
     position: int,
     aborted_transactions: Sequence[tuple[int, int]] = (),
     read_committed: bool = False,
+    check_crcs: bool = True,
 ) -> FetchedEntries:
     """The data batches of fetched ``data`` that hold records at or after ``position`` and are returned.
 
     ``aborted_transactions`` are (producer_id, first_offset) pairs from the fetch response; they apply only with
     ``read_committed``: a producer's transactional batches from its first offset on are skipped until its ABORT
-    marker. A trailing partial batch is left for the next fetch.
+    marker. A trailing partial batch is left for the next fetch. With ``check_crcs`` (Kafka's ``check.crcs``) every
+    batch's checksum is verified: the selection stops at the first that does not match (``corrupt``).
     """
     kept: list[BatchHeader] = []
     next_position = position
@@ -122,6 +136,8 @@ def select_entries(
     for header in iter_headers(data):
         if header.next_offset <= position:
             continue
+        if check_crcs and not is_valid(data, header):
+            return FetchedEntries(tp, data, kept, position, next_position, header)
         next_position = max(next_position, header.next_offset)
         if read_committed and header.is_transactional:
             while pending and pending[0][0] <= header.last_offset:
@@ -234,6 +250,7 @@ class AsyncConsumer:
         default_api_timeout_ms: int = 60_000,
         security: ClientSecurity = PLAINTEXT,
         decode_records: bool = True,
+        check_crcs: bool = True,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -260,6 +277,10 @@ class AsyncConsumer:
         self.isolation_level = ISOLATION_LEVELS[isolation_level]
         self.retry_backoff_ms = retry_backoff_ms
         self.decode_records = decode_records
+        self.check_crcs = check_crcs
+        """Verify each fetched batch's checksum (Kafka's ``check.crcs``): ``poll`` raises CorruptFetchedBatchError at a
+        corrupt batch (the records before it are returned first, the position stays at it); ``poll_entries`` hands
+        it out as the entries' ``corrupt``."""
         self.default_api_timeout_ms = default_api_timeout_ms
         """How long ``partitions_for`` waits for a topic being created (Kafka's ``default.api.timeout.ms``)."""
         self._assignment: list[TopicPartition] = []
@@ -339,7 +360,8 @@ class AsyncConsumer:
 
     async def poll_entries(self, timeout_ms: int = 0) -> list[FetchedEntries]:
         """The undecoded fetched data of the partitions that have some (positions move to their ``next_position``),
-        waiting at most ``timeout_ms`` for some to arrive; entries with no batch to return are taken in silence."""
+        waiting at most ``timeout_ms`` for some to arrive; entries with no batch to return and no corrupt batch are taken
+        in silence."""
         if self.decode_records:
             raise ValueError("poll_entries needs decode_records=False")
         return await self._poll(timeout_ms, self._take_entries)
@@ -361,7 +383,7 @@ class AsyncConsumer:
         taken: list[FetchedEntries] = []
         for tp, fetched in self._buffers.items():
             self._positions[tp] = max(self._positions[tp], fetched.next_position)
-            if fetched.entries is not None and fetched.entries.headers:
+            if fetched.entries is not None and (fetched.entries.headers or fetched.entries.corrupt is not None):
                 taken.append(fetched.entries)
         self._buffers.clear()
         return taken
@@ -412,7 +434,7 @@ class AsyncConsumer:
                 return
             await asyncio.gather(*(self._fetch_from(node, tps, max_wait_ms) for node, tps in by_leader.items()))
         except KafkaError as exc:
-            if not exc.code.retriable:
+            if not exc.code.retriable or isinstance(exc, CorruptFetchedBatchError):
                 raise
             await asyncio.sleep(self.retry_backoff_ms / 1000)
             await self._refresh_quietly()
@@ -465,14 +487,15 @@ class AsyncConsumer:
             raise error
         self._high_watermarks[tp] = int(part.high_watermark)
         aborted = [(int(a.producer_id), int(a.first_offset)) for a in part.aborted_transactions or ()]
-        entries = select_entries(
-            tp, part.records or b"", position, aborted, self.isolation_level == ISOLATION_LEVELS["read_committed"]
-        )
+        read_committed = self.isolation_level == ISOLATION_LEVELS["read_committed"]
+        entries = select_entries(tp, part.records or b"", position, aborted, read_committed, self.check_crcs)
         if self.decode_records:
             records = entry_records(entries)
             if records or entries.next_position != position:
                 self._buffers[tp] = _Fetched(deque(records), entries.next_position)
-        elif entries.headers or entries.next_position != position:
+            elif entries.corrupt is not None:
+                raise entries.corrupt_error()
+        elif entries.headers or entries.corrupt is not None or entries.next_position != position:
             self._buffers[tp] = _Fetched(deque(), entries.next_position, entries)
         return None
 

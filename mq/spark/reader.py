@@ -31,7 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from mq.client.consumer import AsyncConsumer, FetchedEntries
-from mq.errors import KafkaError, OffsetOutOfRangeError
+from mq.errors import CorruptRecordError, KafkaError, OffsetOutOfRangeError
 from mq.records.columnar import RecordColumns, decode_entries
 from mq.spark.metadata import ClusterView
 from mq.spark.offsets import OffsetMap, OffsetRange, offsets_from_json, offsets_to_json, rate_limit, split_ranges
@@ -222,9 +222,12 @@ def read_range(options: ReadOptions, offsets: OffsetRange, schema: pa.Schema) ->
                 consumer.seek(tp, position)
                 continue
             for entries in fetched:
-                batch = columns_to_batch(tp, entry_columns(entries, end, include_headers), schema)
-                for first in range(0, batch.num_rows, MAX_RECORDS_PER_BATCH):
-                    yield batch.slice(first, MAX_RECORDS_PER_BATCH)
+                if entries.headers:
+                    batch = columns_to_batch(tp, entry_columns(entries, end, include_headers), schema)
+                    for first in range(0, batch.num_rows, MAX_RECORDS_PER_BATCH):
+                        yield batch.slice(first, MAX_RECORDS_PER_BATCH)
+                if entries.corrupt is not None:
+                    consumer.seek(tp, _past_corrupt(entries, end, options.fail_on_data_loss))
             moved = max(position, consumer.known_positions().get(tp, position))
             if moved > position:
                 position, deadline = moved, time.monotonic() + options.poll_timeout_ms / 1000
@@ -273,6 +276,26 @@ async def _open_consumer(options: ReadOptions) -> AsyncConsumer:
         request_timeout_ms=options.client.request_timeout_ms,
         decode_records=False,
     )
+
+
+def _past_corrupt(entries: FetchedEntries, end: int, fail: bool) -> int:
+    """Where to go on after the corrupt batch of ``entries``: past it when ``failOnDataLoss`` is false (logged with
+    the offsets skipped); otherwise the task fails with CorruptRecordError naming the partition and offsets."""
+    error = entries.corrupt_error()
+    if fail:
+        raise CorruptRecordError(f'{error}. Set the source option "failOnDataLoss" to "false" to skip corrupt batches.')
+    header = entries.corrupt
+    assert header is not None
+    first = entries.next_position
+    after = max(int(header.next_offset), first + 1)
+    log.warning(
+        "%s; skipping offsets %d to %d (%d records at most) (failOnDataLoss=false)",
+        error,
+        first,
+        min(after, end) - 1,
+        min(after, end) - first,
+    )
+    return after
 
 
 def _after_out_of_range(

@@ -81,7 +81,8 @@ PRODUCER_KEYS_WITHOUT_EFFECT = frozenset(
 CONSUMER_KEYS_WITHOUT_EFFECT = frozenset(
     {"key.deserializer", "value.deserializer", "receive.buffer.bytes", "send.buffer.bytes", "check.crcs"}
 )
-"""Consumer keys accepted silently: mq's consumer hands out byte arrays and always checks batch CRCs."""
+"""Consumer keys accepted silently: mq's consumer hands out byte arrays, and the tools' consumers always check fetched
+batches' CRCs (``check.crcs=true``, Kafka's default; ``AsyncConsumer(check_crcs=False)`` turns it off)."""
 
 
 def _settings(

@@ -49,14 +49,15 @@ def test_every_applicable_test_of_kafka_pythons_integration_suite_passes(
     kept = ("FAILED", "ERROR", "FLAKY", "SKIPPED", "NOT APPLICABLE")
     summary = "\n".join(line for line in result.stdout.splitlines() if line.startswith(kept) or " passed, " in line)
     assert report.exists(), result.stdout[-3000:] + result.stderr[-3000:]
-    outcomes = {name: outcome for name, (outcome, _) in json.loads(report.read_text()).items()}
+    results = json.loads(report.read_text())
+    outcomes = {name: outcome for name, (outcome, _) in results.items()}
 
     failed = sorted(name for name, outcome in outcomes.items() if outcome in ("failed", "error"))
     assert failed == [], summary
     skipped = {name for name, outcome in outcomes.items() if outcome == "skipped"}
     assert skipped == SKIPPED_BY_KAFKA_PYTHON, summary
-    flaky = sorted(name for name, outcome in outcomes.items() if outcome == "flaky")
-    if flaky:  # failed once under load, then passed on its own: shown in the run's warnings summary
+    flaky = sorted(f"{name} ({results[name][1][:300]})" for name, outcome in outcomes.items() if outcome == "flaky")
+    if flaky:  # failed once under load, then passed on its own: shown with the failure in the warnings summary
         warnings.warn(f"kafka-python tests that passed only when run again: {flaky}", stacklevel=1)
     passed = [name for name, outcome in outcomes.items() if outcome in ("passed", "flaky")]
     assert set(passed) >= TRANSACTIONAL, summary

@@ -17,6 +17,7 @@ from kafka import KafkaAdminClient
 
 from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
+from mq.records.batch_header import iter_headers
 from mq.topic_partition import TopicPartition
 from tests.integration.conftest import BrokerProcess
 
@@ -198,6 +199,26 @@ def test_data_lost_to_retention_fails_or_is_skipped(spark: Any, broker: BrokerPr
         reader(spark, broker.bootstrap, **from_zero).collect()
     skipped = reader(spark, broker.bootstrap, failOnDataLoss="false", **from_zero)
     assert positions(skipped) == [(0, 6), (0, 7), (0, 8), (0, 9)]
+
+
+def test_a_corrupt_batch_fails_the_read_or_is_skipped(spark: Any, broker: BrokerProcess) -> None:
+    create_topic(broker.bootstrap, "rotten", partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for batch in range(3):  # offsets 0-9, 10-19, 20-29: one batch each
+        for i in range(10):
+            producer.produce("rotten", f"value-{batch * 10 + i}".encode(), partition=0)
+        assert producer.flush(10) == 0
+    segment = broker.log_dir / "rotten-0" / "00000000000000000000.log"
+    data = segment.read_bytes()
+    middle = [h for h in iter_headers(data) if h.offset == 10]
+    assert len(middle) == 1
+    with open(segment, "r+b") as file:  # one bit of a value flips on disk; the broker serves the file as it is
+        file.seek(middle[0].end_position - 3)
+        file.write(bytes([data[middle[0].end_position - 3] ^ 0x01]))
+    with pytest.raises(Exception, match=r"rotten-0: the record batch at offsets 10-19 is corrupt"):
+        reader(spark, broker.bootstrap, subscribe="rotten").collect()
+    skipped = reader(spark, broker.bootstrap, subscribe="rotten", failOnDataLoss="false")
+    assert positions(skipped) == [(0, offset) for offset in [*range(10), *range(20, 30)]]
 
 
 def test_available_now_streams_write_each_record_once_and_commit_to_the_group(

@@ -8,7 +8,7 @@ import pytest
 from client_fakes import FakeBroker, run, start_cluster, stop_all
 
 from mq.client.consumer import AsyncConsumer, entry_records, parse_records
-from mq.errors import ErrorCode, OffsetOutOfRangeError
+from mq.errors import CorruptFetchedBatchError, ErrorCode, OffsetOutOfRangeError
 from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader
 from mq.records.batch_header import Codec, TimestampType
@@ -140,6 +140,31 @@ def test_poll_from_the_beginning_with_max_records_and_positions() -> None:
         assert [r.offset for r in await consumer.poll(timeout_ms=1000, max_records=1)] == [11]
 
     with_consumer(test, log, auto_offset_reset="earliest")
+
+
+def test_poll_raises_at_a_corrupt_batch_after_the_records_before_it() -> None:
+    corrupt = batch(3, 4)  # its last byte: the value b"1" of the last record's header
+    corrupt = corrupt[:-1] + bytes([corrupt[-1] ^ 0x01])
+    log = PartitionLog(0, batch(0, 3) + corrupt + batch(7, 2) + batch(9, 1), 10)
+
+    async def test(consumer: AsyncConsumer, broker: FakeBroker) -> None:
+        assert [r.offset for r in await consumer.poll(timeout_ms=1000)] == [0, 1, 2]
+        for _ in range(2):  # the position stays at the corrupt batch
+            with pytest.raises(CorruptFetchedBatchError, match="t-0: the record batch at offsets 3-6 is corrupt"):
+                await consumer.poll(timeout_ms=1000)
+            assert await consumer.position(TP) == 3
+        consumer.seek(TP, 7)  # past it, as an application that skips it would
+        assert [r.offset for r in await consumer.poll(timeout_ms=1000)] == [7, 8]
+
+    with_consumer(test, log, auto_offset_reset="earliest")
+    unchecked = PartitionLog(0, batch(0, 3) + corrupt + batch(7, 1), 8)
+
+    async def read_anyway(consumer: AsyncConsumer, broker: FakeBroker) -> None:
+        records = await consumer.poll(timeout_ms=1000)
+        assert [r.offset for r in records] == [0, 1, 2, 3, 4, 5, 6]
+        assert list(records[-1].headers) == [("h", b"0")]  # the flipped bit, unnoticed
+
+    with_consumer(read_anyway, unchecked, auto_offset_reset="earliest", check_crcs=False)
 
 
 def test_out_of_range_resets_to_earliest() -> None:

@@ -110,3 +110,22 @@ def test_legacy_entries_give_the_consumer_records(position: int) -> None:
     rows = columns_to_batch(TP, entry_columns(entries, 8, True), schema).to_pylist()
     assert [r["offset"] for r in rows] == list(range(position, 8))
     assert rows == [row(r, True) for r in records]
+
+
+def flipped(data: bytes, index: int) -> bytes:
+    return data[:index] + bytes([data[index] ^ 0x01]) + data[index + 1 :]
+
+
+def test_selection_stops_at_a_batch_whose_checksum_does_not_match() -> None:
+    first, second, third = batch(0, 5), batch(5, 5), batch(10, 5)
+    data = first + flipped(second, len(second) - 2) + third
+    entries = select_entries(TP, data, 2)
+    assert [h.offset for h in entries.headers] == [0]
+    assert entries.corrupt is not None and entries.corrupt.offset == 5
+    assert entries.next_position == 5  # the consumer never moves past it on its own
+    error = entries.corrupt_error()
+    assert "t-3: the record batch at offsets 5-9 is corrupt (stored crc = " in str(error)
+    inside = select_entries(TP, data, 7)  # the position inside the corrupt batch
+    assert inside.headers == [] and inside.next_position == 7 and inside.corrupt is not None
+    unchecked = select_entries(TP, data, 2, check_crcs=False)
+    assert [h.offset for h in unchecked.headers] == [0, 5, 10] and unchecked.corrupt is None
