@@ -10,6 +10,7 @@ and MB/s for both phases.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import signal
 import socket
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -50,6 +52,23 @@ def start_broker(data: Path, port: int) -> subprocess.Popen[bytes]:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError("broker did not start")
+
+
+@contextlib.contextmanager
+def broker_unless(bootstrap: str | None) -> Iterator[str]:
+    """``bootstrap`` when given, else a fresh broker on a free port with its logs in a temporary directory, stopped
+    at the end; yields the bootstrap address."""
+    if bootstrap is not None:
+        yield bootstrap
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        broker = start_broker(Path(tmp) / "logs", port)
+        try:
+            yield f"127.0.0.1:{port}"
+        finally:
+            broker.terminate()
+            broker.wait(30)
 
 
 def main() -> None:

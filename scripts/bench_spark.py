@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from bench_confluent import free_port, start_broker
+from bench_confluent import broker_unless
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -155,70 +155,61 @@ def main() -> None:
     args = parser.parse_args()
     if args.topic is not None and args.bootstrap_server is None:
         parser.error("--topic needs --bootstrap-server")
-    with tempfile.TemporaryDirectory() as tmp:
-        broker = None
-        bootstrap = args.bootstrap_server
-        if bootstrap is None:
-            port = free_port()
-            broker = start_broker(Path(tmp) / "logs", port)
-            bootstrap = f"127.0.0.1:{port}"
-        try:
-            value_bytes = args.messages * args.size
-            topic = args.topic
-            if topic is None:
-                topic = f"bench-spark-{int(time.time())}"
-                produce_s = fill(bootstrap, topic, args.partitions, args.messages, args.size)
-                report(f"produce (confluent-kafka) into {topic}", produce_s, args.messages, value_bytes)
-            ends = end_offsets(bootstrap, topic, args.partitions)
-            spark = mq.spark.session(args.master, "mq-bench")
-            df = spark.read.format("mq").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
-            df.limit(1).collect()  # the session's Python workers started before the first round
-            ratios: dict[str, list[float]] = {"count()": [], "sum(length(value))": []}
-            rates: dict[str, list[float]] = {"baseline": [], **{name: [] for name in ratios}, "mq export": []}
-            export_ratios: list[float] = []
-            for run in range(args.rounds):
-                print(f"round {run + 1}", flush=True)
-                seconds, rows, size = baseline(bootstrap, topic, args.partitions, ends)
-                assert (rows, size) == (args.messages, value_bytes), (rows, size)
-                base = report(f"  confluent-kafka into pyarrow, {BASELINE_PROCESSES} processes", seconds, rows, size)
-                rates["baseline"].append(base)
-                start = time.perf_counter()
-                counted = df.count()
-                rate = report("  mq source count()", time.perf_counter() - start, counted, value_bytes)
-                rates["count()"].append(rate)
-                ratios["count()"].append(rate / base)
-                start = time.perf_counter()
-                total = df.selectExpr("sum(length(value)) AS total").collect()[0]["total"]
-                assert total == value_bytes, total
-                rate = report("  mq source sum(length(value))", time.perf_counter() - start, args.messages, value_bytes)
-                rates["sum(length(value))"].append(rate)
-                ratios["sum(length(value))"].append(rate / base)
-                print(
-                    f"  ratios to the baseline: count() {ratios['count()'][-1]:.2f}, sum {ratios['sum(length(value))'][-1]:.2f}"
-                )
-                start = time.perf_counter()
-                result = export(spark, ExportOptions(bootstrap, (topic,), str(Path(tmp) / f"export-{run}")))
-                assert result.offsets == args.messages, result.offsets
-                rate = report("  mq export to Parquet", time.perf_counter() - start, args.messages, value_bytes)
-                rates["mq export"].append(rate)
-                export_ratios.append(rate / rates["count()"][-1])
-                print(f"  mq export / count() {export_ratios[-1]:.2f}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp, broker_unless(args.bootstrap_server) as bootstrap:
+        value_bytes = args.messages * args.size
+        topic = args.topic
+        if topic is None:
+            topic = f"bench-spark-{int(time.time())}"
+            produce_s = fill(bootstrap, topic, args.partitions, args.messages, args.size)
+            report(f"produce (confluent-kafka) into {topic}", produce_s, args.messages, value_bytes)
+        ends = end_offsets(bootstrap, topic, args.partitions)
+        spark = mq.spark.session(args.master, "mq-bench")
+        df = spark.read.format("mq").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+        df.limit(1).collect()  # the session's Python workers started before the first round
+        ratios: dict[str, list[float]] = {"count()": [], "sum(length(value))": []}
+        rates: dict[str, list[float]] = {"baseline": [], **{name: [] for name in ratios}, "mq export": []}
+        export_ratios: list[float] = []
+        for run in range(args.rounds):
+            print(f"round {run + 1}", flush=True)
+            seconds, rows, size = baseline(bootstrap, topic, args.partitions, ends)
+            assert (rows, size) == (args.messages, value_bytes), (rows, size)
+            base = report(f"  confluent-kafka into pyarrow, {BASELINE_PROCESSES} processes", seconds, rows, size)
+            rates["baseline"].append(base)
+            start = time.perf_counter()
+            counted = df.count()
+            rate = report("  mq source count()", time.perf_counter() - start, counted, value_bytes)
+            rates["count()"].append(rate)
+            ratios["count()"].append(rate / base)
+            start = time.perf_counter()
+            total = df.selectExpr("sum(length(value)) AS total").collect()[0]["total"]
+            assert total == value_bytes, total
+            rate = report("  mq source sum(length(value))", time.perf_counter() - start, args.messages, value_bytes)
+            rates["sum(length(value))"].append(rate)
+            ratios["sum(length(value))"].append(rate / base)
             print(
-                f"\nmedians over {args.rounds} rounds ({args.messages:,} records of {args.size} B, "
-                f"{args.partitions} partitions, {args.master}):"
+                f"  ratios to the baseline: count() {ratios['count()'][-1]:.2f}, sum {ratios['sum(length(value))'][-1]:.2f}"
             )
-            for name, values in rates.items():
-                line = f"  {name:<20} {statistics.median(values):>12,.0f} rows/s"
-                if name in ratios:
-                    line += f"   x{statistics.median(ratios[name]):.2f} of the baseline (target >= 1.0, >= 1,000,000 rows/s)"
-                if name == "mq export":
-                    line += f"   x{statistics.median(export_ratios):.2f} of count() (target >= 0.8)"
-                print(line)
-            spark.stop()
-        finally:
-            if broker is not None:
-                broker.terminate()
-                broker.wait(30)
+            start = time.perf_counter()
+            result = export(spark, ExportOptions(bootstrap, (topic,), str(Path(tmp) / f"export-{run}")))
+            assert result.offsets == args.messages, result.offsets
+            rate = report("  mq export to Parquet", time.perf_counter() - start, args.messages, value_bytes)
+            rates["mq export"].append(rate)
+            export_ratios.append(rate / rates["count()"][-1])
+            print(f"  mq export / count() {export_ratios[-1]:.2f}", flush=True)
+        print(
+            f"\nmedians over {args.rounds} rounds ({args.messages:,} records of {args.size} B, "
+            f"{args.partitions} partitions, {args.master}):"
+        )
+        for name, values in rates.items():
+            line = f"  {name:<20} {statistics.median(values):>12,.0f} rows/s"
+            if name in ratios:
+                line += (
+                    f"   x{statistics.median(ratios[name]):.2f} of the baseline (target >= 1.0, >= 1,000,000 rows/s)"
+                )
+            if name == "mq export":
+                line += f"   x{statistics.median(export_ratios):.2f} of count() (target >= 0.8)"
+            print(line)
+        spark.stop()
 
 
 if __name__ == "__main__":

@@ -21,12 +21,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
 from mq.records.batch_header import Codec
+from mq.records.bulk_encode import field_lengths
 from mq.records.default_batch import SEQUENCE_MODULUS, RecordBatchBuilder
 from mq.topic_partition import TopicPartition
 
@@ -253,7 +256,8 @@ class AsyncProducer:
     async def send_many(self, topic: str, rows: Iterable[Row], partition: int | None = None) -> asyncio.Future[int]:
         """Queue many records of ``topic``, all to ``partition`` or each where the partitioner puts it, with one
         future instead of one per record: it gets the number of records once all were acknowledged, or the first
-        error. The records join the same per-partition batches as ``send``'s, in order."""
+        error. The records join the same per-partition batches as ``send``'s, in order; records without headers are
+        encoded in bulk (``RecordBatchBuilder.extend``)."""
         self._check_send()
         await self.start()
         partitions = await self.partitions_for(topic)
@@ -263,30 +267,103 @@ class AsyncProducer:
             )
         count = len(partitions)
         bulk = _BulkSend(asyncio.get_running_loop().create_future())
-        now = int(time.time() * 1000)
-        tps: dict[int, TopicPartition] = {}
-        wake = self.linger_ms <= 0
-        for key, value, headers, timestamp in rows:
-            chosen = partition if partition is not None else self._choose_partition(topic, key, count)
-            tp = tps.get(chosen)
-            if tp is None:
-                tp = tps[chosen] = TopicPartition(topic, chosen)
-            batch = self._open_batch(tp, _record_size(key, value, headers))
-            batch.builder.append(now if timestamp is None else timestamp, key, value, headers)
-            bulk.records += 1
-            if not batch.bulk or batch.bulk[-1] is not bulk:
-                batch.bulk.append(bulk)
-                bulk.batches += 1
-            if batch.builder.estimated_size >= self.batch_size:
-                batch.full = wake = True
+        rows = rows if isinstance(rows, list) else list(rows)
+        wake = False
+        if rows:
+            keys, values, headers, given = zip(*rows, strict=True)
+            now = int(time.time() * 1000)
+            stamps: Sequence[int] = given
+            if given.count(None) == len(given):
+                stamps = [now] * len(given)
+            elif None in given:
+                stamps = [now if t is None else t for t in given]
+            if any(headers):
+                wake = self._queue_rows(topic, rows, stamps, partition, count, bulk)
+            else:
+                wake = self._queue_columns(topic, keys, values, stamps, partition, count, bulk)
         if bulk.batches == 0:
             bulk.future.set_result(0)
             return bulk.future
         self._pending.add(bulk.future)
         bulk.future.add_done_callback(self._pending.discard)
-        if wake:
+        if wake or self.linger_ms <= 0:
             self._wakeup.set()
         return bulk.future
+
+    def _queue_rows(
+        self,
+        topic: str,
+        rows: list[Row],
+        stamps: Sequence[int],
+        partition: int | None,
+        count: int,
+        bulk: _BulkSend,
+    ) -> bool:
+        """Queue ``rows`` one record at a time; whether a batch filled up."""
+        tps: dict[int, TopicPartition] = {}
+        wake = False
+        for (key, value, headers, _), timestamp in zip(rows, stamps, strict=True):
+            chosen = partition if partition is not None else self._choose_partition(topic, key, count)
+            tp = tps.get(chosen)
+            if tp is None:
+                tp = tps[chosen] = TopicPartition(topic, chosen)
+            batch = self._open_batch(tp, _record_size(key, value, headers))
+            batch.builder.append(timestamp, key, value, headers)
+            self._joined(batch, bulk, 1)
+            wake |= batch.full
+        return wake
+
+    def _queue_columns(
+        self,
+        topic: str,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        stamps: Sequence[int],
+        partition: int | None,
+        count: int,
+        bulk: _BulkSend,
+    ) -> bool:
+        """Queue records without headers in runs per partition, each run encoded in bulk; whether a batch filled
+        up."""
+        runs: dict[int, Sequence[int]]
+        if partition is not None or keys.count(None) == len(keys):
+            chosen = partition if partition is not None else self._choose_partition(topic, None, count)
+            runs = {chosen: range(len(keys))}
+        else:
+            by_partition: dict[int, list[int]] = defaultdict(list)
+            for index, key in enumerate(keys):
+                by_partition[self._choose_partition(topic, key, count)].append(index)
+            runs = dict(by_partition)
+        wake = False
+        for chosen, indexes in runs.items():
+            tp = TopicPartition(topic, chosen)
+            picked = isinstance(indexes, list)
+            run_keys = [keys[i] for i in indexes] if picked else keys
+            run_values = [values[i] for i in indexes] if picked else values
+            run_stamps = [stamps[i] for i in indexes] if picked else stamps
+            lengths = np.maximum(field_lengths(run_keys), 0) + np.maximum(field_lengths(run_values), 0)
+            sizes = _RECORD_OVERHEAD + lengths
+            ends = np.cumsum(sizes)
+            first = 0
+            while first < len(run_values):
+                batch = self._open_batch(tp, int(sizes[first]))
+                room = self.batch_size - batch.builder.estimated_size
+                done = int(ends[first - 1]) if first else 0
+                last = max(first + 1, int(np.searchsorted(ends, done + room, side="right")))
+                batch.builder.extend(run_stamps[first:last], run_keys[first:last], run_values[first:last])
+                self._joined(batch, bulk, last - first)
+                wake |= batch.full
+                first = last
+        return wake
+
+    def _joined(self, batch: _Batch, bulk: _BulkSend, records: int) -> None:
+        """``records`` of ``bulk`` were added to ``batch``."""
+        bulk.records += records
+        if not batch.bulk or batch.bulk[-1] is not bulk:
+            batch.bulk.append(bulk)
+            bulk.batches += 1
+        if batch.builder.estimated_size >= self.batch_size:
+            batch.full = True
 
     def _check_send(self) -> None:
         """Raise when no record may be sent now."""

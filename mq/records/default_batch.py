@@ -15,6 +15,8 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from mq.errors import CorruptRecordError, UnsupportedCompressionError
 from mq.records.batch_header import (
     CODEC_MASK,
@@ -27,6 +29,7 @@ from mq.records.batch_header import (
     Codec,
     TimestampType,
 )
+from mq.records.bulk_encode import encode_records
 from mq.records.compression import compress, decompress
 from mq.records.crc import Buffer, crc32c
 from mq.records.record import (
@@ -75,12 +78,14 @@ class RecordBatchBuilder:
         self.is_control = is_control
         self.partition_leader_epoch = partition_leader_epoch
         self._records: list[bytes] = []
+        """Encoded records: one per ``append``, many per ``extend``."""
+        self._count = 0
         self._first_timestamp = -1
         self._max_timestamp = -1
         self._size = 0
 
     def __len__(self) -> int:
-        return len(self._records)
+        return self._count
 
     @property
     def estimated_size(self) -> int:
@@ -94,14 +99,14 @@ class RecordBatchBuilder:
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]] = (),
     ) -> None:
-        if not self._records:
+        if not self._count:
             self._first_timestamp = timestamp
         self._max_timestamp = max(self._max_timestamp, timestamp)
         body = b"".join(
             [
                 b"\x00",
                 encode_varint(timestamp - self._first_timestamp),
-                encode_varint(len(self._records)),
+                encode_varint(self._count),
                 _bytes_field(key),
                 _bytes_field(value),
                 encode_varint(len(headers)),
@@ -110,7 +115,22 @@ class RecordBatchBuilder:
         )
         record = encode_varint(len(body)) + body
         self._records.append(record)
+        self._count += 1
         self._size += len(record)
+
+    def extend(self, timestamps: Sequence[int], keys: Sequence[bytes | None], values: Sequence[bytes | None]) -> None:
+        """``append`` for each (timestamp, key, value) without headers, encoded in bulk (``encode_records``): the
+        same bytes, without Python work per field."""
+        if not values:
+            return
+        stamps = np.asarray(timestamps, np.int64)
+        if not self._count:
+            self._first_timestamp = int(stamps[0])
+        self._max_timestamp = max(self._max_timestamp, int(stamps.max()))
+        records = encode_records(self._count, stamps - self._first_timestamp, keys, values)
+        self._records.append(records)
+        self._count += len(values)
+        self._size += len(records)
 
     def build(self) -> bytes:
         records = b"".join(self._records)
@@ -123,7 +143,7 @@ class RecordBatchBuilder:
             attributes |= TRANSACTIONAL_BIT
         if self.is_control:
             attributes |= CONTROL_BIT
-        count = len(self._records)
+        count = self._count
         return assemble_batch(
             self.base_offset,
             self.partition_leader_epoch,
