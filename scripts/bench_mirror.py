@@ -5,7 +5,8 @@ with N keyed records of the given value size (confluent-kafka), then runs ``mq m
 target holds N records (``--exactly-once``: until the positions its committed transactions recorded reach the source's
 end, i.e. N records are visible to read_committed consumers), stops it with SIGTERM and prints records/s and MB/s
 (key + value bytes) of the copy. Each size is copied by both modes in the same run, from the same source topic to
-two targets' topics, and the exactly-once figure is printed as a ratio of the at-least-once one.
+two targets' topics, and the exactly-once figure is printed as a ratio of the at-least-once one; before them a
+``kcat -C | kcat -P`` pipe copies the same topic between the same brokers, the baseline of the at-least-once figure.
 
     python scripts/bench_mirror.py [--messages 200000] [--size 100 1024] [--partitions 4]
 """
@@ -146,6 +147,30 @@ def mirror_run(
     return messages / seconds
 
 
+def kcat_pipe_run(source: str, target: str, topic: str, partitions: int, messages: int, size: int) -> float:
+    """``kcat -C ... | kcat -P ...`` copying ``topic`` (keys and values, tab-separated lines) into ``<topic>-kcat`` on
+    the target: records/s from the start of both processes to the producer's exit (all acknowledged)."""
+    copy = f"{topic}-kcat"
+    admin = AdminClient({"bootstrap.servers": target})
+    admin.create_topics([NewTopic(copy, partitions, 1)])[copy].result(30)
+    start = time.perf_counter()
+    reader = subprocess.Popen(
+        ["kcat", "-C", "-b", source, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"],
+        stdout=subprocess.PIPE,
+    )
+    writer = subprocess.Popen(["kcat", "-P", "-b", target, "-t", copy, "-K", "\t"], stdin=reader.stdout)
+    assert reader.stdout is not None
+    reader.stdout.close()  # the writer holds the pipe: it sees the end when the reader exits
+    if writer.wait(600) != 0 or reader.wait(60) != 0:
+        raise RuntimeError("the kcat pipe failed")
+    seconds = time.perf_counter() - start
+    copied = end_offsets(target, copy, partitions)
+    if copied != messages:
+        raise RuntimeError(f"the kcat pipe copied {copied} of {messages} records")
+    print(f"{size:>5}-byte values, {partitions} partitions, kcat pipe    : {messages / seconds:,.0f} records/s")
+    return messages / seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
@@ -161,10 +186,12 @@ def main() -> None:
             for size in args.size:
                 topic = f"bench-{size}"
                 fill(source_bootstrap, topic, args.partitions, args.messages, size)
+                pipe = kcat_pipe_run(source_bootstrap, target_bootstrap, topic, args.partitions, args.messages, size)
                 rates = [
                     mirror_run(tmp, source_bootstrap, bootstrap, topic, args.partitions, args.messages, size, eos)
                     for bootstrap, eos in ((target_bootstrap, False), (eos_bootstrap, True))
                 ]
+                print(f"    at least once / kcat pipe = {rates[0] / pipe:.2f} (target >= 1.0)")
                 print(f"    exactly once / at least once = {rates[1] / rates[0]:.2f}")
         finally:
             for broker in (source, target, eos_target):
