@@ -23,19 +23,13 @@ import asyncio
 import statistics
 import time
 
-from bench_confluent import broker_unless
+from bench_confluent import broker_unless, create_topic
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from mq.client.producer import AsyncProducer
 
 BATCH_BYTES = 1024 * 1024
 LINGER_MS = 5
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
 
 def produce_mq(bootstrap: str, topic: str, records: int, size: int, chunk: int) -> float:

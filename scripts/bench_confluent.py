@@ -54,6 +54,11 @@ def start_broker(data: Path, port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("broker did not start")
 
 
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
 @contextlib.contextmanager
 def broker_unless(bootstrap: str | None) -> Iterator[str]:
     """``bootstrap`` when given, else a fresh broker on a free port with its logs in a temporary directory, stopped

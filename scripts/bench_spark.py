@@ -7,7 +7,8 @@ Starts a fresh mq broker on a free loopback port (or uses ``--bootstrap-server``
   value) in two Python processes, each with half the partitions, and summing the value lengths; the clock runs from
   both processes being connected to both having every record;
 - ``count()`` and ``sum(length(value))`` of ``spark.read.format("mq")`` on a local session (``--master``);
-- ``mq export`` of the topic to Parquet (a new output each round, one chunk), compared with that round's ``count()``.
+- ``mq export`` of the topic to Parquet (a new output each round, one chunk), compared with that round's ``count()``;
+- the sink: ``df.write.format("mq")`` of as many ``--size``-byte values from ``spark.range`` into a new topic.
 
 Each round prints the rates and Spark's ratio to the baseline of the same round; the closing lines give the medians.
 With ``--topic`` an existing topic (holding ``--messages`` records of ``--size`` bytes) is read instead of a new one
@@ -30,9 +31,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from bench_confluent import broker_unless
+from bench_confluent import broker_unless, create_topic
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 import mq.spark
 from mq.spark.export import ExportOptions, export
@@ -55,8 +55,7 @@ ARROW_BATCH = 20_000
 
 
 def fill(bootstrap: str, topic: str, partitions: int, messages: int, size: int) -> float:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    create_topic(bootstrap, topic, partitions)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 20})
     payload = b"x" * size
     start = time.perf_counter()
@@ -167,7 +166,15 @@ def main() -> None:
         df = spark.read.format("mq").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
         df.limit(1).collect()  # the session's Python workers started before the first round
         ratios: dict[str, list[float]] = {"count()": [], "sum(length(value))": []}
-        rates: dict[str, list[float]] = {"baseline": [], **{name: [] for name in ratios}, "mq export": []}
+        rates: dict[str, list[float]] = {
+            "baseline": [],
+            **{name: [] for name in ratios},
+            "mq export": [],
+            "mq sink": [],
+        }
+        sink_rows = spark.range(args.messages, numPartitions=args.partitions).selectExpr(
+            f"CAST(repeat('x', {args.size}) AS BINARY) AS value"
+        )
         export_ratios: list[float] = []
         for run in range(args.rounds):
             print(f"round {run + 1}", flush=True)
@@ -189,6 +196,15 @@ def main() -> None:
             print(
                 f"  ratios to the baseline: count() {ratios['count()'][-1]:.2f}, sum {ratios['sum(length(value))'][-1]:.2f}"
             )
+            sink = f"{topic}-sink-{run}"
+            create_topic(bootstrap, sink, args.partitions)
+            start = time.perf_counter()
+            sink_rows.write.format("mq").option("kafka.bootstrap.servers", bootstrap).option("topic", sink).mode(
+                "append"
+            ).save()
+            rate = report("  mq sink (df.write)", time.perf_counter() - start, args.messages, value_bytes)
+            rates["mq sink"].append(rate)
+            assert sum(end_offsets(bootstrap, sink, args.partitions).values()) == args.messages
             start = time.perf_counter()
             result = export(spark, ExportOptions(bootstrap, (topic,), str(Path(tmp) / f"export-{run}")))
             assert result.offsets == args.messages, result.offsets
@@ -208,6 +224,8 @@ def main() -> None:
                 )
             if name == "mq export":
                 line += f"   x{statistics.median(export_ratios):.2f} of count() (target >= 0.8)"
+            if name == "mq sink":
+                line += "   (target >= 1,000,000 rows/s)"
             print(line)
         spark.stop()
 

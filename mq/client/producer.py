@@ -258,6 +258,38 @@ class AsyncProducer:
         future instead of one per record: it gets the number of records once all were acknowledged, or the first
         error. The records join the same per-partition batches as ``send``'s, in order; records without headers are
         encoded in bulk (``RecordBatchBuilder.extend``)."""
+        count = await self._bulk_partitions(topic, partition)
+        bulk = _BulkSend(asyncio.get_running_loop().create_future())
+        rows = rows if isinstance(rows, list) else list(rows)
+        wake = False
+        if rows:
+            keys, values, headers, given = zip(*rows, strict=True)
+            stamps = _timestamps(given)
+            if any(headers):
+                wake = self._queue_rows(topic, rows, stamps, partition, count, bulk)
+            else:
+                wake = self._queue_columns(topic, keys, values, stamps, partition, count, bulk)
+        return self._queued(bulk, wake)
+
+    async def send_columns(
+        self,
+        topic: str,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        partition: int | None = None,
+    ) -> asyncio.Future[int]:
+        """``send_many`` of records given as columns (keys and values of the same length), without headers and
+        timestamped now: no row tuples to make or take apart."""
+        count = await self._bulk_partitions(topic, partition)
+        bulk = _BulkSend(asyncio.get_running_loop().create_future())
+        wake = False
+        if values:
+            stamps = [int(time.time() * 1000)] * len(values)
+            wake = self._queue_columns(topic, keys, values, stamps, partition, count, bulk)
+        return self._queued(bulk, wake)
+
+    async def _bulk_partitions(self, topic: str, partition: int | None) -> int:
+        """The partition count of ``topic`` for a bulk send (to ``partition``, which must exist, when given)."""
         self._check_send()
         await self.start()
         partitions = await self.partitions_for(topic)
@@ -265,22 +297,10 @@ class AsyncProducer:
             raise KafkaError(
                 f"partition {partition} of topic {topic!r} does not exist", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             )
-        count = len(partitions)
-        bulk = _BulkSend(asyncio.get_running_loop().create_future())
-        rows = rows if isinstance(rows, list) else list(rows)
-        wake = False
-        if rows:
-            keys, values, headers, given = zip(*rows, strict=True)
-            now = int(time.time() * 1000)
-            stamps: Sequence[int] = given
-            if given.count(None) == len(given):
-                stamps = [now] * len(given)
-            elif None in given:
-                stamps = [now if t is None else t for t in given]
-            if any(headers):
-                wake = self._queue_rows(topic, rows, stamps, partition, count, bulk)
-            else:
-                wake = self._queue_columns(topic, keys, values, stamps, partition, count, bulk)
+        return len(partitions)
+
+    def _queued(self, bulk: _BulkSend, wake: bool) -> asyncio.Future[int]:
+        """``bulk``'s future, pending until its batches are answered (done at once when it holds no record)."""
         if bulk.batches == 0:
             bulk.future.set_result(0)
             return bulk.future
@@ -575,6 +595,16 @@ class AsyncProducer:
         for bulk in batch.bulk:
             if not bulk.future.done():
                 bulk.future.set_exception(error)
+
+
+def _timestamps(given: Sequence[int | None]) -> Sequence[int]:
+    """Each row's timestamp: now for those that have none."""
+    if given.count(None) == len(given):
+        return [int(time.time() * 1000)] * len(given)
+    if None in given:
+        now = int(time.time() * 1000)
+        return [now if t is None else t for t in given]
+    return given  # type: ignore[return-value]
 
 
 def _record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
