@@ -231,6 +231,34 @@ def test_send_many_joins_the_batches_of_send_and_completes_once_for_all_records(
     with_producer(test, partitions=4, batch_size=120, linger_ms=20)
 
 
+def test_bulk_sends_keep_each_partitions_order_across_batches() -> None:
+    async def test(producer: AsyncProducer, log: ProduceLog, brokers: list[FakeBroker]) -> None:
+        keys = [None if i % 7 == 0 else b"key-%d" % (i % 10) for i in range(300)]
+        rows = [(key, b"value-%d" % i, (), 5000 + i) for i, key in enumerate(keys)]
+        keyed = await producer.send_many("t", rows)
+        columns = await producer.send_columns("t", [None, b"c"] * 50, [b"col-%d" % i for i in range(100)], 2)
+        assert (await asyncio.wait_for(keyed, 5), await asyncio.wait_for(columns, 5)) == (300, 100)
+        by_partition: dict[int, list[Any]] = defaultdict(list)
+        for tp, _, records in log.batches:
+            by_partition[tp.partition].extend(records)
+        assert len([tp for tp, _, _ in log.batches if tp.partition == 2]) >= 3  # runs span several batches
+        sent = {r.value: (p, r) for p, records in by_partition.items() for r in records}
+        assert len(sent) == 400
+        for i, key in enumerate(keys):
+            partition, record = sent[b"value-%d" % i]
+            assert (record.key, record.timestamp) == (key, 5000 + i)
+            if key is not None:
+                assert partition == partition_for_key(key, 4)
+        for records in by_partition.values():  # each partition in the order sent
+            keyed_values = [int(r.value.split(b"-")[1]) for r in records if r.value.startswith(b"value-")]
+            assert keyed_values == sorted(keyed_values)
+        column_records = [r for r in by_partition[2] if r.value.startswith(b"col-")]
+        assert [r.value for r in column_records] == [b"col-%d" % i for i in range(100)]
+        assert [r.key for r in column_records] == [None, b"c"] * 50
+
+    with_producer(test, partitions=4, batch_size=600, linger_ms=20)
+
+
 def test_send_many_fails_with_the_first_batch_error() -> None:
     async def test(producer: AsyncProducer, log: ProduceLog, brokers: list[FakeBroker]) -> None:
         future = await producer.send_many("t", [(None, b"v", (), None)] * 3)
