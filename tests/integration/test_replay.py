@@ -264,8 +264,8 @@ def test_exactly_once_by_key_across_kill_9_and_resume(
     ]
     for resume in ([], ["--resume"]):
         before = len(_read_committed_values(target.bootstrap, "copy")) if resume else 0
-        running = subprocess.Popen(
-            [*mq_command, "replay-log-producer", *args, "--rate", "60", *resume],
+        running = subprocess.Popen(  # 30 records/s: the 900 take 30 s, so each kill comes mid-way, even under load
+            [*mq_command, "replay-log-producer", *args, "--rate", "30", *resume],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

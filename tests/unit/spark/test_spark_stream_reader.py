@@ -17,7 +17,7 @@ from mq.spark.offsets import OffsetRange
 from mq.spark.options import read_options, write_options
 from mq.spark.reader import DataLossError, RangePartition, StreamReader
 from mq.spark.source import record_schema
-from mq.spark.writer import _rows, check_write_schema
+from mq.spark.writer import _runs, check_write_schema
 from mq.topic_partition import TopicPartition
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
@@ -179,19 +179,27 @@ def test_write_schema_rules() -> None:
     )
 
 
-def test_rows_become_records() -> None:
+def test_rows_become_runs_per_topic_and_partition() -> None:
     batch = pa.RecordBatch.from_pydict(
         {
-            "topic": ["a", None],
-            "key": ["k", None],
-            "value": [b"v", None],
-            "headers": [[{"key": "h", "value": b"1"}], None],
-            "partition": [2, None],
+            "topic": ["a", None, "b", "a"],
+            "key": ["k", None, "x", None],
+            "value": [b"v", None, b"w", b"u"],
+            "headers": [[{"key": "h", "value": b"1"}], None, [], []],
+            "partition": [2, None, None, 2],
         }
     )
-    assert list(_rows(batch.slice(0, 1), None)) == [("a", b"k", b"v", [("h", b"1")], 2)]
-    assert list(_rows(batch, "fixed")) == [("fixed", b"k", b"v", [("h", b"1")], 2), ("fixed", None, None, [], None)]
+
+    def runs(rows: pa.RecordBatch, topic: str | None) -> list[tuple[Any, ...]]:
+        return [(r.topic, r.partition, r.keys, r.values, r.headers) for r in _runs(rows, topic)]
+
+    assert runs(batch.slice(0, 1), None) == [("a", 2, [b"k"], [b"v"], [[("h", b"1")]])]
+    assert runs(batch, "fixed") == [
+        ("fixed", 2, [b"k", None], [b"v", b"u"], [[("h", b"1")], []]),
+        ("fixed", None, [None, b"x"], [None, b"w"], [[], []]),
+    ]
     with pytest.raises(ValueError, match="null topic"):
-        list(_rows(batch, None))
+        runs(batch, None)
+    assert runs(batch.slice(2, 2), None) == [("b", None, [b"x"], [b"w"], None), ("a", 2, [None], [b"u"], None)]
     only_value = pa.RecordBatch.from_pydict({"value": ["text"]})
-    assert list(_rows(only_value, "t")) == [("t", None, b"text", [], None)]
+    assert runs(only_value, "t") == [("t", None, [None], [b"text"], None)]
