@@ -60,6 +60,8 @@ class BrokerProcess:
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         """Start and wait until it listens. A first start whose port another process took meanwhile (``free_port``
         only found it free) is retried on a new port."""
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError(f"the broker on port {self.port} is already running")  # a second would be left behind
         for _ in range(3):
             try:
                 return self._start(timeout)

@@ -161,7 +161,6 @@ def fetch(bootstrap: str, version: int, topic: uuid.UUID, offset: int) -> Any:
 
 
 def test_produce_v13_and_fetch_v18_name_topics_by_id(broker: BrokerProcess) -> None:
-    broker.start()
     ids = topic_id(broker.bootstrap, "by-id")
     batch = v2_batch(count=4)
     produced = answer(broker.bootstrap, ApiKey.PRODUCE, 13, produce_frame(13, [(ids, [(0, batch)])]))
