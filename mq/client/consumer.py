@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from mq.client.cluster import Cluster, kafka_error
 from mq.client.connection import DEFAULT_CLIENT_ID
@@ -191,7 +192,9 @@ def _laid_out_records(tp: TopicPartition, layout: V2Layout, position: int) -> li
     keep = np.flatnonzero(layout.offset >= position)
     joined = layout.joined
 
-    def cut(start: Any, end: Any, null: Any) -> list[bytes | None]:
+    def cut(
+        start: npt.NDArray[np.int64], end: npt.NDArray[np.int64], null: npt.NDArray[np.bool_]
+    ) -> list[bytes | None]:
         bounds = zip(start[keep].tolist(), end[keep].tolist(), strict=True)
         if not null[keep].any():
             return [joined[a:b] for a, b in bounds]

@@ -142,7 +142,8 @@ async def _produce(options: WriteOptions, batches: Iterable[pa.RecordBatch]) -> 
                 pending.append((sent, run.topic))
                 result.bytes += sum(map(len, filter(None, run.keys))) + sum(map(len, filter(None, run.values)))
             while len(pending) > MAX_PENDING_SENDS or (pending and pending[0][0].done()):
-                _count(await asyncio.shield(pending[0][0]), pending.popleft()[1], result)
+                oldest, name = pending.popleft()
+                _count(await oldest, name, result)
         await producer.flush()
         while pending:
             sent, topic = pending.popleft()

@@ -64,6 +64,14 @@ async def values_until_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> li
     return values
 
 
+async def both_isolations(broker: BrokerProcess, tp: TopicPartition) -> tuple[list[bytes], list[bytes]]:
+    """The values of ``tp`` a read_committed and a read_uncommitted consumer read to its end."""
+    async with started(reader(broker.bootstrap)) as consumer:
+        committed = await values_until_end(consumer, tp)
+    async with started(reader(broker.bootstrap, isolation="read_uncommitted")) as consumer:
+        return committed, await values_until_end(consumer, tp)
+
+
 def test_committed_records_are_read_and_aborted_ones_only_by_read_uncommitted(broker: BrokerProcess) -> None:
     """A committed transaction's records come back with the offsets and timestamps the producer was told; an aborted
     one's only to read_uncommitted; transactions with nothing sent write no markers."""
@@ -88,10 +96,7 @@ def test_committed_records_are_read_and_aborted_ones_only_by_read_uncommitted(br
                 b"committed",
             )
             assert (await consumer.end_offsets([tp]))[tp] == 4  # two records, two markers: the empty ones wrote none
-        async with started(reader(broker.bootstrap)) as consumer:
-            assert await values_until_end(consumer, tp) == [b"committed"]
-        async with started(reader(broker.bootstrap, isolation="read_uncommitted")) as consumer:
-            assert await values_until_end(consumer, tp) == [b"committed", b"aborted"]
+        assert await both_isolations(broker, tp) == ([b"committed"], [b"committed", b"aborted"])
 
     asyncio.run(scenario())
 
@@ -108,10 +113,7 @@ def test_an_exception_in_the_transaction_block_aborts_it_and_the_producer_goes_o
             assert producer._txn_manager.state == TransactionState.READY
             async with producer.transaction():
                 await producer.send_and_wait(tp.topic, b"kept", partition=0)
-        async with started(reader(broker.bootstrap)) as consumer:
-            assert await values_until_end(consumer, tp) == [b"kept"]
-        async with started(reader(broker.bootstrap, isolation="read_uncommitted")) as consumer:
-            assert await values_until_end(consumer, tp) == [b"lost", b"kept"]
+        assert await both_isolations(broker, tp) == ([b"kept"], [b"lost", b"kept"])
 
     asyncio.run(scenario())
 

@@ -62,6 +62,14 @@ def committed_count(bootstrap: str, topic: str) -> int:
     return len(read_committed(bootstrap, topic, 2, timeout=1.0))
 
 
+def paced_exactly_once(tmp_path: Path, wait_s: float) -> list[str]:
+    """Mirror options: exactly once, committing every 300 ms, with a handler (written to ``tmp_path``) that waits
+    ``wait_s`` every 100th record, so a run lasts long enough to be killed mid-way."""
+    (tmp_path / "pacing.py").write_text(PACING_HANDLER)
+    options = ["--exactly-once", "--offset.commit.interval.ms", "300", "--message.handler", "pacing:every_100th_waits"]
+    return [*options, "--message.handler.args", str(wait_s)]
+
+
 def test_the_exactly_once_mirror_survives_kill_9_of_itself_and_of_either_broker(
     mq_command: list[str], broker_factory: Callable[..., object], tmp_path: Path
 ) -> None:
@@ -69,9 +77,7 @@ def test_the_exactly_once_mirror_survives_kill_9_of_itself_and_of_either_broker(
     total = 20_000
     create_topic(source.bootstrap, "events", 2)
     produce(source.bootstrap, "events", total)
-    (tmp_path / "pacing.py").write_text(PACING_HANDLER)
-    options = ["--exactly-once", "--offset.commit.interval.ms", "300", "--message.handler", "pacing:every_100th_waits"]
-    options += ["--message.handler.args", "0.1"]  # about 20 s of copying: time for three kills
+    options = paced_exactly_once(tmp_path, 0.1)  # about 20 s of copying: time for three kills
     mirror = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "events", *options).start()
 
     progress = [0]
@@ -125,9 +131,7 @@ def test_two_exactly_once_mirrors_share_partitions_and_one_takes_over_from_the_o
     total = 12_000
     create_topic(source.bootstrap, "shared", 4)
     produce(source.bootstrap, "shared", total)
-    (tmp_path / "pacing.py").write_text(PACING_HANDLER)
-    options = ["--exactly-once", "--offset.commit.interval.ms", "300", "--message.handler", "pacing:every_100th_waits"]
-    options += ["--message.handler.args", "0.15"]
+    options = paced_exactly_once(tmp_path, 0.15)
     first = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "shared", *options).start()
     wait_mirrored(lambda: len(read_committed(target.bootstrap, "shared", 4, timeout=1.0)) >= total // 8, first)
     second = Mirror(mq_command, tmp_path, source.bootstrap, target.bootstrap, "shared", *options).start()
