@@ -21,17 +21,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from mq.client.assignors import assignor_named
 from mq.client.cluster import Cluster
 from mq.client.connection import DEFAULT_CLIENT_ID
-from mq.client.consumer import AsyncConsumer, ConsumerRecord
+from mq.client.consumer import AsyncConsumer, ConsumerRecord, FetchedEntries
 from mq.client.consumer_coordinator import CommitFailedError, ConsumerCoordinator, JoinResult
 from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.topic_partition import INTERNAL_TOPICS, TopicPartition
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,7 @@ class AsyncGroupConsumer:
         retry_backoff_ms: int = 100,
         allow_auto_create_topics: bool = True,
         security: ClientSecurity = PLAINTEXT,
+        decode_records: bool = True,
     ) -> None:
         if not group_id:
             raise ValueError("group_id is required")
@@ -92,6 +95,7 @@ class AsyncGroupConsumer:
             retry_backoff_ms=retry_backoff_ms,
             allow_auto_create_topics=allow_auto_create_topics,
             security=security,
+            decode_records=decode_records,
         )
         """Fetches the assigned partitions; it owns the cluster connections unless ``cluster`` was given."""
         self.cluster = self.fetcher.cluster
@@ -262,6 +266,16 @@ class AsyncGroupConsumer:
     async def poll(self, timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
         """Up to ``max_records`` records of the assigned partitions, waiting at most ``timeout_ms`` for some (a
         rebalance in progress is completed first, which may take longer)."""
+        return await self._polled(timeout_ms, lambda wait_ms: self.fetcher.poll(wait_ms, max_records))
+
+    async def poll_entries(self, timeout_ms: int = 0) -> list[FetchedEntries]:
+        """``poll`` of a consumer made with ``decode_records=False``: each partition's fetched batches, undecoded
+        (``AsyncConsumer.poll_entries``)."""
+        return await self._polled(timeout_ms, self.fetcher.poll_entries)
+
+    async def _polled(self, timeout_ms: int, fetch: Callable[[int], Awaitable[list[_T]]]) -> list[_T]:
+        """What ``fetch(wait_ms)`` gives once there is some or ``timeout_ms`` passed, keeping the group membership
+        (rebalances, metadata, auto-commits) on the way."""
         if self._closed:
             raise RuntimeError("the consumer is closed")
         if self._pattern is None and not self._topics:
@@ -276,9 +290,9 @@ class AsyncGroupConsumer:
             await self._position_assigned()
             await self._maybe_auto_commit()
             remaining_ms = max(0, int((deadline - loop.time()) * 1000))
-            records = await self.fetcher.poll(min(remaining_ms, self.fetcher.fetch_max_wait_ms), max_records)
-            if records or loop.time() >= deadline:
-                return records
+            found = await fetch(min(remaining_ms, self.fetcher.fetch_max_wait_ms))
+            if found or loop.time() >= deadline:
+                return found
 
     async def _maybe_auto_commit(self) -> None:
         if not self.enable_auto_commit:

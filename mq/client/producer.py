@@ -28,9 +28,10 @@ from mq.client.connection import DEFAULT_CLIENT_ID
 from mq.client.security import PLAINTEXT, ClientSecurity
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.api_keys import ApiKey
-from mq.records.batch_header import Codec
+from mq.records.batch_header import BatchHeader, Codec
 from mq.records.bulk_encode import field_lengths
-from mq.records.default_batch import SEQUENCE_MODULUS, RecordBatchBuilder
+from mq.records.crc import Buffer
+from mq.records.default_batch import SEQUENCE_MODULUS, RecordBatchBuilder, reusable
 from mq.topic_partition import TopicPartition
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -288,6 +289,31 @@ class AsyncProducer:
             wake = self._queue_columns(topic, keys, values, stamps, partition, count, bulk)
         return self._queued(bulk, wake)
 
+    def reuses(self, header: BatchHeader) -> bool:
+        """Whether ``send_batches`` takes a fetched batch as it is: ``reusable`` and at least half of ``batch_size``
+        (smaller ones are better decoded and sent with their neighbours in this producer's own batches)."""
+        return reusable(header) and header.size * 2 >= self.batch_size
+
+    async def send_batches(
+        self, topic: str, partition: int, batches: Sequence[tuple[Buffer, BatchHeader]]
+    ) -> asyncio.Future[int]:
+        """Queue the records of fetched v2 batches (each ``reusable``: a copy tool's batches from another topic) for
+        ``partition`` of ``topic`` without decoding them: each becomes one batch of this producer, its records area
+        reused as it is (``RecordBatchBuilder.adopt``), after every record queued before. One future for all, as
+        ``send_many``'s."""
+        await self._bulk_partitions(topic, partition)
+        bulk = _BulkSend(asyncio.get_running_loop().create_future())
+        tp = TopicPartition(topic, partition)
+        queue = self._batches[tp]
+        if queue and queue[-1].data is None:
+            queue[-1].full = True  # records sent after these go to a batch after them
+        for buf, header in batches:
+            batch = self._new_batch(tp)
+            batch.builder.adopt(buf, header)
+            batch.full = True
+            self._joined(batch, bulk, header.records_count)
+        return self._queued(bulk, True)
+
     async def _bulk_partitions(self, topic: str, partition: int | None) -> int:
         """The partition count of ``topic`` for a bulk send (to ``partition``, which must exist, when given)."""
         self._check_send()
@@ -411,6 +437,10 @@ class AsyncProducer:
             if batch.builder.estimated_size + record_size <= self.batch_size:
                 return batch
             batch.full = True
+        return self._new_batch(tp)
+
+    def _new_batch(self, tp: TopicPartition) -> _Batch:
+        """An empty batch of this producer at the end of ``tp``'s queue."""
         builder = RecordBatchBuilder(
             codec=self.codec,
             producer_id=self.producer_id,
@@ -418,7 +448,7 @@ class AsyncProducer:
             is_transactional=self.transactional_id is not None,
         )
         batch = _Batch(tp, builder, asyncio.get_running_loop().time())
-        queue.append(batch)
+        self._batches[tp].append(batch)
         self._wakeup.set()  # the sender learns the new batch's linger deadline
         return batch
 

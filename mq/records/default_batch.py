@@ -79,6 +79,8 @@ class RecordBatchBuilder:
         self.partition_leader_epoch = partition_leader_epoch
         self._records: list[bytes] = []
         """Encoded records: one per ``append``, many per ``extend``."""
+        self._adopted: Codec | None = None
+        """The codec ``_records`` (one records area taken by ``adopt``) is compressed with; None: not compressed."""
         self._count = 0
         self._first_timestamp = -1
         self._max_timestamp = -1
@@ -99,6 +101,8 @@ class RecordBatchBuilder:
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]] = (),
     ) -> None:
+        if self._adopted is not None:
+            raise ValueError("a builder that adopted a batch takes no more records")
         if not self._count:
             self._first_timestamp = timestamp
         self._max_timestamp = max(self._max_timestamp, timestamp)
@@ -123,6 +127,8 @@ class RecordBatchBuilder:
         same bytes, without Python work per field."""
         if not values:
             return
+        if self._adopted is not None:
+            raise ValueError("a builder that adopted a batch takes no more records")
         stamps = np.asarray(timestamps, np.int64)
         if not self._count:
             self._first_timestamp = int(stamps[0])
@@ -132,10 +138,30 @@ class RecordBatchBuilder:
         self._count += len(values)
         self._size += len(records)
 
+    def adopt(self, buf: Buffer, header: BatchHeader) -> None:
+        """Take the records of another v2 batch (``header`` in ``buf``; ``reusable``) as they are encoded: its
+        records area, timestamps and count, into this empty builder, which takes nothing after it. The built batch
+        has this builder's own header fields (producer, sequence, transaction) around the same records area,
+        recompressed only when its codec is not this builder's."""
+        if self._count:
+            raise ValueError("adopt needs an empty builder")
+        if not reusable(header):
+            raise ValueError(f"the batch at position {header.position} cannot be taken as it is")
+        self._adopted = batch_codec(header)
+        area = bytes(memoryview(buf)[header.position + V2_HEADER_SIZE : header.end_position])
+        self._records.append(area)
+        self._count = header.records_count
+        self._first_timestamp = header.first_timestamp
+        self._max_timestamp = header.max_timestamp
+        self._size = len(area)
+
     def build(self) -> bytes:
         records = b"".join(self._records)
-        if self.codec != Codec.NONE:
-            records = compress(self.codec, records, 2)
+        if self._adopted is None or self._adopted != self.codec:
+            if self._adopted not in (None, Codec.NONE):
+                records = decompress(self._adopted, records, 2)
+            if self.codec != Codec.NONE:
+                records = compress(self.codec, records, 2)
         attributes = int(self.codec)
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             attributes |= TIMESTAMP_TYPE_BIT
@@ -239,6 +265,20 @@ def read_end_txn_marker(buf: Buffer, header: BatchHeader) -> EndTxnMarker | None
         return None
     coordinator_epoch = parse_end_txn_marker(records[0].value)
     return EndTxnMarker(header.producer_id, header.producer_epoch, coordinator_epoch, kind == COMMIT)
+
+
+def reusable(header: BatchHeader) -> bool:
+    """Whether a batch's records can be taken as they are encoded into a batch of another producer
+    (``RecordBatchBuilder.adopt``): a v2 data batch whose timestamps are the records' own (CreateTime) and whose
+    last offset delta is its record count - 1 (as a broker requires of a produced batch), so that the new batch's
+    sequence numbers cover its records exactly. A compacted batch with gaps is not."""
+    return (
+        header.magic >= 2
+        and not header.is_control
+        and header.timestamp_type == TimestampType.CREATE_TIME
+        and header.records_count > 0
+        and header.last_offset_delta == header.records_count - 1
+    )
 
 
 def batch_codec(header: BatchHeader) -> Codec:

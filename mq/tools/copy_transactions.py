@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mq.client.admin import AsyncAdmin, NewTopic
@@ -31,6 +31,8 @@ from mq.client.producer import Row
 from mq.client.transactional_producer import AbortableTransactionError, TransactionalProducer
 from mq.errors import ErrorCode, KafkaError
 from mq.protocol.list_offsets import LATEST
+from mq.records.batch_header import BatchHeader
+from mq.records.crc import Buffer
 from mq.topic_partition import TopicPartition
 
 POSITIONS_TOPIC = "mq-copy-positions"
@@ -120,10 +122,21 @@ class PartitionTransactions:
 
     async def send(self, source: TopicPartition, topic: str, rows: list[Row], partition: int | None) -> None:
         """Queue copies of ``source``'s records in its open transaction (opened here when none is)."""
+        future = await self._producer(source).send_many(topic, rows, partition)
+        future.add_done_callback(_retrieve)
+
+    def _producer(self, source: TopicPartition) -> TransactionalProducer:
+        """The producer of ``source``'s copies, in a transaction (begun here when none is open)."""
         producer = self.producers[source]
         if not producer.in_transaction:
             producer.begin_transaction()
-        future = await producer.send_many(topic, rows, partition)
+        return producer
+
+    async def send_batches(
+        self, source: TopicPartition, topic: str, batches: Sequence[tuple[Buffer, BatchHeader]], partition: int
+    ) -> None:
+        """``send`` of fetched batches taken as they are (``AsyncProducer.send_batches``)."""
+        future = await self._producer(source).send_batches(topic, partition, batches)
         future.add_done_callback(_retrieve)
 
     async def record(self, positions: Mapping[TopicPartition, int]) -> None:

@@ -25,7 +25,11 @@ an aborted transaction rewinds its partition to the last recorded position. The 
 committed positions, for its lag.
 
 Placement: the target partition is the source partition number when the target topic has that partition, else the
-producer's partitioner (by key). Key, value, headers and timestamp are copied. Missing target topics are created
+producer's partitioner (by key). Key, value, headers and timestamp are copied. Without a message handler, a group
+stream's fetched batches are not decoded where they need not be: a batch bound for the same partition number that the
+producer can take as it is (``AsyncProducer.reuses``: v2, CreateTime, no offset gaps, at least half a producer batch)
+is sent with its records area unchanged, under the producer's own header (producer id, sequence, transaction,
+compression); other batches are decoded and copied record by record, in order. Missing target topics are created
 with the source's partition count (unless ``create_topics`` is off).
 
 Gaps: a source position below the log start offset (retention, DeleteRecords) or above the log end offset
@@ -37,30 +41,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import itertools
 import re
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mq.client.admin import AsyncAdmin, NewTopic
-from mq.client.consumer import ConsumerRecord, list_offsets
+from mq.client.consumer import ConsumerRecord, FetchedEntries, entry_records, list_offsets
 from mq.client.consumer_coordinator import CommitFailedError
 from mq.client.group_consumer import AsyncGroupConsumer
 from mq.client.producer import AsyncProducer
 from mq.client.zk_consumer import ZkConsumerConfig, ZookeeperConsumer
 from mq.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from mq.protocol.list_offsets import EARLIEST, LATEST
+from mq.records.batch_header import V2_HEADER_SIZE, BatchHeader
 from mq.tools.client_properties import consumer_settings, producer_settings
 from mq.tools.copy_transactions import PartitionTransactions
 from mq.tools.old_client_keys import current_consumer_keys, current_producer_keys
 from mq.tools.record_copy import copy_rows, record_size, send_copies, target_partition
 from mq.topic_partition import TopicFilter, TopicPartition, java_topic_regex
 from mq.zk.store import StoreError
+
+_T = TypeVar("_T")
 
 Handler = Callable[[ConsumerRecord], Iterable[ConsumerRecord]]
 Report = Callable[[str], None]
@@ -296,6 +304,8 @@ class MirrorStats:
     started: float = field(default_factory=time.monotonic)
     records: int = 0
     bytes: int = 0
+    """Keys and values of the records copied one by one, and the records areas (as fetched) of the batches copied
+    whole."""
     gaps: int = 0
     records_lost: int = 0
     send_failures: int = 0
@@ -429,6 +439,40 @@ class _Forwarder:
                 future.add_done_callback(mirror.answered)
                 self.sent.append(future)
 
+    async def forward_entries(self, entries: list[FetchedEntries]) -> None:
+        """``forward`` of undecoded fetched batches (no handler): each run of batches bound for the source's partition
+        number that the producer ``reuses`` is sent as it is, the other batches are decoded and forwarded record by
+        record, in order. A corrupt batch ends the stream (CorruptFetchedBatchError) after the batches before it."""
+        mirror = self.mirror
+        producer = mirror.producer
+        for entry in entries:
+            tp = entry.tp
+            placed = None
+            if entry.headers:
+                count = await mirror.targets.count(tp.topic, await self.source_partitions(tp.topic))
+                placed = target_partition(tp.partition, count)
+
+            def whole(header: BatchHeader, entry: FetchedEntries = entry) -> bool:
+                return header.offset >= entry.position and producer.reuses(header)
+
+            runs = itertools.groupby(entry.headers, key=whole) if placed is not None else [(False, entry.headers)]
+            for reused, group in runs:
+                run = list(group)
+                if placed is None or not reused:
+                    await self.forward(entry_records(dataclasses.replace(entry, headers=run)))
+                    continue
+                mirror.stats.records += sum(header.records_count for header in run)
+                mirror.stats.bytes += sum(header.size - V2_HEADER_SIZE for header in run)
+                batches = [(entry.data, header) for header in run]
+                if self.transactions is not None:
+                    await self.transactions.send_batches(tp, tp.topic, batches, placed)
+                    continue
+                future = await producer.send_batches(tp.topic, placed, batches)
+                future.add_done_callback(mirror.answered)
+                self.sent.append(future)
+            if entry.corrupt is not None:
+                raise entry.corrupt_error()
+
     async def commit(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Wait until the target acknowledged everything this stream sent, then commit its positions (never after a
         send failed with abort_on_send_failure). Exactly once, the transactions commit first (those aborted rewind
@@ -459,7 +503,9 @@ class _Stream(_Forwarder):
         self.source = source
         settings = dict(source.consumer)
         settings["client_id"] = f"{settings['group_id']}-{index}"
-        self.consumer = AsyncGroupConsumer(**settings)
+        self.whole_batches = mirror.options.handler is None
+        """Poll undecoded batches (``forward_entries``): no handler needs the records."""
+        self.consumer = AsyncGroupConsumer(**settings, decode_records=not self.whole_batches)
         options = mirror.options
         if options.exactly_once:
             group = settings["group_id"]
@@ -519,7 +565,7 @@ class _Stream(_Forwarder):
         try:
             while not self.mirror.stopping.is_set():
                 try:
-                    records = await self._poll(stop)
+                    forwarded = await self._forward_next(stop)
                 except OffsetOutOfRangeError:
                     if not await self.reposition(consumer.assignment()):
                         await asyncio.sleep(RETRY_BACKOFF_S)  # back in range by now (a log truncated and refilled)
@@ -530,8 +576,7 @@ class _Stream(_Forwarder):
                     self.mirror.report(f"WARNING: polling the source failed ({exc}); retrying")
                     await asyncio.sleep(RETRY_BACKOFF_S)
                     continue
-                if records:
-                    await self.forward(records)
+                if forwarded:
                     await asyncio.sleep(0)  # let the producer's sender start on these while the next poll runs
                 self.positions.update(consumer.fetcher.known_positions())
                 if len(self.sent) >= UNCHECKED_SENDS:
@@ -547,10 +592,22 @@ class _Stream(_Forwarder):
             if not self.mirror.aborted:
                 await consumer.close()
 
-    async def _poll(self, stop: asyncio.Task[Any]) -> list[ConsumerRecord]:
-        """The next records; none once the mirror is stopping (a poll still waiting, e.g. on an unreachable source, is
-        abandoned so that a stop never waits for it)."""
-        poll = asyncio.create_task(self.consumer.poll(200, self.source.max_poll_records))
+    async def _forward_next(self, stop: asyncio.Task[Any]) -> bool:
+        """Poll and forward what came; whether anything did."""
+        if self.whole_batches:
+            entries = await self._poll(stop, self.consumer.poll_entries(200))
+            if entries:
+                await self.forward_entries(entries)
+            return bool(entries)
+        records = await self._poll(stop, self.consumer.poll(200, self.source.max_poll_records))
+        if records:
+            await self.forward(records)
+        return bool(records)
+
+    async def _poll(self, stop: asyncio.Task[Any], polled: Coroutine[Any, Any, list[_T]]) -> list[_T]:
+        """What ``polled`` gives; nothing once the mirror is stopping (a poll still waiting, e.g. on an unreachable
+        source, is abandoned so that a stop never waits for it)."""
+        poll = asyncio.create_task(polled)
         await asyncio.wait((poll, stop), return_when=asyncio.FIRST_COMPLETED)
         if poll.done():
             return poll.result()

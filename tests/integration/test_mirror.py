@@ -3,6 +3,7 @@ gaps are reported and counted, --check finds a target that lacks a record."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -18,7 +19,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from waiting import wait_for
 
 from mq.client.admin import AsyncAdmin
+from mq.client.consumer import AsyncConsumer
 from mq.client.sync import SyncAdmin
+from mq.records.batch_header import Codec
 from mq.topic_partition import TopicPartition as MqTopicPartition
 
 pytestmark = pytest.mark.slow
@@ -39,9 +42,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
 
 
-def produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
+def produce(bootstrap: str, topic: str, count: int, start: int = 0, **config: Any) -> None:
     """Keyed records ``key-K`` with value ``key-K:<sequence of that key>``, two headers and a set timestamp."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", **config})
     for i in range(start, start + count):
         key = b"key-%d" % (i % KEYS)
         headers = [("seq", b"%d" % i), ("origin", b"source")]
@@ -112,14 +115,23 @@ class Mirror:
 
     made: list[Mirror] = []
 
-    def __init__(self, mq_command: list[str], tmp: Path, source: str, target: str, topic: str, *extra: str) -> None:
+    def __init__(
+        self,
+        mq_command: list[str],
+        tmp: Path,
+        source: str,
+        target: str,
+        topic: str,
+        *extra: str,
+        producer_properties: str = "linger.ms=5\nbatch.size=131072\n",
+    ) -> None:
         consumer = tmp / "consumer.properties"
         consumer.write_text(
             f"bootstrap.servers={source}\ngroup.id=mirror\nauto.offset.reset=earliest\nsession.timeout.ms=2000\n"
             "heartbeat.interval.ms=300\nmax.poll.records=5000\nmetadata.max.age.ms=1000\n"
         )
         producer = tmp / "producer.properties"
-        producer.write_text(f"bootstrap.servers={target}\nlinger.ms=5\nbatch.size=131072\n")
+        producer.write_text(f"bootstrap.servers={target}\n{producer_properties}")
         self.command = [*mq_command, "mirror", "--consumer.config", str(consumer), "--producer.config", str(producer)]
         self.check_command = [*self.command, "--check", "--whitelist", topic]
         self.command += ["--whitelist", topic, *extra]
@@ -210,6 +222,60 @@ def test_every_record_is_mirrored_in_order_and_check_finds_a_missing_record(
     assert checked.returncode == 1
     verdicts = [line.rsplit("\t", 1)[1] for line in checked.stdout.splitlines()]
     assert verdicts == ["OK", "DIFFERENT", "OK"]
+
+
+def batch_shapes(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[int, int, Codec]]]:
+    """(bytes, records, codec) of every data batch of each partition, in offset order."""
+    ends = end_offsets(bootstrap, topic, partitions)
+
+    async def read() -> dict[int, list[tuple[int, int, Codec]]]:
+        shapes: dict[int, list[tuple[int, int, Codec]]] = defaultdict(list)
+        tps = [MqTopicPartition(topic, p) for p in range(partitions)]
+        async with AsyncConsumer(bootstrap, auto_offset_reset="earliest", decode_records=False) as consumer:
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            while [await consumer.position(tp) for tp in tps] < ends:
+                for entry in await consumer.poll_entries(1000):
+                    shapes[entry.tp.partition] += [(h.size, h.records_count, h.codec) for h in entry.headers]
+        return shapes
+
+    return asyncio.run(read())
+
+
+def test_large_batches_are_copied_whole_and_small_ones_record_by_record_all_in_order(
+    mq_command: list[str], broker_factory, tmp_path: Path
+) -> None:
+    source, target = start_brokers(broker_factory)
+    create_topic(source.bootstrap, "whole", 2)
+    produce(source.bootstrap, "whole", 10_000, **{"compression.type": "lz4"})
+    for i in range(10_000, 10_040):  # one record per batch
+        produce(source.bootstrap, "whole", 1, i, **{"linger.ms": 0})
+    produce(source.bootstrap, "whole", 10_000, 10_040, **{"compression.type": "lz4"})
+    batch_size = 16384
+    mirror = Mirror(
+        mq_command,
+        tmp_path,
+        source.bootstrap,
+        target.bootstrap,
+        "whole",
+        producer_properties=f"linger.ms=5\nbatch.size={batch_size}\ncompression.type=gzip\n",
+    ).start()
+    wait_mirrored(lambda: target_count(target.bootstrap, "whole", 2) >= 20_040, mirror)
+    code, err = mirror.stop()
+    assert code == 0, err
+    assert err.splitlines()[-1].startswith("Mirrored 20040 records"), err
+
+    source_records = read_all(source.bootstrap, "whole", 2)
+    target_records = read_all(target.bootstrap, "whole", 2)
+    assert sorted(target_records, key=lambda r: r[0]) == sorted(source_records, key=lambda r: r[0])
+    before, after = batch_shapes(source.bootstrap, "whole", 2), batch_shapes(target.bootstrap, "whole", 2)
+    for partition in (0, 1):
+        whole = [count for size, count, _ in before[partition] if size * 2 >= batch_size]
+        copied = [count for _, count, _ in after[partition]]
+        assert whole and all(whole.count(n) <= copied.count(n) for n in whole), (before, after)
+        assert {codec for _, _, codec in after[partition]} == {Codec.GZIP}
+        singles = sum(1 for _, count, _ in before[partition] if count == 1)
+        assert singles > 0 and len(after[partition]) < len(before[partition])  # the single records re-batched
 
 
 PACING_HANDLER = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +20,7 @@ from mq.protocol.api_keys import ApiKey
 from mq.protocol.codec import RequestHeader
 from mq.records import iter_records
 from mq.records.batch_header import BatchHeader, Codec, iter_headers
+from mq.records.default_batch import RecordBatchBuilder
 from mq.topic_partition import TopicPartition
 
 
@@ -269,3 +271,42 @@ def test_send_many_fails_with_the_first_batch_error() -> None:
         assert info.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     with_producer(test, errors=[ErrorCode.MESSAGE_TOO_LARGE], linger_ms=0)
+
+
+def test_send_batches_takes_fetched_batches_whole_between_other_records_with_this_producers_sequences() -> None:
+    fetched = RecordBatchBuilder(Codec.LZ4, producer_id=4711, producer_epoch=1, base_sequence=900)
+    for i in range(30):
+        fetched.append(2000 + i, b"k%d" % i, b"fetched-%d" % i, [("h", b"%d" % i)])
+    data = b"\0" * 10 + fetched.build()  # a batch inside fetched data
+    (header,) = iter_headers(data, 10)
+
+    async def test(producer: AsyncProducer, log: ProduceLog, brokers: list[FakeBroker]) -> None:
+        assert producer.reuses(header) and not producer.reuses(dataclasses.replace(header, size=100))
+        before = await producer.send_many("t", [(b"a", b"before-%d" % i, (), 1000 + i) for i in range(3)], 1)
+        whole = await producer.send_batches("t", 1, [(data, header), (data, header)])
+        after = await producer.send_many("t", [(b"b", b"after-%d" % i, (), 3000 + i) for i in range(2)], 1)
+        assert await asyncio.wait_for(asyncio.gather(before, whole, after), 5) == [3, 60, 2]
+        shapes = [(b.records_count, b.base_sequence, b.producer_id, b.codec) for _, b, _ in log.batches]
+        assert shapes == [
+            (3, 0, 42, Codec.GZIP),
+            (30, 3, 42, Codec.GZIP),
+            (30, 33, 42, Codec.GZIP),
+            (2, 63, 42, Codec.GZIP),
+        ]
+        values = [r.value for _, _, records in log.batches for r in records]
+        fetched_values = [b"fetched-%d" % i for i in range(30)]
+        assert values == [
+            b"before-0",
+            b"before-1",
+            b"before-2",
+            *fetched_values,
+            *fetched_values,
+            b"after-0",
+            b"after-1",
+        ]
+        copied = log.batches[1][2]
+        assert [(r.key, r.timestamp, r.headers) for r in copied] == [
+            (b"k%d" % i, 2000 + i, (("h", b"%d" % i),)) for i in range(30)
+        ]
+
+    with_producer(test, partitions=2, acks=-1, enable_idempotence=True, compression="gzip", batch_size=1000)
