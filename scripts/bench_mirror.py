@@ -173,7 +173,7 @@ def kcat_pipe_run(source: str, target: str, topic: str, partitions: int, message
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, nargs="+", default=[100, 1024])
     parser.add_argument("--partitions", type=int, default=4)
     args = parser.parse_args()
