@@ -434,7 +434,7 @@ class Connection(asyncio.BufferedProtocol):
             if timing is not None:
                 timing[3] = time.monotonic()
                 self._timing = timing
-            if inspect.isawaitable(result):
+            if type(result) is asyncio.Future or inspect.isawaitable(result):  # a parked fetch's future, or a coroutine
                 future: asyncio.Future[Response | None] = asyncio.ensure_future(result)
                 future.add_done_callback(functools.partial(self._answered, frame, size))
             else:

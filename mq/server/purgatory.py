@@ -57,6 +57,9 @@ class Purgatory(Generic[K]):
     def __init__(self, clock: Clock, name: str) -> None:
         self.clock = clock
         self.name = name
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop the operations' futures belong to: the running loop of the first ``park`` (asking for the running
+        loop costs a getpid system call each time)."""
         self._watchers: dict[K, dict[DelayedOperation, None]] = {}
         self._keys: dict[DelayedOperation, tuple[K, ...]] = {}
 
@@ -169,7 +172,10 @@ def park(
     """For a caller that has just found ``check()`` None: a waiting operation whose ``future`` gets ``check()``'s
     answer after a check of one of ``keys``, or ``final()`` after ``timeout_ms``. Costs a future, the operation and
     one timer, and no task. Cancelling the future takes the operation out of the watcher lists at once."""
-    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    loop = purgatory.loop
+    if loop is None or loop.is_closed():
+        loop = purgatory.loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
     operation = DelayedFuture(timeout_ms, check, final, future)
     purgatory.try_complete_else_watch(operation, keys, tried=True)
 

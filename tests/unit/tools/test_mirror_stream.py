@@ -193,13 +193,14 @@ def test_the_users_listener_hears_of_partitions_after_the_mirror_committed_and_p
     assert listener.calls == [("assigned", [A]), ("revoked", [A])]
 
 
-def test_a_stop_abandons_a_poll_that_waits_and_still_commits() -> None:
+@pytest.mark.parametrize("whole_batches", [False, True], ids=["records", "batches"])
+def test_a_stop_abandons_a_poll_that_waits_and_still_commits(whole_batches: bool) -> None:
     maker, _ = make()
     stream = maker.streams[0]
     commits = commits_of(maker)
     polls: list[int] = []
 
-    async def unreachable(timeout_ms: int = 0, max_records: int = 500) -> list[ConsumerRecord]:
+    async def unreachable(timeout_ms: int = 0, max_records: int = 500) -> list[Any]:
         polls.append(timeout_ms)
         await asyncio.Event().wait()  # a source that never answers
         return []
@@ -207,7 +208,10 @@ def test_a_stop_abandons_a_poll_that_waits_and_still_commits() -> None:
     async def close() -> None:
         pass
 
+    assert stream.whole_batches  # no message handler: it polls undecoded batches
+    stream.whole_batches = whole_batches
     stream.consumer.poll = unreachable  # type: ignore[method-assign]
+    stream.consumer.poll_entries = unreachable  # type: ignore[method-assign]
     stream.consumer.close = close  # type: ignore[method-assign]
     stream.positions = {A: 3}
 
@@ -243,6 +247,7 @@ def test_an_out_of_range_fetch_mid_run_is_a_gap_and_the_stream_goes_on(log_offse
     async def close() -> None:
         pass
 
+    stream.whole_batches = False  # polls records (as with a message handler)
     stream.consumer.poll = poll  # type: ignore[method-assign]
     stream.consumer.close = close  # type: ignore[method-assign]
     asyncio.run(asyncio.wait_for(stream.run(), 10))
@@ -272,6 +277,7 @@ def test_a_retriable_poll_error_is_reported_and_polled_again() -> None:
     async def close() -> None:
         pass
 
+    stream.whole_batches = False  # polls records (as with a message handler)
     stream.consumer.poll = poll  # type: ignore[method-assign]
     stream.consumer.close = close  # type: ignore[method-assign]
     asyncio.run(asyncio.wait_for(stream.run(), 10))
