@@ -70,6 +70,11 @@ Exit codes:
     show_default=True,
     help="Fail when offsets not yet exported are no longer in the log (deleted by retention); else go on from the log.",
 )
+@click.option(
+    "--spark-writer",
+    is_flag=True,
+    help="Write with Spark's Parquet writer even where the tasks write with pyarrow (a local master, a local output).",
+)
 @master_option()
 @verbose_option()
 @handle_errors
@@ -83,6 +88,7 @@ def export(
     max_offsets_per_chunk: int,
     include_headers: bool,
     fail_on_data_loss: bool,
+    spark_writer: bool,
     master: str,
     verbose: bool,
 ) -> None:
@@ -98,6 +104,7 @@ def export(
         include_headers=include_headers,
         max_offsets_per_chunk=max_offsets_per_chunk,
         fail_on_data_loss=fail_on_data_loss,
+        spark_writer=spark_writer,
     )
     if not to.strip():
         raise ToolError("--to names no directory", EXIT_USAGE)

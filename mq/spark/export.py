@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mq.spark import register
-from mq.spark.offsets import OffsetMap, rate_limit
+from mq.spark.arrow_parquet import local_directory, write_ranges
+from mq.spark.offsets import OffsetMap, OffsetRange, rate_limit, split_ranges
+from mq.spark.options import read_options
 from mq.spark.output_fs import HadoopFileSystem, OutputFileSystem, join, publish_text
 from mq.spark.parquet_output import with_partition_columns
 from mq.topic_partition import TopicPartition
@@ -235,6 +237,8 @@ class ExportOptions:
     fail_on_data_loss: bool = True
     source_options: Mapping[str, str] = field(default_factory=dict)
     """Further options of the ``mq`` source (``kafka.client.id``, ``minPartitions``, ...)."""
+    spark_writer: bool = False
+    """Write through Spark's Parquet writer even where the workers could write with pyarrow (``arrow_parquet``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +325,6 @@ def _source_options(options: ExportOptions, ranges: Ranges) -> dict[str, str]:
 def _log_offsets(options: ExportOptions) -> tuple[OffsetMap, OffsetMap]:
     """Log start offsets and high watermarks of every partition of the topics; ExportError for a missing topic."""
     from mq.spark.metadata import ClusterView
-    from mq.spark.options import read_options
 
     read = read_options(
         {
@@ -369,9 +372,17 @@ def export(
             chunk_ranges(start, latest, options.max_offsets_per_chunk), recovery.next_chunk
         ):
             name, staging = log.new_staging(number)
-            df = spark.read.format("mq").options(**_source_options(options, ranges)).load().select(*columns)
-            writer = with_partition_columns(df, options.partition_by).write.mode("errorifexists")
-            writer.partitionBy(*options.partition_by).parquet(staging)
+            source = _source_options(options, ranges)
+            directory = None if options.spark_writer else local_directory(spark, staging)
+            if directory is not None:
+                read = read_options(source, streaming=False)
+                pieces = (OffsetRange(tp, first, end) for tp, (first, end) in sorted(ranges.items()))
+                tasks = split_ranges(pieces, read.min_partitions, read.max_records_per_partition)
+                write_ranges(spark, read, tasks, options.partition_by, directory, name)
+            else:
+                df = spark.read.format("mq").options(**source).load().select(*columns)
+                writer = with_partition_columns(df, options.partition_by).write.mode("errorifexists")
+                writer.partitionBy(*options.partition_by).parquet(staging)
             files = log.staged_files(staging)
             manifest = Manifest(number, name, ranges, files, options.partition_by, options.include_headers)
             log.commit(manifest)

@@ -119,3 +119,59 @@ def test_a_topic_that_does_not_exist(broker: BrokerProcess, spark: Any, tmp_path
     options = ExportOptions(broker.bootstrap, ("missing",), str(tmp_path / "out"))
     with pytest.raises(ExportError, match="topic missing does not exist"):
         export(spark, options)
+
+
+@pytest.mark.parametrize("partition_by", [("topic", "partition", "date"), ()], ids=["by-day", "flat"])
+def test_the_workers_write_what_sparks_parquet_writer_writes(
+    broker: BrokerProcess, spark: Any, tmp_path: Path, partition_by: tuple[str, ...]
+) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("days", 2, 1)])["days"].result(10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    day_ms = 86_400_000
+    for i in range(300):  # records on three UTC days, some without key or headers
+        headers = [("n", b"%d" % i), ("empty", None)] if i % 4 else None
+        key = None if i % 7 == 0 else b"k%d" % i
+        producer.produce(
+            "days", b"v%d" % i, key, partition=i % 2, timestamp=1_700_000_000_000 + i % 3 * day_ms, headers=headers
+        )
+    assert producer.flush(10) == 0
+
+    def run(name: str, spark_writer: bool) -> Path:
+        out = tmp_path / name
+        options = ExportOptions(
+            broker.bootstrap,
+            ("days",),
+            str(out),
+            partition_by=partition_by,
+            include_headers=True,
+            spark_writer=spark_writer,
+        )
+        assert export(spark, options).offsets == 300
+        return out
+
+    workers, sparks = run("workers", False), run("spark", True)
+
+    def data_files(out: Path) -> list[Path]:
+        return sorted(
+            p
+            for p in out.rglob("*.parquet")
+            if not any(part.startswith(("_", ".")) for part in p.relative_to(out).parts)
+        )
+
+    written_by_workers = re.compile(r"part-\d{5}-.+-\d+\.snappy\.parquet")  # Spark's end in .c000.snappy.parquet
+    assert all(written_by_workers.fullmatch(p.name) for p in data_files(workers))
+    assert not any(written_by_workers.fullmatch(p.name) for p in data_files(sparks))
+    assert {p.parent.relative_to(workers) for p in data_files(workers)} == {
+        p.parent.relative_to(sparks) for p in data_files(sparks)
+    }
+    if partition_by:
+        assert len({p.parent for p in data_files(workers)}) == 6  # 2 partitions x 3 days
+
+    def rows(out: Path) -> list[Any]:
+        df = spark.read.parquet(str(out))
+        return sorted(df.select(*sorted(df.columns)).collect(), key=lambda row: (row["partition"], row["offset"]))
+
+    found = rows(workers)
+    assert len(found) == 300 and found == rows(sparks)
+    assert spark.read.parquet(str(workers)).schema == spark.read.parquet(str(sparks)).schema
