@@ -27,8 +27,12 @@ def _zigzag(values: Int64s) -> npt.NDArray[np.uint64]:
 
 
 def _varint_sizes(zigzagged: npt.NDArray[np.uint64]) -> Int64s:
+    """Bytes of each value's varint: one pass per byte the largest value needs beyond the first."""
     sizes = np.ones(len(zigzagged), np.int64)
+    top = int(zigzagged.max(initial=0))
     for k in range(1, _MAX_VARINT):
+        if top < 1 << (7 * k):
+            break
         sizes += zigzagged >= np.uint64(1 << (7 * k))
     return sizes
 
