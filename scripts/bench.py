@@ -1,9 +1,10 @@
 """mq's throughput and latency against this machine's limits and against Redis Streams, with target ratios.
 
 Runs from a clean clone after ``pip install -e .[bench]`` and ``apt-get install -y redis-server kcat`` (without kcat
-its cases and the large-batch fetch are skipped and the targets use librdkafka driven from Python); starts what it
-needs on 127.0.0.1 (a Redis server without persistence, an mq broker on a temporary log dir) and stops it again.
-Every case runs three times; the table shows min / median / max, and the ratios use the medians.
+its cases, the large-batch fetch and the produce targets are skipped); starts what it needs on 127.0.0.1 (a Redis
+server without persistence, an mq broker on a temporary log dir) and stops it again. Every case runs three times, in
+three rounds of all the cases of its group in turn (none always runs on what the same case before it left in the page
+cache); the table shows min / median / max, and the ratios use the medians.
 
 (a) the machine: sequential 1 MiB writes to a new temporary file (page cache only; rewriting that file after
     truncating it; and with one fdatasync at the end), loopback TCP (a sender thread and a receiving thread over
@@ -11,9 +12,10 @@ Every case runs three times; the table shows min / median / max, and the ratios 
     gets to a new file (the least work any broker does for a produce);
 (b) Redis Streams: ``redis-benchmark -P 64 -c 1 XADD`` of 100 B and 1 KiB values (records/s = requests/s) and
     ``redis-benchmark -c 1 XRANGE s - + COUNT 1000`` (records/s = requests/s x 1000);
-(c) mq, driven by librdkafka from Python (``mq perf producer/consumer --client confluent``, separate processes:
-    the produce targets use these figures, the same generator in every run), by kcat (librdkafka in C, reading
-    records from a file and writing them to /dev/null; the consume target uses its figures) and by pre-encoded
+(c) mq, driven by librdkafka from Python (``mq perf producer/consumer --client confluent``, separate processes;
+    its Python loop, not the broker, limits it to about 480k records/s of 100 B), by kcat (librdkafka in C, reading
+    records from a file and writing them to /dev/null; the produce and consume targets use its figures, the same
+    generator in every run) and by pre-encoded
     produce requests replayed over one connection (the broker's cost alone): produce 100 B and 1 KiB records with
     acks=1 and acks=all, consume them back, three concurrent consumers fetching large batches of a pre-filled
     3-partition topic (three kcat readers, 16 MiB fetches), and the p99 latency of acks=1 produce at 10% of the
@@ -41,7 +43,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
 import io
+import itertools
 import os
 import re
 import shutil
@@ -189,7 +193,7 @@ def broker_cpu(table: Table, name: str, pid: int, megabytes: float) -> Iterator[
 
 @dataclass(frozen=True)
 class Rates:
-    """Runs a throughput case RUNS times into ``table``: its records/s, MB/s and the broker's CPU per GiB."""
+    """One throughput case: each ``measure`` adds a run's records/s, MB/s and the broker's CPU per GiB to ``table``."""
 
     table: Table
     broker: int
@@ -197,15 +201,26 @@ class Rates:
     """Bytes per record."""
     megabytes: float
     """MiB one run moves."""
+    name: str
+    run: Callable[[], float]
+    """One run; returns records/s."""
+    records_row: bool = True
+    """False leaves only the MB/s row (as for pre-encoded requests)."""
 
-    def measure(self, name: str, run: Callable[[], float], *, records_row: bool = True) -> None:
-        """``run`` returns records/s; ``records_row`` False leaves only the MB/s row (as for pre-encoded requests)."""
-        for _ in range(RUNS):
-            with broker_cpu(self.table, name, self.broker, self.megabytes):
-                rate = run()
-                if records_row:
-                    self.table.add(name, "records/s", rate)
-                self.table.add(f"{name} MB/s", "MB/s", rate * self.size / MB)
+    def measure(self) -> None:
+        with broker_cpu(self.table, self.name, self.broker, self.megabytes):
+            rate = self.run()
+            if self.records_row:
+                self.table.add(self.name, "records/s", rate)
+            self.table.add(f"{self.name} MB/s", "MB/s", rate * self.size / MB)
+
+
+def interleaved(cases: list[Rates]) -> None:
+    """RUNS rounds of every case in turn, so that no case always runs right after the same one or on a page cache
+    and log the runs before it warmed."""
+    for _ in range(RUNS):
+        for case in cases:
+            case.measure()
 
 
 # (a) the machine -------------------------------------------------------------------------------------------------
@@ -339,16 +354,14 @@ def redis_server(tmp: Path) -> Iterator[tuple[int, int]]:
 
 def bench_redis(table: Table, port: int, writes: dict[int, int], reads: int) -> None:
     print(f"(b) Redis Streams ({redis_version()}): XADD {writes} records per run, {reads} XRANGE reads", flush=True)
-    for size, count in writes.items():
-        value = "x" * size
-        for _ in range(RUNS):
+    for _ in range(RUNS):  # every case in turn, as mq's
+        for size, count in writes.items():
             redis_cli(port, "DEL", "s")
-            rate = redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(count), "XADD", "s", "*", "f", value)
+            rate = redis_benchmark(port, "-P", "64", "-c", "1", "-n", str(count), "XADD", "s", "*", "f", "x" * size)
             table.add(f"redis XADD {label(size)}", "records/s", rate)
-        for _ in range(RUNS):
             rate = redis_benchmark(port, "-c", "1", "-n", str(reads), "XRANGE", "s", "-", "+", "COUNT", "1000")
             table.add(f"redis XRANGE COUNT 1000 {label(size)}", "records/s", rate * 1000)
-        redis_cli(port, "DEL", "s")
+    redis_cli(port, "DEL", "s")
 
 
 def redis_version() -> str:
@@ -378,6 +391,16 @@ def perf_producer(bootstrap: str, topic: str, records: int, size: int, props: di
     if done.returncode != 0 or match is None:
         raise RuntimeError(f"mq perf producer failed: {done.stderr.strip() or done.stdout}")
     return {key: float(value) for key, value in match.groupdict().items()}
+
+
+def perf_producer_rate(bootstrap: str, topic: str, records: int, size: int, acks: str) -> float:
+    """Records/s of one ``perf_producer`` run without a throughput limit."""
+    return float(perf_producer(bootstrap, topic, records, size, {"acks": acks})["rps"])
+
+
+def perf_consumer_rate(bootstrap: str, topic: str, messages: int, groups: Iterator[int]) -> float:
+    """Records/s of one ``perf_consumer`` run, in a group of its own (the next of ``groups``)."""
+    return perf_consumer(bootstrap, topic, messages, f"bench-consume-{topic}-{next(groups)}")[0]
 
 
 def perf_consumer(bootstrap: str, topic: str, messages: int, group: str) -> tuple[float, float]:
@@ -523,44 +546,75 @@ def mq_broker(tmp: Path) -> Iterator[tuple[str, int]]:
 def bench_mq(table: Table, tmp: Path, bootstrap: str, broker: int, counts: MqCounts) -> None:
     print(f"(c) mq: produce {counts.records} records per run; {counts.fetch_megabytes} MiB fetch", flush=True)
     have_kcat = shutil.which("kcat") is not None
+    cases: list[Rates] = []
+    consumers = itertools.count()
     for size, records in counts.records.items():
         megabytes = records * size / MB
         for acks in ("1", "all"):
             topic = f"produce-{size}-{acks}"
             create_topic(bootstrap, topic, 1)
-            rates = Rates(table, broker, size, megabytes)
-            rates.measure(
-                f"mq produce {label(size)} acks={acks}",
-                lambda: perf_producer(bootstrap, topic, records, size, {"acks": acks})["rps"],  # noqa: B023
+            cases.append(
+                Rates(
+                    table,
+                    broker,
+                    size,
+                    megabytes,
+                    f"mq produce {label(size)} acks={acks}",
+                    functools.partial(perf_producer_rate, bootstrap, topic, records, size, acks),
+                )
             )
-        for run in range(RUNS):
-            rate, mbs = perf_consumer(bootstrap, f"produce-{size}-1", records, f"bench-consume-{size}-{run}")
-            table.add(f"mq consume {label(size)}", "records/s", rate)
-            table.add(f"mq consume {label(size)} MB/s", "MB/s", mbs)
+        cases.append(
+            Rates(
+                table,
+                broker,
+                size,
+                megabytes,
+                f"mq consume {label(size)}",
+                functools.partial(perf_consumer_rate, bootstrap, f"produce-{size}-1", records, consumers),
+            )
+        )
     for size, records in counts.records.items() if have_kcat else ():
         megabytes = records * size / MB
         payload = write_payload(tmp, size, records)
-        rates = Rates(table, broker, size, megabytes)
         for acks in ("1", "all"):
             topic = f"kcat-{size}-{acks}"
             create_topic(bootstrap, topic, 1)
-            rates.measure(
-                f"mq produce {label(size)} acks={acks} (kcat)",
-                lambda: kcat_produce(bootstrap, topic, payload, records, acks),  # noqa: B023
+            cases.append(
+                Rates(
+                    table,
+                    broker,
+                    size,
+                    megabytes,
+                    f"mq produce {label(size)} acks={acks} (kcat)",
+                    functools.partial(kcat_produce, bootstrap, topic, payload, records, acks),
+                )
             )
-        Rates(table, broker, size, RUNS * megabytes).measure(
-            f"mq consume {label(size)} (kcat)",
-            lambda: kcat_consume(bootstrap, f"kcat-{size}-1", RUNS * records),  # noqa: B023
+        cases.append(
+            Rates(
+                table,
+                broker,
+                size,
+                megabytes,
+                f"mq consume {label(size)} (kcat)",
+                functools.partial(kcat_consume, bootstrap, f"kcat-{size}-1", records),
+            )
         )
     for size, records in counts.records.items():
         megabytes = records * size / MB
         topic = f"requests-{size}"
         create_topic(bootstrap, topic, 1)
-        Rates(table, broker, size, megabytes).measure(
-            f"mq produce {label(size)} acks=1 (pre-encoded requests)",
-            lambda: produce_requests(bootstrap, topic, records * size // MB, size),  # noqa: B023
-            records_row=False,
+        cases.append(
+            Rates(
+                table,
+                broker,
+                size,
+                megabytes,
+                f"mq produce {label(size)} acks=1 (pre-encoded requests)",
+                functools.partial(produce_requests, bootstrap, topic, records * size // MB, size),
+                records_row=False,
+            )
         )
+    interleaved(cases)
     if have_kcat:
         create_topic(bootstrap, "fetch", 3)
         for partition in range(3):  # equal shares, so each reader has as much to fetch
