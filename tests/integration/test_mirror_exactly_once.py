@@ -13,6 +13,7 @@ from test_mirror import (
     KEYS,
     PACING_HANDLER,
     Mirror,
+    batch_shapes,
     create_topic,
     no_mirror_left_behind,  # noqa: F401  (the autouse fixture that kills mirrors a test left running)
     produce,
@@ -143,3 +144,38 @@ def test_two_exactly_once_mirrors_share_partitions_and_one_takes_over_from_the_o
     values = sorted(value for _, _, value in read_committed(target.bootstrap, "shared", 4))
     assert len(values) == total
     assert len(set(values)) == total  # every source record once (values are unique: key and its sequence)
+
+
+def test_batches_copied_whole_are_committed_exactly_once(
+    mq_command: list[str], broker_factory: Callable[..., object], tmp_path: Path
+) -> None:
+    source, target = start_brokers(broker_factory)
+    total = 20_000
+    create_topic(source.bootstrap, "whole", 2)
+    produce(source.bootstrap, "whole", total, **{"compression.type": "lz4"})
+    mirror = Mirror(
+        mq_command,
+        tmp_path,
+        source.bootstrap,
+        target.bootstrap,
+        "whole",
+        "--exactly-once",
+        "--offset.commit.interval.ms",
+        "300",
+        producer_properties="linger.ms=5\nbatch.size=16384\n",
+    ).start()
+    wait_mirrored(lambda: committed_count(target.bootstrap, "whole") >= total, mirror, timeout=120)
+    code, err = mirror.stop()
+    assert code == 0, err
+
+    records = read_committed(target.bootstrap, "whole", 2)
+    assert len(records) == total
+    per_key: dict[bytes, list[int]] = {}
+    for _, key, value in records:
+        per_key.setdefault(key, []).append(int(value.split(b":")[1]))
+    assert all(seqs == list(range(total // KEYS)) for seqs in per_key.values())  # every record once, in order
+    before, after = batch_shapes(source.bootstrap, "whole", 2), batch_shapes(target.bootstrap, "whole", 2)
+    for partition in (0, 1):
+        whole = [count for size, count, _ in before[partition] if size * 2 >= 16384]
+        copied = [count for _, count, _ in after[partition]]
+        assert whole and all(whole.count(n) <= copied.count(n) for n in whole), (before, after)
