@@ -22,12 +22,15 @@ shows min / median / max and the ratios use the medians.
     own empty partition of another topic with a pre-encoded Fetch (max_wait 500 ms, min_bytes 1) sent again as
     soon as the empty answer arrives. Target: with / without <= 1.10. The fetchers' own requests cost CPU whatever
     the broker does on appends, so the same runs without the producer are measured too, and the records' share of
-    the CPU (busy minus idle, with and without the fetchers) shows what an append costs beside idle waiters.
+    the CPU (busy minus idle, with and without the fetchers) shows what an append costs beside idle waiters. For
+    reference, the CPU per answer of the broker's idle fetchers and of the same fetchers long-polling a minimal server
+    (``MINIMAL_SERVER``: a uvloop protocol that answers every request 500 ms later, nothing else), and the ratio the
+    target would measure for a broker whose answers cost that little.
 
 ``--scale`` multiplies the record counts, the topic and partition counts of (a), the GiB of (b) and the fetchers
 of (2) (for a quick check; the targets are meant for scale 1).
 
-    python scripts/bench_concurrency.py [--scale 1.0] [--latency-seconds 10]
+    python scripts/bench_concurrency.py [--scale 1.0] [--latency-seconds 10] [--skip-latency] [--skip-cluster]
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import os
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -371,6 +375,42 @@ def idle_cpu(pid: int, seconds: float) -> float:
 IDLE_FETCHERS = "CPU, idle fetchers"
 
 
+MINIMAL_SERVER = """
+import asyncio, sys
+import uvloop
+ANSWER = (4).to_bytes(4, "big") + bytes(4)
+class LongPoll(asyncio.Protocol):
+    def __init__(self):
+        self.loop, self.buffer = asyncio.get_running_loop(), bytearray()
+    def connection_made(self, transport):
+        self.transport = transport
+    def data_received(self, data):
+        self.buffer += data
+        while len(self.buffer) >= 4 and len(self.buffer) >= 4 + int.from_bytes(self.buffer[:4], "big"):
+            del self.buffer[: 4 + int.from_bytes(self.buffer[:4], "big")]
+            self.loop.call_later(0.5, self.transport.write, ANSWER)
+async def main():
+    server = await asyncio.get_running_loop().create_server(LongPoll, "127.0.0.1", int(sys.argv[1]))
+    await server.serve_forever()
+uvloop.run(main())
+"""
+"""The least a server can do for a long poll: a uvloop protocol that answers each framed request with 8 bytes 500 ms
+later (no parsing, no state): the floor of what the idle fetchers can cost any Python server."""
+
+IDLE_ANSWER_CPU = "CPU per idle fetch answer"
+MINIMAL_ANSWER_CPU = "CPU per long-poll answer, minimal server"
+
+
+def idle_fetch_cost(table: Table, name: str, bootstrap: str, pid: int, count: int, seconds: float) -> None:
+    """CPU µs ``pid`` spends per answer while ``count`` idle fetchers long-poll it for ``seconds``."""
+    with IdleFetchers(bootstrap, "idle", count) as fetchers:
+        time.sleep(2)  # every fetcher connected and waiting
+        answered, before = fetchers.answers, cpu_seconds(pid)
+        time.sleep(seconds)
+        spent, answers = cpu_seconds(pid) - before, fetchers.answers - answered
+    table.add(name, "µs", spent / max(answers, 1) * 1e6)
+
+
 def bench_idle_fetchers(table: Table, tmp: Path, scale: float, seconds: float) -> None:
     count = max(10, round(500 * scale))
     print(f"(2) broker CPU at 1,000 records/s for {seconds:g} s, without and with {count} idle fetchers", flush=True)
@@ -380,6 +420,7 @@ def bench_idle_fetchers(table: Table, tmp: Path, scale: float, seconds: float) -
         for _ in range(RUNS):
             busy, wall = busy_cpu(bootstrap, pid, seconds)
             table.add("CPU, no fetchers", "s", busy)
+            table.add("CPU, no fetchers, wall", "s", wall)
             table.add("CPU, no fetchers, no records", "s", idle_cpu(pid, wall))
             with IdleFetchers(bootstrap, "idle", count) as fetchers:
                 time.sleep(2)  # every fetcher connected and waiting
@@ -390,6 +431,12 @@ def bench_idle_fetchers(table: Table, tmp: Path, scale: float, seconds: float) -
                 rate = (fetchers.answers - answered) / (time.monotonic() - began)
                 table.add(f"{IDLE_FETCHERS}, no records", "s", idle_cpu(pid, wall))
             table.add("idle fetch answers", "answers/s", rate)
+            idle_fetch_cost(table, IDLE_ANSWER_CPU, bootstrap, pid, count, seconds)
+    port = free_port()
+    command = [sys.executable, "-c", MINIMAL_SERVER, str(port)]
+    with running(command, port, "minimal long-poll server", tmp / "minimal-server.log") as server:
+        for _ in range(RUNS):
+            idle_fetch_cost(table, MINIMAL_ANSWER_CPU, f"127.0.0.1:{port}", server, count, seconds)
 
 
 # targets ----------------------------------------------------------------------------------------------------------
@@ -411,6 +458,10 @@ def print_targets(table: Table) -> None:
     if IDLE_FETCHERS in table.cases:
         ratio = m(IDLE_FETCHERS) / m("CPU, no fetchers")
         rows.append((f"{IDLE_FETCHERS} / none", ratio, "<=", CPU_TARGET, ""))
+        # the same ratio for a server whose answers cost what the minimal server's do
+        floor_s = m(MINIMAL_ANSWER_CPU) * 1e-6 * m("idle fetch answers") * m("CPU, no fetchers, wall")
+        floor = (m("CPU, no fetchers") + floor_s) / m("CPU, no fetchers")
+        rows.append(("  the same at the minimal server's cost per answer", floor, "<=", CPU_TARGET, "reference"))
         with_fetchers = m(IDLE_FETCHERS) - m(f"{IDLE_FETCHERS}, no records")
         alone = m("CPU, no fetchers") - m("CPU, no fetchers, no records")
         rows.append(("records' CPU beside idle fetchers / alone", with_fetchers / alone, "<=", CPU_TARGET, ""))
@@ -426,14 +477,16 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="least length of a latency run")
     parser.add_argument("--cpu-seconds", type=float, default=10.0, help="length of a CPU run")
     parser.add_argument("--skip-cluster", action="store_true", help="leave out case (c)")
+    parser.add_argument("--skip-latency", action="store_true", help="leave out the latency cases (1)")
     args = parser.parse_args()
     table = Table()
     began = time.monotonic()
     print(machine_line())
     with tempfile.TemporaryDirectory(prefix="mq-bench-concurrency-") as name:
         tmp = Path(name)
-        bench_standalone_latency(table, tmp, args.scale, args.latency_seconds)
-        if not args.skip_cluster:
+        if not args.skip_latency:
+            bench_standalone_latency(table, tmp, args.scale, args.latency_seconds)
+        if not args.skip_cluster and not args.skip_latency:
             bench_cluster_latency(table, tmp, args.scale, args.latency_seconds)
         bench_idle_fetchers(table, tmp, args.scale, args.cpu_seconds)
     table.print()
