@@ -110,8 +110,10 @@ def start(
     config = _load(config_file, overrides)
     from mq.server.allocator import keep_request_memory
     from mq.server.broker import new_event_loop, run
+    from mq.server.collector import tune_collector
 
     keep_request_memory()
+    tune_collector()
     with asyncio.Runner(loop_factory=lambda: new_event_loop(config.event_loop)) as runner:
         runner.run(run(config))
 
