@@ -6,7 +6,12 @@ partition's state znode conditional on that version, then one ``/isr_change_noti
 lists every partition whose write succeeded, so the controller rereads them all at once (Kafka's ISR change
 propagation). Changes proposed while a batch is under way form the next batch. The outcome of each change goes
 back to the loop through ``deliver``: the znode's new version, or None when the write lost a race with the
-controller or the metadata tree could not be reached. Fetches and produces never wait for any of this.
+controller or the metadata tree could not be reached. A write that lost to a controller's write within the same
+leader epoch (the controller took a dead broker out of the ISR, or put a returning one back, without electing) also
+brings the znode as it now is (``Current``): the leader takes that ISR and version, so its next change is based on
+them. Without that, a leader whose cached version the controller had moved on kept failing every ISR change until a
+LeaderAndIsr of a new epoch came (Kafka's KAFKA-2729): the ISR never grew back and writes needing
+min.insync.replicas waited for ever. Fetches and produces never wait for any of this.
 """
 
 from __future__ import annotations
@@ -35,7 +40,15 @@ class IsrChange:
     controller_epoch: int
 
 
-Outcome = tuple[IsrChange, int | None]
+@dataclass(frozen=True)
+class Current:
+    """The state znode as the controller left it: its ISR and version (same leader, same leader epoch)."""
+
+    isr: frozenset[int]
+    zk_version: int
+
+
+Outcome = tuple[IsrChange, int | None, Current | None]
 
 
 class IsrChangeWriter:
@@ -45,7 +58,7 @@ class IsrChangeWriter:
         broker_id: int,
         executor: Executor,
         post: Callable[[Callable[[], None]], None],
-        deliver: Callable[[IsrChange, int | None], None],
+        deliver: Callable[[IsrChange, int | None, Current | None], None],
     ) -> None:
         self.zk = zk
         self.broker_id = broker_id
@@ -72,9 +85,9 @@ class IsrChangeWriter:
         error = future.exception()
         if error is not None:
             log.warning("ISR changes of %d partitions could not be written: %s", len(batch), error)
-        outcomes = [(change, None) for change in batch] if error is not None else future.result()
-        for change, version in outcomes:
-            self._deliver(change, version)
+        outcomes = [(change, None, None) for change in batch] if error is not None else future.result()
+        for change, version, current in outcomes:
+            self._deliver(change, version, current)
         if self._queued:
             self._start()
 
@@ -90,15 +103,15 @@ class IsrChangeWriter:
                 log.info(
                     "Cached zkVersion %d not equal to that in zookeeper, skip updating ISR of %s", change.zk_version, tp
                 )
-                outcomes.append((change, None))
+                outcomes.append((change, None, self._current(change)))
                 continue
             except Exception as exc:  # the metadata tree is unreachable: the change is proposed again later
                 log.warning("ISR change of %s not written: %s", tp, exc)
-                outcomes.append((change, None))
+                outcomes.append((change, None, None))
                 continue
             log.info("ISR of %s is now %s", tp, sorted(change.isr))
-            outcomes.append((change, version))
-        written = [(c.tp.topic, c.tp.partition) for c, version in outcomes if version is not None]
+            outcomes.append((change, version, None))
+        written = [(c.tp.topic, c.tp.partition) for c, version, _ in outcomes if version is not None]
         if written:
             try:
                 self.zk.store.create(
@@ -107,3 +120,17 @@ class IsrChangeWriter:
             except Exception as exc:  # the states are written; the controller finds them on its next reread
                 log.warning("ISR change notification for %d partitions not written: %s", len(written), exc)
         return outcomes
+
+    def _current(self, change: IsrChange) -> Current | None:
+        """The state znode of ``change``'s partition when this broker still leads it in the same epoch; else None
+        (a new epoch comes with the controller's LeaderAndIsr)."""
+        try:
+            found = self.zk.get_partition_state(change.tp.topic, change.tp.partition)
+        except Exception:
+            return None
+        if found is None:
+            return None
+        state, version = found
+        if state.leader != self.broker_id or state.leader_epoch != change.leader_epoch:
+            return None
+        return Current(frozenset(state.isr), version)

@@ -35,7 +35,7 @@ from mq.records.crc import Buffer
 from mq.server import long_lived
 from mq.server import state_change_log as state_change
 from mq.server.clock import Clock, SystemClock
-from mq.server.isr_updates import IsrChange
+from mq.server.isr_updates import Current, IsrChange
 from mq.server.metrics import (
     BYTES_IN,
     BYTES_OUT,
@@ -274,18 +274,24 @@ class ReplicaManager:
             IsrChange(partition.tp, partition.leader_epoch, isr, partition.zk_version, partition.controller_epoch)
         )
 
-    def isr_change_done(self, change: IsrChange, zk_version: int | None) -> None:
+    def isr_change_done(self, change: IsrChange, zk_version: int | None, current: Current | None = None) -> None:
         """The writer's answer (on the loop): the state znode's new version, or None when the write lost a race with
-        the controller or failed (the controller's next LeaderAndIsr brings the truth; a later fetch retries)."""
+        the controller or failed; with ``current`` (a lost race within this leader epoch) the znode's ISR and version
+        become this leader's, and a later fetch proposes its change again on them."""
         partition = self.partitions.get(change.tp)
         if partition is None or partition.leader_epoch != change.leader_epoch or partition.pending_isr != change.isr:
             return
         partition.pending_isr = None
-        if zk_version is None or partition.zk_version != change.zk_version:
+        if partition.zk_version != change.zk_version:
+            return  # a LeaderAndIsr came meanwhile: it is newer than both
+        if zk_version is not None:
+            isr, partition.zk_version = change.isr, zk_version
+        elif current is not None:
+            isr, partition.zk_version = current.isr, current.zk_version
+        else:
             return
-        self._count_isr_change(partition.isr, change.isr)
-        partition.isr = change.isr
-        partition.zk_version = zk_version
+        self._count_isr_change(partition.isr, isr)
+        partition.isr = isr
         partition.maybe_increment_high_watermark()
         self._partition_changed(change.tp)
 

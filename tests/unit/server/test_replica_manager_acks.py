@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mq.config import BrokerConfig, TopicConfig
 from mq.errors import ErrorCode
-from mq.server.isr_updates import IsrChange
+from mq.server.isr_updates import Current, IsrChange
 from mq.server.partition import Partition, ReplicaState
 from mq.server.partition_state import PartitionStateInfo
 from mq.server.replica_manager import FetchRequestPartition, ProduceResult, ReplicaManager
@@ -97,3 +97,25 @@ def test_isr_below_min_insync_after_the_append_is_not_enough_replicas_after_appe
         return await asyncio.wait_for(waiting, 1)
 
     assert asyncio.run(run()).error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def test_a_change_that_lost_to_the_controller_in_the_same_epoch_takes_the_znodes_isr_and_version(
+    tmp_path: Path,
+) -> None:
+    rm = manager(tmp_path)
+    proposed: list[IsrChange] = []
+    rm.isr_submitter = proposed.append
+    partition = rm.partitions[TP]
+    partition.zk_version = 2
+    partition.remote_replicas[FOLLOWER].last_caught_up_ms = 0
+    rm.shrink_isrs()
+    # the controller had written the znode meanwhile (version 3: the follower out, the same leader epoch)
+    rm.isr_change_done(proposed[0], None, Current(frozenset({LEADER}), 3))
+    assert (partition.isr, partition.zk_version, partition.pending_isr) == ({LEADER}, 3, None)
+    partition.remote_replicas[FOLLOWER].last_caught_up_ms = 10**15
+    rm.isr_change_done(proposed[0], None, Current(frozenset({LEADER, FOLLOWER}), 9))  # not pending: ignored
+    assert partition.zk_version == 3
+    without = IsrChange(TP, partition.leader_epoch, frozenset({LEADER}), 3, partition.controller_epoch)
+    partition.pending_isr = without.isr
+    rm.isr_change_done(without, None, None)  # the metadata tree was unreachable: nothing learned
+    assert (partition.isr, partition.zk_version, partition.pending_isr) == ({LEADER}, 3, None)
