@@ -548,72 +548,32 @@ def bench_mq(table: Table, tmp: Path, bootstrap: str, broker: int, counts: MqCou
     have_kcat = shutil.which("kcat") is not None
     cases: list[Rates] = []
     consumers = itertools.count()
+
+    def case(size: int, records: int, name: str, run: Callable[[], float], records_row: bool = True) -> None:
+        cases.append(Rates(table, broker, size, records * size / MB, name, run, records_row))
+
     for size, records in counts.records.items():
-        megabytes = records * size / MB
         for acks in ("1", "all"):
             topic = f"produce-{size}-{acks}"
             create_topic(bootstrap, topic, 1)
-            cases.append(
-                Rates(
-                    table,
-                    broker,
-                    size,
-                    megabytes,
-                    f"mq produce {label(size)} acks={acks}",
-                    functools.partial(perf_producer_rate, bootstrap, topic, records, size, acks),
-                )
-            )
-        cases.append(
-            Rates(
-                table,
-                broker,
-                size,
-                megabytes,
-                f"mq consume {label(size)}",
-                functools.partial(perf_consumer_rate, bootstrap, f"produce-{size}-1", records, consumers),
-            )
-        )
+            run = functools.partial(perf_producer_rate, bootstrap, topic, records, size, acks)
+            case(size, records, f"mq produce {label(size)} acks={acks}", run)
+        run = functools.partial(perf_consumer_rate, bootstrap, f"produce-{size}-1", records, consumers)
+        case(size, records, f"mq consume {label(size)}", run)
     for size, records in counts.records.items() if have_kcat else ():
-        megabytes = records * size / MB
         payload = write_payload(tmp, size, records)
         for acks in ("1", "all"):
             topic = f"kcat-{size}-{acks}"
             create_topic(bootstrap, topic, 1)
-            cases.append(
-                Rates(
-                    table,
-                    broker,
-                    size,
-                    megabytes,
-                    f"mq produce {label(size)} acks={acks} (kcat)",
-                    functools.partial(kcat_produce, bootstrap, topic, payload, records, acks),
-                )
-            )
-        cases.append(
-            Rates(
-                table,
-                broker,
-                size,
-                megabytes,
-                f"mq consume {label(size)} (kcat)",
-                functools.partial(kcat_consume, bootstrap, f"kcat-{size}-1", records),
-            )
-        )
+            run = functools.partial(kcat_produce, bootstrap, topic, payload, records, acks)
+            case(size, records, f"mq produce {label(size)} acks={acks} (kcat)", run)
+        run = functools.partial(kcat_consume, bootstrap, f"kcat-{size}-1", records)
+        case(size, records, f"mq consume {label(size)} (kcat)", run)
     for size, records in counts.records.items():
-        megabytes = records * size / MB
         topic = f"requests-{size}"
         create_topic(bootstrap, topic, 1)
-        cases.append(
-            Rates(
-                table,
-                broker,
-                size,
-                megabytes,
-                f"mq produce {label(size)} acks=1 (pre-encoded requests)",
-                functools.partial(produce_requests, bootstrap, topic, records * size // MB, size),
-                records_row=False,
-            )
-        )
+        run = functools.partial(produce_requests, bootstrap, topic, records * size // MB, size)
+        case(size, records, f"mq produce {label(size)} acks=1 (pre-encoded requests)", run, records_row=False)
     interleaved(cases)
     if have_kcat:
         create_topic(bootstrap, "fetch", 3)
