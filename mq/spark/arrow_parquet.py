@@ -23,6 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from mq.spark.offsets import OffsetRange
 from mq.spark.options import ReadOptions
+from mq.spark.parquet_output import MICROS_PER_DAY
 from mq.spark.reader import read_range
 from mq.spark.source import record_schema
 
@@ -41,7 +42,6 @@ CODECS = {
     "lz4_raw": "lz4",
 }
 """Spark's Parquet codec names and pyarrow's for the same codec (others: Spark's writer is used)."""
-_MICROS_PER_DAY = 86_400_000_000
 
 
 def local_directory(spark: SparkSession, path: str) -> str | None:
@@ -49,10 +49,14 @@ def local_directory(spark: SparkSession, path: str) -> str | None:
     (a ``local`` master) and its Parquet codec is one pyarrow writes; else None (Spark's writer is used)."""
     parsed = urlparse(path)
     master = spark.sparkContext.master or ""
-    codec = str(spark.conf.get(CODEC_KEY, "snappy")).lower()
-    if parsed.scheme != "file" or not master.startswith("local") or codec not in CODECS:
+    if parsed.scheme != "file" or not master.startswith("local") or _codec(spark) is None:
         return None
     return parsed.path
+
+
+def _codec(spark: SparkSession) -> str | None:
+    """pyarrow's name of the session's Parquet codec; None when pyarrow does not write it."""
+    return CODECS.get(str(spark.conf.get(CODEC_KEY, "snappy")).lower())
 
 
 def write_ranges(
@@ -64,9 +68,11 @@ def write_ranges(
     job: str,
 ) -> None:
     """Write the records of ``ranges`` (one task each) under ``directory`` (``local_directory``)."""
+    codec = _codec(spark)
+    if codec is None:
+        raise ValueError(f"pyarrow does not write the session's {CODEC_KEY}")
     if not ranges:
         return
-    codec = CODECS[str(spark.conf.get(CODEC_KEY, "snappy")).lower()]
     tasks = spark.sparkContext.parallelize(list(enumerate(ranges)), len(ranges))
     tasks.mapPartitions(lambda items: _write_task(items, read, partition_by, directory, codec, job)).collect()
 
@@ -79,22 +85,16 @@ def _write_task(
     codec: str,
     job: str,
 ) -> Iterator[int]:
-    """In a worker: write each range's records; yields the rows written per range."""
+    """In a worker: write each range's records; yields each range's index once it is written."""
     source_schema = to_arrow_schema(record_schema(read.include_headers), timezone="UTC")
     dated = "date" in partition_by
     schema = source_schema.append(pa.field("date", pa.date32())) if dated else source_schema
     partitioning = ds.partitioning(pa.schema([schema.field(name) for name in partition_by]), flavor="hive")
     file_format = ds.ParquetFileFormat()
     for index, offsets in items:
-        rows = [0]
-
-        def batches(offsets: OffsetRange = offsets, rows: list[int] = rows) -> Iterator[pa.RecordBatch]:
-            for batch in read_range(read, offsets, source_schema):
-                rows[0] += batch.num_rows
-                yield with_date(batch) if dated else batch
-
+        batches = read_range(read, offsets, source_schema)
         ds.write_dataset(
-            batches(),
+            (with_date(batch) for batch in batches) if dated else batches,
             directory,
             schema=schema,
             format=file_format,
@@ -104,12 +104,12 @@ def _write_task(
             existing_data_behavior="overwrite_or_ignore",
             use_threads=False,
         )
-        yield rows[0]
+        yield index
 
 
 def with_date(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` with the ``date`` column: the UTC day of each record's timestamp (floored, as Spark's
     ``date_from_unix_date(floor(unix_micros / day))``)."""
     micros = batch.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    days = pa.array(np.floor_divide(micros, _MICROS_PER_DAY).astype(np.int32)).cast(pa.date32())
+    days = pa.array(np.floor_divide(micros, MICROS_PER_DAY).astype(np.int32)).cast(pa.date32())
     return batch.append_column("date", days)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 PARTITION_COLUMNS = ("topic", "partition", "date")
 DEFAULT_PARTITION_BY = ("topic", "partition")
-_MICROS_PER_DAY = 86_400_000_000
+MICROS_PER_DAY = 86_400_000_000
 
 
 def parse_partition_by(text: str) -> tuple[str, ...]:
@@ -36,5 +36,5 @@ def with_partition_columns(df: DataFrame, partition_by: tuple[str, ...]) -> Data
         return df
     from pyspark.sql import functions as F
 
-    days = F.floor(F.unix_micros(F.col("timestamp")) / _MICROS_PER_DAY).cast("int")
+    days = F.floor(F.unix_micros(F.col("timestamp")) / MICROS_PER_DAY).cast("int")
     return df.withColumn("date", F.date_from_unix_date(days))
