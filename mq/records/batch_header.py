@@ -48,6 +48,8 @@ DELETE_HORIZON_BIT = 0x40
 _V2 = struct.Struct(">qiibIhiqqqhii")
 _LEGACY = struct.Struct(">qiIbb")
 _INT64 = struct.Struct(">q")
+_PREFIX = struct.Struct(">qiiB")
+"""base offset, size field, leader epoch (v2; CRC or part of it before), magic: the first 17 bytes of every entry."""
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
@@ -162,8 +164,7 @@ def parse_header(
     available = len(buf) - position
     if available < HEADER_PREFIX_SIZE:
         return None
-    offset, size_field = _INT64.unpack_from(buf, position)[0], _INT32.unpack_from(buf, position + 8)[0]
-    magic = buf[position + MAGIC_OFFSET]
+    offset, size_field, _, magic = _PREFIX.unpack_from(buf, position)
     if magic not in MIN_SIZE_FIELD:
         raise CorruptRecordError(f"invalid magic {magic} at position {position}")
     if size_field < MIN_SIZE_FIELD[magic]:

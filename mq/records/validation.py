@@ -120,10 +120,9 @@ def validate_records(buf: Buffer, header: BatchHeader, rules: RecordRules = NO_R
 def _validate_batch(buf: Buffer, header: BatchHeader, rules: RecordRules) -> None:
     count = header.records_count
     area: Buffer = memoryview(buf)[header.position + V2_HEADER_SIZE : header.end_position]
-    codec = batch_codec(header)
-    if codec != Codec.NONE:
+    if header.attributes & CODEC_MASK:  # compressed (an int test: most produced batches of one record are not)
         try:
-            area = decompress(codec, area, 2, MAX_DECOMPRESSED)
+            area = decompress(batch_codec(header), area, 2, MAX_DECOMPRESSED)
         except CorruptRecordError as exc:
             raise InvalidRecordError(f"Batch at offset {header.offset}: {exc}") from None
     if count < 0 or count > len(area) // MIN_RECORD_SIZE:
@@ -242,11 +241,24 @@ def _walk(
             record_end = position + length
             if length < MIN_RECORD_SIZE - 1 or record_end > end:
                 raise _Fault(f"invalid record size {length}, {end - position} bytes remain")
-            delta, position = varint(data, position + 1, 10)  # after the attributes
-            offset_delta, position = varint(data, position)
+            position += 1  # the attributes
+            byte = data[position]  # one-byte varints inline: the fields of a small record
+            if byte < 0x80:
+                delta, position = (byte >> 1) ^ -(byte & 1), position + 1
+            else:
+                delta, position = varint(data, position, 10)
+            byte = data[position]
+            if byte < 0x80:
+                offset_delta, position = (byte >> 1) ^ -(byte & 1), position + 1
+            else:
+                offset_delta, position = varint(data, position)
             if offset_delta != index:
                 raise _Fault(f"offset delta {offset_delta} where {index} is expected")
-            key_length, position = varint(data, position)
+            byte = data[position]
+            if byte == 1:  # a null key
+                key_length, position = -1, position + 1
+            else:
+                key_length, position = varint(data, position)
             if key_length < -1:
                 raise _Fault(f"invalid key length {key_length}")
             if key_length >= 0:
@@ -258,7 +270,10 @@ def _walk(
                 raise _Fault(f"invalid value length {value_length}")
             if value_length > 0:
                 position += value_length
-            headers, position = varint(data, position)
+            if data[position] == 0:  # no headers
+                headers, position = 0, position + 1
+            else:
+                headers, position = varint(data, position)
             if headers < 0 or headers * 2 > record_end - position:
                 raise _Fault(f"invalid number of record headers {headers}")
             for _ in range(headers):

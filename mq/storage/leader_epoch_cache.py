@@ -75,6 +75,9 @@ class LeaderEpochFileCache:
         epochs or offsets are ValueError."""
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"Received invalid partition leader epoch entry ({epoch}, {start_offset})")
+        epochs, starts = self._epochs, self._starts
+        if epochs and epochs[-1] == epoch and starts[-1] <= start_offset:
+            return  # a leader's every append: read without the lock, the entries change only on the appending thread
         with self._lock:
             if self._put(epoch, start_offset):
                 self._flush()

@@ -373,7 +373,7 @@ class Log:
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         with self._lock:
             first = offset = self.log_end_offset
-            if any(h.magic < 2 and h.codec != Codec.NONE for h in headers):
+            if (len(headers) > 1 or headers[0].magic < 2) and any(h.magic < 2 and h.codec != Codec.NONE for h in headers):
                 data = self._renumber_legacy(data, headers, first)
                 headers = self._validate(data, from_producer=False)
             max_ts, offset_of_max = -1, first
