@@ -54,6 +54,8 @@ def length(data: Frame, position: int, flexible: bool, legacy: struct.Struct) ->
 
 def count(data: Frame, position: int, flexible: bool) -> tuple[int, int]:
     """The element count of an array that may not be null."""
+    if flexible and 0 < (first := data[position]) < 0x80:  # a one-byte varint: fewer than 127 elements
+        return first - 1, position + 1
     value, position = length(data, position, flexible, I32)
     if value < 0:
         raise MalformedField("a null array")
@@ -62,7 +64,10 @@ def count(data: Frame, position: int, flexible: bool) -> tuple[int, int]:
 
 def nullable_string(data: Frame, position: int, flexible: bool, end: int) -> tuple[str | None, int]:
     """A string whose bytes end by ``end``, or None."""
-    size, position = length(data, position, flexible, I16)
+    if flexible and (first := data[position]) < 0x80:  # a one-byte varint: shorter than 127 bytes
+        size, position = first - 1, position + 1
+    else:
+        size, position = length(data, position, flexible, I16)
     if size < 0:
         if size < -1:
             raise MalformedField(f"a string of length {size}")
@@ -70,7 +75,7 @@ def nullable_string(data: Frame, position: int, flexible: bool, end: int) -> tup
     stop = position + size
     if stop > end:
         raise MalformedField("a string runs past the end")
-    return bytes(data[position:stop]).decode("utf-8"), stop
+    return str(data[position:stop], "utf-8"), stop
 
 
 def string(data: Frame, position: int, flexible: bool, end: int) -> tuple[str, int]:

@@ -110,7 +110,8 @@ class LogSegment:
         self._appended_at: list[int] = []
         """The largest offset and the starting position of each of the latest appends (at most
         ``2 * RECENT_APPENDS``), oldest first: a read near the end starts from the append holding its offset instead
-        of scanning headers from the index entry below it."""
+        of scanning headers from the index entry below it, and a read past the last append (a long poll at the log
+        end) finds nothing without reading a header."""
 
     # --- appends -----------------------------------------------------------------------------------------------
 
@@ -212,6 +213,8 @@ class LogSegment:
         i = bisect.bisect_left(latest, offset)
         if 0 < i < len(latest):  # in the i-th of the latest appends: the batches before it end below ``offset``
             position = self._appended_at[i]
+        elif latest and i == len(latest):  # past the last append, which holds the segment's last offset
+            return None
         else:
             _, position = self.index.lookup(offset)
         for header in self.headers_from(max(position, starting_position)):

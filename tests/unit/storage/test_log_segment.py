@@ -175,6 +175,9 @@ def test_reads_near_the_end_start_from_the_latest_appends_and_find_what_the_inde
     assert len(preads) == 1  # the last batch's header, found at once
     reopened.translate_offset(end - 1)
     assert len(preads) > 2  # the index entry below it, then a header after another
+    preads.clear()
+    assert segment.translate_offset(end) is None and segment.read(end, 1 << 20) is None
+    assert preads == []  # past the last append: nothing to read, no header read (a long poll at the log end)
     segment.truncate_to(end - 5)
     reopened.truncate_to(end - 5)
     for offset in range(end - 300, end):
