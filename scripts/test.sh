@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need into the current Python, checks lint, format and types, then runs the tests.
-# Extra arguments go to pytest (e.g. `scripts/test.sh tests/unit -x`).
+# Installs what the tests need into the current Python (compiling the modules of mq/compiled.py), checks lint,
+# format and types, then runs the tests. Extra arguments go to pytest (e.g. `scripts/test.sh tests/unit -x`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +20,10 @@ python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy
 python3 -m pytest -n 3 --dist loadfile --durations=25 "$@"
+
+# A whole run tests the modules the build compiled (mq/compiled.py) once more from their source: the pure-Python
+# fallback of an install without a C compiler.
+if [ $# -eq 0 ]; then
+  MQ_PURE_PYTHON=1 python3 -m pytest -n 3 --dist loadfile tests/unit/records tests/unit/protocol tests/unit/storage \
+    tests/unit/test_compiled.py tests/component/test_fuzz_requests.py
+fi

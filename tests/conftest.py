@@ -1,12 +1,19 @@
-"""Shared test fixtures."""
+"""Shared test fixtures. With MQ_PURE_PYTHON=1 the tests import the modules the build compiles
+(``mq.compiled``) from their source: the pure-Python fallback, tested as the compiled ones are."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+
+from mq.compiled import use_pure_python
+
+if os.environ.get("MQ_PURE_PYTHON"):
+    use_pure_python()
 
 
 @pytest.fixture(scope="session")

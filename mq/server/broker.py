@@ -32,6 +32,7 @@ from pathlib import Path
 
 from mq.client.connection import BrokerConnection
 from mq.client.security import PLAINTEXT, ClientSecurity
+from mq.compiled import COMPILED_MODULES, native_modules
 from mq.config import (
     BrokerConfig,
     DynamicBrokerConfig,
@@ -639,6 +640,8 @@ class KafkaServer:
         pid_file(config).write_text(f"{os.getpid()}\n", encoding="utf-8")
         self.ready = True
         log.info("mq broker %d started on %s:%d (cluster id %s)", self.broker_id, bound.host, port, cluster_id)
+        native = len(native_modules())
+        log.info("request path: %d of %d modules compiled (mq.compiled)", native, len(COMPILED_MODULES))
         return bound
 
     def _advertise(self, config: BrokerConfig) -> BrokerRegistration:

@@ -373,7 +373,8 @@ class Log:
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         with self._lock:
             first = offset = self.log_end_offset
-            if (len(headers) > 1 or headers[0].magic < 2) and any(h.magic < 2 and h.codec != Codec.NONE for h in headers):
+            maybe_legacy = len(headers) > 1 or headers[0].magic < 2  # not one v2 batch, the set of every Produce v3+
+            if maybe_legacy and any(h.magic < 2 and h.codec != Codec.NONE for h in headers):
                 data = self._renumber_legacy(data, headers, first)
                 headers = self._validate(data, from_producer=False)
             max_ts, offset_of_max = -1, first

@@ -171,13 +171,14 @@ def test_a_truncation_during_a_flush_keeps_the_recovery_point(tmp_path: Path, mo
     fill(log, 60)
     target = log.active.base_offset
     rolled_segment = log.segments[-2]
-    real_flush = rolled_segment.flush
+    real_fsync = os.fsync
 
-    def flush_then_truncate() -> None:
-        real_flush()
-        log.truncate_to(rolled_segment.base_offset + 1)
+    def fsync_then_truncate(fd: int) -> None:
+        real_fsync(fd)
+        if fd == rolled_segment.fd:  # its .log is on disk: a truncation comes in before the flush ends
+            log.truncate_to(rolled_segment.base_offset + 1)
 
-    monkeypatch.setattr(rolled_segment, "flush", flush_then_truncate)
+    monkeypatch.setattr(os, "fsync", fsync_then_truncate)
     log.flush(target)
     assert log.recovery_point == 0
     log.close()
@@ -193,23 +194,28 @@ def test_a_segment_retention_removes_while_a_roll_is_flushed_is_skipped(
     log = manager.get_or_create_log(TopicPartition("t", 0), CONFIG)
     fill(log, 60)
     first = log.segments[0]
-    real_flush = first.flush
+    real_fsync = os.fsync
 
-    def flush_after_retention() -> None:
-        log.update_config(TopicConfig(segment_bytes=2000, index_interval_bytes=150, retention_bytes=0))
-        assert log.delete_old_segments() > 0 and first not in log.segments
-        real_flush()
+    def fsync_after_retention(fd: int) -> None:
+        if fd == first.fd:  # retention closes the segment's files while its fsync is under way
+            log.update_config(TopicConfig(segment_bytes=2000, index_interval_bytes=150, retention_bytes=0))
+            assert log.delete_old_segments() > 0 and first not in log.segments
+        real_fsync(fd)  # EBADF for the closed one
 
-    monkeypatch.setattr(first, "flush", flush_after_retention)
+    monkeypatch.setattr(os, "fsync", fsync_after_retention)
     target = log.active.base_offset
     manager.flush_rolled(log)
     assert not manager.offline_dirs
     assert log.recovery_point == target > 0
 
-    def failing_flush() -> None:
-        raise OSError(5, "Input/output error")
+    failing = log.segments[0]
 
-    monkeypatch.setattr(log.segments[0], "flush", failing_flush)
+    def failing_fsync(fd: int) -> None:
+        if fd == failing.fd:
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     fill(log, 30)
     manager.flush_rolled(log)
     assert manager.offline_dirs == {tmp_path}
