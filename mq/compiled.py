@@ -4,9 +4,11 @@ them. Without a compiler (or with ``MQ_PURE_PYTHON=1`` at install time) the pack
 same; the test suite runs these modules' tests both ways.
 
 The list holds modules that run for every produce, fetch and offset commit (framing, the hand-written readers, batch
-headers, record validation, the log and its indexes) and that nothing patches at run time: a compiled class takes no
-attributes beyond its own and a compiled function is not looked up by name again. Kept free of imports so that the
-build reads it without the package's dependencies.
+headers, record validation, the log and its indexes) and that nothing replaces at run time: an instance of a compiled
+class takes no attribute its class does not declare, and compiled code calls compiled functions directly, past any
+name a test might patch. Compiled code also checks the declared types of what it is handed (a ``bytearray``
+parameter refuses ``bytes``). This module imports the standard library only, so that the build reads it without the
+package's dependencies.
 """
 
 from __future__ import annotations
