@@ -49,7 +49,7 @@ _V2 = struct.Struct(">qiibIhiqqqhii")
 _LEGACY = struct.Struct(">qiIbb")
 _INT64 = struct.Struct(">q")
 _PREFIX = struct.Struct(">qiiB")
-"""base offset, size field, leader epoch (v2; CRC or part of it before), magic: the first 17 bytes of every entry."""
+"""base offset, size field, partition leader epoch (v2) or CRC (v0/v1), magic: the first 17 bytes of every entry."""
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")

@@ -373,7 +373,7 @@ class Log:
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         with self._lock:
             first = offset = self.log_end_offset
-            maybe_legacy = len(headers) > 1 or headers[0].magic < 2  # not one v2 batch, the set of every Produce v3+
+            maybe_legacy = len(headers) > 1 or headers[0].magic < 2  # Produce v3+ always sends one v2 batch
             if maybe_legacy and any(h.magic < 2 and h.codec != Codec.NONE for h in headers):
                 data = self._renumber_legacy(data, headers, first)
                 headers = self._validate(data, from_producer=False)
