@@ -33,6 +33,21 @@ class PortTakenError(RuntimeError):
     """The broker could not listen on its port: another process took it."""
 
 
+FAILED = pytest.StashKey[bool]()
+"""Set on a test item whose call failed (its brokers' logs are then printed)."""
+
+LOG_TAIL_LINES = 150
+"""Lines of each broker's log printed after a failed test."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
+
+
 @dataclass
 class BrokerProcess:
     """One broker process with its own log directory; ``start``/``stop``/``kill`` as an operator would."""
@@ -132,9 +147,12 @@ class BrokerProcess:
 
 
 @pytest.fixture
-def broker_factory(mq_command: list[str], tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+def broker_factory(
+    mq_command: list[str], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., BrokerProcess]]:
     """Makes (unstarted) broker processes; all still running are stopped after the test, all at once (one at a time,
-    the last brokers of a cluster wait out controlled-shutdown retries for partitions nobody else can lead)."""
+    the last brokers of a cluster wait out controlled-shutdown retries for partitions nobody else can lead). After a
+    failed test, the end of each broker's log is printed (pytest shows it with the failure)."""
     made: list[BrokerProcess] = []
 
     def make(name: str = "broker", overrides: list[str] | None = None) -> BrokerProcess:
@@ -148,6 +166,12 @@ def broker_factory(mq_command: list[str], tmp_path: Path) -> Iterator[Callable[.
         process.terminate()
     for process in running:
         process.stop()
+    if request.node.stash.get(FAILED, False):
+        for process in made:
+            if process.stderr_path.exists():
+                lines = process.stderr().splitlines()[-LOG_TAIL_LINES:]
+                print(f"--- {process.data_dir.name} ({process.bootstrap}): the last {len(lines)} lines of its log ---")
+                print("\n".join(lines))
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from mq.client.admin import AsyncAdmin
 from mq.client.sync import SyncAdmin
 from mq.errors import ErrorCode, KafkaError
 from mq.topic_partition import TopicPartition
+from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -198,12 +199,16 @@ def test_members_and_state_of_a_two_member_group(mq_command: list[str], broker: 
     setup_topic(mq_command, broker.bootstrap, "views", 3, 1)
     first = member(broker.bootstrap, "viewers", "views", client_id="one")
     second = member(broker.bootstrap, "viewers", "views", client_id="two")
-    for _ in range(100):
+
+    def stable() -> bool:
+        """Both members hold their share of one generation (under load, settling has taken more than 20 s of
+        interleaved polls: the wait is bounded by time, and a group that never settles fails here)."""
         first.poll(timeout_ms=100)
         second.poll(timeout_ms=100)
         mine, theirs = first.assignment(), second.assignment()
-        if mine and theirs and not mine & theirs and len(mine | theirs) == 3:
-            break  # both hold their share of one generation: the group is stable
+        return bool(mine and theirs and not mine & theirs and len(mine | theirs) == 3)
+
+    assert wait_for(stable, timeout=60, interval=0)
     members = groups("--describe --group viewers --members --verbose")
     assert members.returncode == 0, members.stderr
     lines = members.stdout.splitlines()
