@@ -24,6 +24,10 @@ class Clock(Protocol):
     def time_ms(self) -> int:
         """Milliseconds since the epoch."""
 
+    def monotonic_ms(self) -> float:
+        """Milliseconds on the timers' clock: never moves back, and ``call_later(d, f)`` runs ``f`` once it has
+        moved ``d`` on (give or take a loop turn)."""
+
     def call_later(self, delay_ms: float, callback: Callable[[], None]) -> TimerHandle:
         """Run ``callback`` on the loop once ``delay_ms`` have passed (at once for a delay <= 0)."""
 
@@ -36,6 +40,9 @@ class SystemClock:
 
     def time_ms(self) -> int:
         return int(time.time() * 1000)
+
+    def monotonic_ms(self) -> float:
+        return time.monotonic() * 1000
 
     def call_later(self, delay_ms: float, callback: Callable[[], None]) -> TimerHandle:
         loop = self._loop or asyncio.get_running_loop()
@@ -64,6 +71,9 @@ class ManualClock:
 
     def time_ms(self) -> int:
         return int(self._now_ms)
+
+    def monotonic_ms(self) -> float:
+        return self._now_ms
 
     def call_later(self, delay_ms: float, callback: Callable[[], None]) -> TimerHandle:
         timer = _ManualTimer(self._now_ms + max(delay_ms, 0.0), callback)

@@ -11,8 +11,9 @@ SyncGroup, which is stored before every member gets its share. Heartbeats keep m
 its session timeout is removed and the group rebalances. Static members (``group.instance.id``) keep their place
 across restarts: a rejoin with the same instance id takes over the old member without a rebalance, and the old
 member id is fenced (FENCED_INSTANCE_ID). A rebalance waiting for members is a delayed join in the join purgatory
-(keyed by group id: a member's join, leave or expiry checks only its own group); each member's session is a delayed
-heartbeat in the heartbeat purgatory; every timeout reads the broker's clock.
+(keyed by group id: a member's join, leave or expiry checks only its own group); each member's session is one timer
+that hearing from the member leaves alone (a heartbeat or commit moves the member's deadline; the timer, when it
+fires before the deadline, re-arms itself for the rest); every timeout reads the broker's clock.
 
 Offsets committed in a transaction (TxnOffsetCommit) are written at once but kept pending per producer until the
 transaction's marker reaches the group's partition (``complete_txn``): a COMMIT makes them the group's offsets, an
@@ -183,8 +184,7 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
             if timer is not None:
                 timer.cancel()
         for member in group.members.values():
-            if member.heartbeat_timer is not None:
-                member.heartbeat_timer.cancel()
+            self._stop_heartbeat(member)
             self._answer_join(member, JoinResult(error, member.member_id))
             self._answer_sync(member, SyncResult(error))
 
@@ -261,22 +261,39 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         return self.groups.get(group.group_id) is group
 
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+        """Move the member's session deadline to ``timeout_ms`` (default: its session timeout) from now. A deadline
+        later than the armed timer's (every heartbeat and commit of a live member) only moves
+        ``heartbeat_deadline_ms``: the timer, when it fires early, re-arms itself for the rest, so hearing from a
+        member costs no timer."""
+        now = self.clock.monotonic_ms()
+        deadline = now + (timeout_ms if timeout_ms is not None else member.session_timeout_ms)
+        member.heartbeat_deadline_ms = deadline
+        if member.heartbeat_timer is not None:
+            if member.heartbeat_due_ms <= deadline:
+                return
+            member.heartbeat_timer.cancel()
+        member.heartbeat_due_ms = deadline
+        member.heartbeat_timer = self.clock.call_later(deadline - now, lambda: self._heartbeat_due(group, member))
+
+    def _stop_heartbeat(self, member: MemberMetadata) -> None:
         if member.heartbeat_timer is not None:
             member.heartbeat_timer.cancel()
-        delay_ms = timeout_ms if timeout_ms is not None else member.session_timeout_ms
-        heartbeat = DelayedCall(
-            delay_ms, lambda: False, lambda expired: self._heartbeat_expired(group, member.member_id, member)
-        )
-        member.heartbeat_timer = self.heartbeat_purgatory.watch(heartbeat, [(group.group_id, member.member_id)])
+            member.heartbeat_timer = None
 
-    def _heartbeat_expired(self, group: GroupMetadata, member_id: str, member: MemberMetadata) -> None:
-        if not self._current(group) or group.members.get(member_id) is not member:
-            return
+    def _heartbeat_due(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        """The member's timer fired: re-arm it while its deadline is ahead, else its session has expired."""
         member.heartbeat_timer = None
+        if not self._current(group) or group.members.get(member.member_id) is not member:
+            return
+        now = self.clock.monotonic_ms()
+        if now < member.heartbeat_deadline_ms:
+            member.heartbeat_due_ms = due = member.heartbeat_deadline_ms
+            member.heartbeat_timer = self.clock.call_later(due - now, lambda: self._heartbeat_due(group, member))
+            return
         if not member.is_new and (member.awaiting_join or member.awaiting_sync):
             self._schedule_heartbeat(group, member)  # a rebalance in progress counts as liveness
             return
-        log.info("Member %s in group %s has failed, removing it from the group", member_id, group.group_id)
+        log.info("Member %s in group %s has failed, removing it from the group", member.member_id, group.group_id)
         self._remove_member_and_update(group, member)
 
     def _add_pending_member(self, group: GroupMetadata, member_id: str, session_timeout_ms: int) -> None:
@@ -298,9 +315,7 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
     def _remove_member_and_update(self, group: GroupMetadata, member: MemberMetadata) -> None:
         self._answer_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
         self._answer_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        if member.heartbeat_timer is not None:
-            member.heartbeat_timer.cancel()
-            member.heartbeat_timer = None
+        self._stop_heartbeat(member)
         group.remove(member.member_id)
         if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group)
@@ -406,8 +421,7 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         for member in group.not_yet_rejoined():
             if member.group_instance_id is None:
                 log.info("Member %s of group %s did not rejoin; removing it", member.member_id, group.group_id)
-                if member.heartbeat_timer is not None:
-                    member.heartbeat_timer.cancel()
+                self._stop_heartbeat(member)
                 self._answer_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
                 group.remove(member.member_id)
         if not group.maybe_elect_new_joined_leader() and group.members:

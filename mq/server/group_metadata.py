@@ -82,6 +82,10 @@ class MemberMetadata:
     sync_future: asyncio.Future[SyncResult] | None = None
     is_new: bool = False
     heartbeat_timer: TimerHandle | None = None
+    """Armed while the member is in its group, due at ``heartbeat_due_ms``, never after ``heartbeat_deadline_ms``."""
+    heartbeat_deadline_ms: float = 0.0
+    """When the member's session expires unless it is heard from before (the clock's ``monotonic_ms``)."""
+    heartbeat_due_ms: float = 0.0
 
     @property
     def awaiting_join(self) -> bool:

@@ -40,14 +40,17 @@ def test_a_silent_member_expires_at_its_session_timeout_on_the_clock() -> None:
         joined = await join(coordinator, clock, session_ms=10_000)
         await sync(coordinator, joined, {joined.member_id: b"a"})
         group = coordinator.groups["g"]
-        assert len(coordinator.heartbeat_purgatory) == 1
+        member = group.members[joined.member_id]
+        timer = member.heartbeat_timer
+        assert timer is not None
         clock.advance(9_999)
         assert coordinator.heartbeat("g", joined.member_id, None, 1) == ErrorCode.NONE  # resets the session
+        assert member.heartbeat_timer is timer  # hearing from a member moves its deadline, it sets no timer
         clock.advance(9_999)
         assert joined.member_id in group.members
         clock.advance(1)
         assert not group.members and group.state == GroupState.EMPTY
-        assert len(coordinator.heartbeat_purgatory) == 0
+        assert member.heartbeat_timer is None
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
 
