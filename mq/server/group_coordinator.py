@@ -20,8 +20,8 @@ transaction's marker reaches the group's partition (``complete_txn``): a COMMIT 
 ABORT drops them.
 
 Consumer-protocol groups (``consumer_groups``, KIP-848) are loaded and unloaded with their partition like classic
-ones; ``store_consumer_group`` writes what changed in one, and each of their members has a session in the heartbeat
-purgatory until its ``deadline_ms``, so a silent member is removed without another member's heartbeat.
+ones; ``store_consumer_group`` writes what changed in one, and each of their members has a session timer due no later
+than its ``deadline_ms``, so a silent member is removed without another member's heartbeat.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import TypeVar
 from mq.config import BrokerConfig
 from mq.errors import ErrorCode
 from mq.protocol.consumer_offsets import OffsetCommitValue, partition_for
-from mq.server.clock import Clock, SystemClock
+from mq.server.clock import Clock, SystemClock, TimerHandle
 from mq.server.consumer_groups import ConsumerGroups
 from mq.server.coordinator_partitions import CoordinatorPartitions
 from mq.server.group_metadata import (
@@ -89,11 +89,11 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         self.clock = clock or SystemClock()
         self.time_ms = self.clock.time_ms
         self.join_purgatory: Purgatory[str] = Purgatory(self.clock, "Rebalance")
-        self.heartbeat_purgatory: Purgatory[tuple[str, str]] = Purgatory(self.clock, "Heartbeat")
         self.groups: dict[str, GroupMetadata] = {}
         self.consumer_groups: ConsumerGroups | None = None
         """The groups of the KIP-848 consumer protocol (None: not served); their members commit at their epoch."""
-        self._consumer_sessions: dict[tuple[str, str], Watch] = {}
+        self._consumer_sessions: dict[str, dict[str, tuple[int, TimerHandle]]] = {}
+        """Per consumer-protocol group, each member's session timer and the deadline (``time_ms``) it is due at."""
         self._completed_while_loading: dict[int, list[tuple[int, bool]]] = {}
         """Loading partition -> the transaction markers (producer id, commit) written to it meanwhile, in order: the
         read of its log may have ended before them, so they are applied to what it installs."""
@@ -216,26 +216,39 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         """(Re)arm the session of every member of the group; drop those of members it no longer has."""
         groups = self.consumer_groups
         group = None if groups is None else groups.groups.get(group_id)
-        members = set() if group is None else set(group.members)
-        for key in [k for k in self._consumer_sessions if k[0] == group_id and k[1] not in members]:
-            self._consumer_sessions.pop(key).cancel()
-        for member_id in members:
+        sessions = self._consumer_sessions.get(group_id, {})
+        for member_id in [m for m in sessions if group is None or m not in group.members]:
+            sessions.pop(member_id)[1].cancel()
+        for member_id in () if group is None else group.members:
             self.watch_consumer_member(group_id, member_id)
+        if not self._consumer_sessions.get(group_id, True):
+            del self._consumer_sessions[group_id]
 
     def watch_consumer_member(self, group_id: str, member_id: str) -> None:
-        """(Re)arm a consumer-protocol member's session: at its deadline its group expires silent members."""
-        previous = self._consumer_sessions.pop((group_id, member_id), None)
-        if previous is not None:
-            previous.cancel()
+        """(Re)arm a consumer-protocol member's session: at its deadline its group expires silent members. A timer
+        due no later than a deadline still ahead is kept (when it fires early, the member is re-armed then), so a
+        heartbeat sets no timer; a deadline already past fires at once."""
         deadline = None if self.consumer_groups is None else self.consumer_groups.deadline_ms(group_id, member_id)
+        sessions = self._consumer_sessions.setdefault(group_id, {})
+        armed = sessions.pop(member_id, None)
+        now = self.time_ms()
+        if armed is not None:
+            if deadline is not None and now < deadline and armed[0] <= deadline:
+                sessions[member_id] = armed
+                return
+            armed[1].cancel()
         if deadline is None:
+            if not sessions:
+                del self._consumer_sessions[group_id]
             return
-        session = DelayedCall(
-            max(deadline - self.time_ms(), 0), lambda: False, lambda _: self._consumer_session_expired(group_id)
-        )
-        watch = self.heartbeat_purgatory.watch(session, [(group_id, member_id)])
-        if watch is not None:
-            self._consumer_sessions[(group_id, member_id)] = watch
+        timer = self.clock.call_later(deadline - now, lambda: self._consumer_session_due(group_id, member_id))
+        sessions[member_id] = (deadline, timer)
+
+    def _consumer_session_due(self, group_id: str, member_id: str) -> None:
+        sessions = self._consumer_sessions.get(group_id)
+        if sessions is not None:
+            sessions.pop(member_id, None)
+        self._consumer_session_expired(group_id)
 
     def _consumer_session_expired(self, group_id: str) -> None:
         if self.consumer_groups is not None and self.consumer_groups.expire(group_id, self.time_ms()):

@@ -241,7 +241,7 @@ def test_a_coordinator_loads_consumer_groups_and_expires_a_silent_member_on_its_
 
     async def reload_and_expire() -> tuple[set[str], int, set[str], list[bytes]]:
         restarted, fresh, _ = make()
-        restarted.clock = restarted.heartbeat_purgatory.clock = clock
+        restarted.clock = clock
         restarted.time_ms = clock.time_ms
         restarted.owned_partitions.clear()
         restarted.consumer_groups = groups()
@@ -265,6 +265,30 @@ def test_a_coordinator_loads_consumer_groups_and_expires_a_silent_member_on_its_
     assert (members, loaded_epoch) == ({"a", "b"}, epoch)
     assert left == {"b"}  # a was silent for its session timeout; nobody else heartbeat after it expired
     assert encode_consumer_group_key(ConsumerGroupKey(5, "g", "a")) in tombstones
+
+
+def test_a_heartbeat_moves_a_consumer_members_deadline_without_a_new_timer_and_a_passed_deadline_fires_at_once() -> (
+    None
+):
+    async def scenario() -> None:
+        coordinator, _, clock = make()
+        coordinator.consumer_groups = groups()
+        coordinator.consumer_groups.heartbeat("g", "a", 0, ["t"], None, frozenset(), clock.now)
+        coordinator.watch_consumer_members("g")
+        due, timer = coordinator._consumer_sessions["g"]["a"]
+        assert due == clock.now + SESSION_TIMEOUT_MS
+        clock.now += 1_000
+        epoch = coordinator.consumer_groups.groups["g"].members["a"].epoch
+        coordinator.consumer_groups.heartbeat("g", "a", epoch, None, None, None, clock.now)
+        coordinator.watch_consumer_members("g")
+        assert coordinator._consumer_sessions["g"]["a"] == (due, timer)  # a later deadline keeps the timer
+        coordinator.consumer_groups.groups["g"].members["a"].last_seen_ms = clock.now - SESSION_TIMEOUT_MS - 1
+        coordinator.watch_consumer_member("g", "a")  # past its deadline: a new timer, due at once
+        assert coordinator._consumer_sessions["g"]["a"][1] is not timer
+        await asyncio.sleep(0.05)
+        assert "a" not in coordinator.consumer_groups.groups["g"].members and not coordinator._consumer_sessions
+
+    asyncio.run(scenario())
 
 
 # --- through the handlers and the coordinator ------------------------------------------------------------------------
