@@ -140,8 +140,10 @@ def test_body_tagged_fields_as_the_general_decoder(tags: bytes) -> None:
 
 
 @pytest.mark.parametrize("version", [4, 7, 11, 12, 13, 15, 17, 18])
-def test_every_truncation_is_an_invalid_request(version: int) -> None:
-    body = st.from_type(request_schema(ApiKey.FETCH, version)).example()
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_truncation_is_an_invalid_request(version: int, data: st.DataObject) -> None:
+    body = data.draw(st.from_type(request_schema(ApiKey.FETCH, version)))
     frame = valid_frame(ApiKey.FETCH, version, 1, body)
     for end in range(8, len(frame)):
         general = _outcome(decode_request, frame[:end])
