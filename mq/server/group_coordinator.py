@@ -230,19 +230,18 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
         heartbeat sets no timer; a deadline already past fires at once."""
         deadline = None if self.consumer_groups is None else self.consumer_groups.deadline_ms(group_id, member_id)
         sessions = self._consumer_sessions.setdefault(group_id, {})
-        armed = sessions.pop(member_id, None)
+        armed = sessions.get(member_id)
         now = self.time_ms()
         if armed is not None:
             if deadline is not None and now < deadline and armed[0] <= deadline:
-                sessions[member_id] = armed
                 return
+            del sessions[member_id]
             armed[1].cancel()
-        if deadline is None:
-            if not sessions:
-                del self._consumer_sessions[group_id]
-            return
-        timer = self.clock.call_later(deadline - now, lambda: self._consumer_session_due(group_id, member_id))
-        sessions[member_id] = (deadline, timer)
+        if deadline is not None:
+            timer = self.clock.call_later(deadline - now, lambda: self._consumer_session_due(group_id, member_id))
+            sessions[member_id] = (deadline, timer)
+        elif not sessions:
+            del self._consumer_sessions[group_id]
 
     def _consumer_session_due(self, group_id: str, member_id: str) -> None:
         sessions = self._consumer_sessions.get(group_id)
@@ -285,8 +284,12 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
             if member.heartbeat_due_ms <= deadline:
                 return
             member.heartbeat_timer.cancel()
-        member.heartbeat_due_ms = deadline
-        member.heartbeat_timer = self.clock.call_later(deadline - now, lambda: self._heartbeat_due(group, member))
+        self._arm_heartbeat(group, member, now)
+
+    def _arm_heartbeat(self, group: GroupMetadata, member: MemberMetadata, now: float) -> None:
+        """Set the member's timer for its deadline (``now`` on the clock's ``monotonic_ms``)."""
+        member.heartbeat_due_ms = due = member.heartbeat_deadline_ms
+        member.heartbeat_timer = self.clock.call_later(due - now, lambda: self._heartbeat_due(group, member))
 
     def _stop_heartbeat(self, member: MemberMetadata) -> None:
         if member.heartbeat_timer is not None:
@@ -300,8 +303,7 @@ class GroupCoordinator(CoordinatorPartitions[LoadedPartition]):
             return
         now = self.clock.monotonic_ms()
         if now < member.heartbeat_deadline_ms:
-            member.heartbeat_due_ms = due = member.heartbeat_deadline_ms
-            member.heartbeat_timer = self.clock.call_later(due - now, lambda: self._heartbeat_due(group, member))
+            self._arm_heartbeat(group, member, now)
             return
         if not member.is_new and (member.awaiting_join or member.awaiting_sync):
             self._schedule_heartbeat(group, member)  # a rebalance in progress counts as liveness

@@ -69,9 +69,14 @@ def test_a_new_leader_serves_only_committed_records_and_knows_the_producers(clus
     admin = AdminClient({"bootstrap.servers": bootstrap})
     config = {"segment.bytes": "2048", "min.insync.replicas": "2"}
     admin.create_topics([NewTopic(TOPIC, 1, 3, config=config)])[TOPIC].result(30)
-    seen = [(-1, [])]
-    assert wait_for(lambda: seen.append(leader_and_isr(bootstrap)) or seen[-1][1] == [1, 2, 3])
-    leader = seen[-1][0]
+    leader = -1
+
+    def whole_isr() -> bool:
+        nonlocal leader
+        leader, isr = leader_and_isr(bootstrap)
+        return isr == [1, 2, 3]
+
+    assert wait_for(whole_isr)
 
     transactional = Producer({"bootstrap.servers": bootstrap, "transactional.id": "tx-failover", "linger.ms": 5})
     transactional.init_transactions(30)
